@@ -1,0 +1,156 @@
+//! Case files as written in `specs/cases/<surface>.yaml`.
+//!
+//! These types only describe; checking that a case is meaningful (known checks, known routes,
+//! unique ids) is the runner's `lint`, which can name the file and line.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::outcome::Level;
+use crate::script::{Respond, ToolScript};
+use crate::shape::Shape;
+
+/// One case file: every case of one surface.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaseFile {
+    pub surface: String,
+    pub cases: Vec<CaseSpec>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaseSpec {
+    /// `<surface>/<behaviour-in-kebab-case>`, stable once published.
+    pub id: String,
+    pub level: Level,
+    /// The requirement, in one sentence.
+    pub requirement: String,
+    /// Where the requirement comes from: seed section, spec section, SEP.
+    pub source: String,
+    /// Set where the seed inventory marks the path "untested": this case is that test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub untested_in_seed: Option<String>,
+    pub tool: ToolRef,
+    /// Routes to drive the call through; a target without one of them makes the case
+    /// `not-applicable` for that route.
+    #[serde(default = "default_routes")]
+    pub routes: Vec<String>,
+    /// Shapes the case applies to; absent means all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shapes: Option<Vec<Shape>>,
+    pub expect: Vec<Expectation>,
+    /// Why no mutant can make this case fail, for a case that only observes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_mutant: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}
+
+fn default_routes() -> Vec<String> {
+    vec!["flat".to_string()]
+}
+
+impl CaseSpec {
+    pub fn applies_to(&self, shape: Shape) -> bool {
+        self.shapes.as_ref().is_none_or(|shapes| shapes.contains(&shape))
+    }
+
+    /// The name the case's own tool gets in the canary's `tools/list`: the id with `/` and
+    /// `-` mapped to characters every tool-name rule accepts.
+    pub fn tool_name(&self) -> String {
+        match &self.tool.canary {
+            Some(named) => named.clone(),
+            None => inline_tool_name(&self.id),
+        }
+    }
+
+    /// The canary script entry for this case's inline tool; `None` for a named canary.
+    pub fn tool_script(&self) -> Option<ToolScript> {
+        let respond = self.tool.respond.clone()?;
+        Some(ToolScript {
+            name: self.tool_name(),
+            title: None,
+            description: Some(self.requirement.clone()),
+            input_schema: self.tool.input_schema.clone(),
+            output_schema: self.tool.output_schema.clone(),
+            output_variants: self.tool.output_variants.clone(),
+            meta: self.tool.meta.clone(),
+            extra: self.tool.extra.clone(),
+            respond,
+        })
+    }
+}
+
+/// Maps a case id to a tool name: `flat-return/keeps-meta` becomes `flat_return__keeps_meta`.
+pub fn inline_tool_name(case_id: &str) -> String {
+    case_id.replace('/', "__").replace('-', "_")
+}
+
+/// The upstream tool a case calls: a fixed named canary, or a tool of the case's own.
+/// Exactly one of `canary` and `respond` is given.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolRef {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canary: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub respond: Option<Respond>,
+    /// Arguments of the call (the runner adds the nonce).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub arguments: Map<String, Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_variants: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub extra: Map<String, Value>,
+}
+
+/// One named, parameterised check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Expectation {
+    pub check: String,
+    #[serde(flatten)]
+    pub params: Map<String, Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn case(tool: Value) -> CaseSpec {
+        serde_json::from_value(json!({
+            "id": "flat-return/keeps-meta",
+            "level": "must",
+            "requirement": "r",
+            "source": "s",
+            "tool": tool,
+            "expect": [{"check": "is-error", "value": false}]
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn inline_tools_are_named_from_the_id() {
+        let case = case(json!({"respond": "echo"}));
+        assert_eq!(case.tool_name(), "flat_return__keeps_meta");
+        let script = case.tool_script().unwrap();
+        assert_eq!(script.name, "flat_return__keeps_meta");
+        assert_eq!(case.routes, vec!["flat"]);
+        assert!(case.applies_to(Shape::Sep3279));
+        assert_eq!(case.expect[0].params["value"], json!(false));
+    }
+
+    #[test]
+    fn named_canaries_keep_their_name() {
+        let case = case(json!({"canary": "is_error", "arguments": {"text": "x"}}));
+        assert_eq!(case.tool_name(), "is_error");
+        assert!(case.tool_script().is_none());
+    }
+}

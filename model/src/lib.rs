@@ -1,0 +1,18 @@
+//! The vocabulary relaycheck's parts share.
+//!
+//! The runner writes a [`script::CanaryScript`] from the case catalogue and the canary reads it
+//! back; both render results with [`render`] so that "what the upstream sent" means the same
+//! bytes on both sides. Nothing here does I/O, so every type can be tested in isolation.
+
+pub mod case;
+pub mod outcome;
+pub mod render;
+pub mod script;
+pub mod shape;
+
+pub use outcome::{Level, Outcome};
+pub use shape::Shape;
+
+/// The argument key under which the runner puts a per-call nonce, so that observation logs and
+/// side channels can be matched to the call that caused them.
+pub const NONCE_ARG: &str = "nonce";

@@ -1,0 +1,212 @@
+//! What the canary upstream serves: one [`ToolScript`] per case, written by the runner from the
+//! catalogue and read by the canary at start-up.
+//!
+//! A script says what to answer, never how the answer is framed on a transport: the canary
+//! applies it over stdio and HTTP alike, so a case means the same bytes on both.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::shape::Shape;
+
+/// Every tool the canary serves beyond its fixed named canaries.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CanaryScript {
+    #[serde(default)]
+    pub tools: Vec<ToolScript>,
+}
+
+impl CanaryScript {
+    pub fn tool(&self, name: &str) -> Option<&ToolScript> {
+        self.tools.iter().find(|tool| tool.name == name)
+    }
+}
+
+/// One tool in `tools/list` and what a call to it answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolScript {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Defaults to an object schema with an optional string `nonce`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// SEP-3279 variants; listed only to clients that speak that shape.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_variants: Option<Value>,
+    /// The tool definition's own `_meta`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
+    /// Extra members of the tool definition, written as given (annotations, unknown fields).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub extra: Map<String, Value>,
+    pub respond: Respond,
+}
+
+/// What a call answers.
+///
+/// `Result` is written in the legacy (2025-06-18) form and rendered into the shape the call
+/// speaks; `RawResult` and `Bytes` are written as given whatever the shape, for cases that need
+/// to choose every byte.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Respond {
+    /// A `CallToolResult` in legacy form: `content`, `structuredContent`, `isError`, `_meta` and
+    /// any other member, in the order given.
+    Result(Value),
+    /// A result object sent verbatim in every shape.
+    RawResult(Value),
+    /// A JSON-RPC error.
+    Error(RpcError),
+    /// A task handle, answered in the shape's handle form, with follow-ups served.
+    Task(TaskScript),
+    /// The arguments back, as a text block and as `structuredContent`.
+    Echo,
+    /// A text result of about this many bytes, generated as it is written.
+    Oversized(Oversized),
+    /// `notifications/progress` messages before the answer, when the call has a progress token.
+    Progress(Progress),
+    /// A byte-level misbehaviour instead of a well-formed answer.
+    Fault(Fault),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Oversized {
+    pub bytes: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Progress {
+    pub steps: u32,
+    pub then: Box<Respond>,
+}
+
+/// The handle form a task is announced in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HandleForm {
+    /// 2025-11-25 core tasks: `{task: {...}, _meta}`, `ttl`/`pollInterval`.
+    Nested,
+    /// SEP-2663 extension: `{resultType: "task", taskId, ..., ttlMs, pollIntervalMs}`.
+    Flat,
+}
+
+impl HandleForm {
+    /// The handle form a shape uses when the script does not force one.
+    pub fn for_shape(shape: Shape) -> HandleForm {
+        match shape {
+            Shape::V2025_06_18 | Shape::V2025_11_25 => HandleForm::Nested,
+            _ => HandleForm::Flat,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskScript {
+    /// Forces a handle form; by default the shape decides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub form: Option<HandleForm>,
+    /// `_meta` on the handle itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
+    #[serde(default = "default_ttl_ms")]
+    pub ttl_ms: u64,
+    #[serde(default = "default_poll_ms")]
+    pub poll_interval_ms: u64,
+    /// How many `tasks/get` polls answer `working` before the task ends.
+    #[serde(default)]
+    pub polls_before_done: u32,
+    /// How the task ends: a legacy-form result (completed) or an error (failed).
+    pub outcome: Box<Respond>,
+}
+
+fn default_ttl_ms() -> u64 {
+    60_000
+}
+
+fn default_poll_ms() -> u64 {
+    50
+}
+
+/// Misbehaviour at the byte level. Each is something a real upstream has been seen to do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Fault {
+    /// Never answer.
+    Hang,
+    /// Wait, then answer as `then` says.
+    Slow { delay_ms: u64, then: Box<Respond> },
+    /// Write the first part of a well-formed answer, then close the stream (stdio: exit).
+    CloseMidBody,
+    /// A body that is not JSON.
+    MalformedJson,
+    /// A correct JSON body under `Content-Type: text/plain` (HTTP; stdio answers normally).
+    WrongContentType,
+    /// A response that carries both `result` and `error`.
+    ResultAndError,
+    /// A well-formed result under another request's id.
+    WrongId,
+    /// Exactly these bytes as the response (stdio: one line; HTTP: the body).
+    Bytes { text: String },
+}
+
+/// The input schema a tool gets when its script gives none: the nonce and anything else.
+pub fn default_input_schema() -> Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": { crate::NONCE_ARG: { "type": "string" } }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn respond_reads_as_externally_tagged_yaml_like_json() {
+        let respond: Respond = serde_json::from_value(json!({
+            "error": {"code": -32042, "message": "nope", "data": {"x": 1}}
+        }))
+        .unwrap();
+        assert_eq!(
+            respond,
+            Respond::Error(RpcError {
+                code: -32042,
+                message: "nope".into(),
+                data: Some(json!({"x": 1}))
+            })
+        );
+        let fault: Respond = serde_json::from_value(json!({"fault": "hang"})).unwrap();
+        assert_eq!(fault, Respond::Fault(Fault::Hang));
+        let slow: Respond = serde_json::from_value(
+            json!({"fault": {"slow": {"delay_ms": 5, "then": "echo"}}}),
+        )
+        .unwrap();
+        assert!(matches!(slow, Respond::Fault(Fault::Slow { delay_ms: 5, .. })));
+    }
+
+    #[test]
+    fn unknown_members_are_refused() {
+        let err = serde_json::from_value::<TaskScript>(json!({"outcome": "echo", "ttl": 3}));
+        assert!(err.is_err());
+    }
+}

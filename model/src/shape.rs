@@ -1,0 +1,119 @@
+//! Candidate `tools/call` result shapes.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// A result shape a case can be rendered into. Two of them (`sep-2200`, `2026-07-28`) share a
+/// wire format; they differ in which guidance the checks hold a target to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Shape {
+    #[serde(rename = "2025-06-18")]
+    V2025_06_18,
+    #[serde(rename = "2025-11-25")]
+    V2025_11_25,
+    #[serde(rename = "2026-07-28")]
+    V2026_07_28,
+    #[serde(rename = "sep-2200")]
+    Sep2200,
+    #[serde(rename = "sep-3279")]
+    Sep3279,
+}
+
+impl Shape {
+    pub const ALL: [Shape; 5] = [
+        Shape::V2025_06_18,
+        Shape::V2025_11_25,
+        Shape::V2026_07_28,
+        Shape::Sep2200,
+        Shape::Sep3279,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Shape::V2025_06_18 => "2025-06-18",
+            Shape::V2025_11_25 => "2025-11-25",
+            Shape::V2026_07_28 => "2026-07-28",
+            Shape::Sep2200 => "sep-2200",
+            Shape::Sep3279 => "sep-3279",
+        }
+    }
+
+    /// The protocol version a client speaking this shape puts on the wire.
+    pub fn protocol_version(self) -> &'static str {
+        match self {
+            Shape::V2025_06_18 => "2025-06-18",
+            Shape::V2025_11_25 => "2025-11-25",
+            Shape::V2026_07_28 | Shape::Sep2200 => "2026-07-28",
+            Shape::Sep3279 => "2026-12-01",
+        }
+    }
+
+    /// Whether requests of this shape use the stateless envelope (no `initialize`, the
+    /// protocol version and capabilities in every request's `_meta`).
+    pub fn is_stateless(self) -> bool {
+        matches!(self, Shape::V2026_07_28 | Shape::Sep2200 | Shape::Sep3279)
+    }
+
+    /// The shape a peer means by a negotiated protocol version; unknown versions read as the
+    /// oldest shape, which is what a server must fall back to.
+    pub fn from_protocol_version(version: &str) -> Shape {
+        match version {
+            "2025-11-25" => Shape::V2025_11_25,
+            "2026-07-28" => Shape::V2026_07_28,
+            "2026-12-01" => Shape::Sep3279,
+            _ => Shape::V2025_06_18,
+        }
+    }
+}
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A shape name that is not one of [`Shape::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownShape(pub String);
+
+impl fmt::Display for UnknownShape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let known: Vec<&str> = Shape::ALL.iter().map(|s| s.as_str()).collect();
+        write!(f, "unknown shape `{}` (known: {})", self.0, known.join(", "))
+    }
+}
+
+impl std::error::Error for UnknownShape {}
+
+impl FromStr for Shape {
+    type Err = UnknownShape;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Shape::ALL
+            .into_iter()
+            .find(|shape| shape.as_str() == s)
+            .ok_or_else(|| UnknownShape(s.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for shape in Shape::ALL {
+            assert_eq!(shape.as_str().parse::<Shape>(), Ok(shape));
+            let json = serde_json::to_string(&shape).unwrap();
+            assert_eq!(json, format!("\"{}\"", shape.as_str()));
+        }
+        assert!("2024-01-01".parse::<Shape>().is_err());
+    }
+
+    #[test]
+    fn versions_map_back_to_shapes() {
+        assert_eq!(Shape::from_protocol_version("2025-11-25"), Shape::V2025_11_25);
+        assert_eq!(Shape::from_protocol_version("2026-07-28"), Shape::V2026_07_28);
+        assert_eq!(Shape::from_protocol_version("1999-01-01"), Shape::V2025_06_18);
+    }
+}
