@@ -5,6 +5,7 @@
 //! bytes on both sides. Nothing here does I/O, so every type can be tested in isolation.
 
 pub mod case;
+pub mod observation;
 pub mod outcome;
 pub mod render;
 pub mod script;

@@ -1,0 +1,61 @@
+//! The canary's observation log: one JSON object a line, written as each message arrives or
+//! leaves, so the runner can see the upstream side of every call without asking the target.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Which way a message went, seen from the canary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Direction {
+    /// A request or notification the canary received.
+    In,
+    /// A response or notification the canary sent (or the fault it acted out instead).
+    Out,
+}
+
+/// One line of the observation log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Observation {
+    /// Order of writing, from 1, across all connections of one canary process.
+    pub seq: u64,
+    /// RFC 3339 UTC time of writing.
+    pub time: String,
+    /// `stdio` or `http`.
+    pub transport: String,
+    pub direction: Direction,
+    /// The JSON-RPC method (for `out`: the method of the request being answered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// The JSON-RPC id, as received.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<Value>,
+    /// `arguments.nonce` of the call this message belongs to (for task follow-ups: of the call
+    /// that created the task).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nonce: Option<String>,
+    /// The tool called, for `tools/call` and its task follow-ups.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// The shape the canary answered in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<String>,
+    /// `in`: the request's params.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<Value>,
+    /// `in` over HTTP: the request headers, names lower-cased.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headers: Option<Map<String, Value>>,
+    /// `out`: the whole JSON-RPC message as sent, when it was JSON and small enough to log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<Value>,
+    /// `out`: size of what was sent, in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// `out`: sha256 (hex) of what was sent, for bodies too large to log whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// `out`: the fault acted out instead of a well-formed answer (`hang`, `close-mid-body`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<String>,
+}
