@@ -1,0 +1,233 @@
+//! Acting a [`Reply`] out on a transport: framing, streaming, faults, and the `out` lines of
+//! the observation log. Shared by stdio and HTTP so a case behaves the same on both.
+
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::io::{AsyncWriteExt, Stdout};
+use tokio::sync::{Mutex, mpsc, watch};
+
+use crate::digest::Tally;
+use crate::obslog::{ObsLog, Sent};
+use crate::protocol::{CallCtx, FaultReply, Reply};
+
+/// How messages are delimited on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// stdio: one message a line.
+    Line,
+    /// HTTP `application/json` (or a wrong content type): the body is the message.
+    Body,
+    /// HTTP `text/event-stream`: one `message` event each.
+    Sse,
+}
+
+/// A body chunk or the error that makes hyper abort the response mid-body.
+pub type BodyItem = Result<Bytes, io::Error>;
+
+/// Where acted-out bytes go.
+pub enum Sink {
+    /// Process stdout, shared by every request of the connection: each message is written
+    /// whole under the lock, so concurrent answers never interleave within a line.
+    Stdout(Arc<Mutex<Stdout>>),
+    /// An HTTP response body, fed through a small bounded channel so a large body is paced by
+    /// the client, never buffered.
+    Channel {
+        tx: mpsc::Sender<BodyItem>,
+        framing: Framing,
+        shutdown: watch::Receiver<bool>,
+    },
+}
+
+const SSE_OPEN: &[u8] = b"event: message\ndata: ";
+const SSE_CLOSE: &[u8] = b"\n\n";
+
+fn peer_gone() -> io::Error {
+    io::Error::new(io::ErrorKind::BrokenPipe, "response body receiver dropped")
+}
+
+impl Sink {
+    pub fn transport(&self) -> &'static str {
+        match self {
+            Sink::Stdout(_) => "stdio",
+            Sink::Channel { .. } => "http",
+        }
+    }
+
+    async fn send(tx: &mpsc::Sender<BodyItem>, bytes: Bytes) -> io::Result<()> {
+        tx.send(Ok(bytes)).await.map_err(|_| peer_gone())
+    }
+
+    /// Writes one framed message from chunks; returns its size and hash (framing excluded, so
+    /// the same message hashes the same on every transport).
+    pub async fn message(
+        &mut self,
+        chunks: impl Iterator<Item = Bytes>,
+    ) -> io::Result<(u64, String)> {
+        let mut tally = Tally::new();
+        match self {
+            Sink::Stdout(out) => {
+                let mut out = out.lock().await;
+                for chunk in chunks {
+                    tally.update(&chunk);
+                    out.write_all(&chunk).await?;
+                }
+                out.write_all(b"\n").await?;
+                out.flush().await?;
+            }
+            Sink::Channel { tx, framing, .. } => {
+                let sse = *framing == Framing::Sse;
+                if sse {
+                    Self::send(tx, Bytes::from_static(SSE_OPEN)).await?;
+                }
+                for chunk in chunks {
+                    tally.update(&chunk);
+                    Self::send(tx, chunk).await?;
+                }
+                if sse {
+                    Self::send(tx, Bytes::from_static(SSE_CLOSE)).await?;
+                }
+            }
+        }
+        Ok(tally.finish())
+    }
+
+    /// Writes bytes as they are (stdio still ends the line, or the client would wait forever
+    /// for the end of a message that has already been sent).
+    pub async fn exact(&mut self, bytes: Bytes) -> io::Result<()> {
+        match self {
+            Sink::Stdout(out) => {
+                let mut out = out.lock().await;
+                out.write_all(&bytes).await?;
+                if !bytes.ends_with(b"\n") {
+                    out.write_all(b"\n").await?;
+                }
+                out.flush().await
+            }
+            Sink::Channel { tx, .. } => Self::send(tx, bytes).await,
+        }
+    }
+
+    /// Writes a prefix of a message, then ends the stream: stdio exits the process (the only
+    /// way to end a stdio stream), HTTP aborts the body so the connection closes mid-body.
+    pub async fn close_mid_body(&mut self, prefix: Bytes) -> io::Result<()> {
+        match self {
+            Sink::Stdout(out) => {
+                let mut out = out.lock().await;
+                out.write_all(&prefix).await?;
+                out.flush().await?;
+                std::process::exit(0);
+            }
+            Sink::Channel { tx, framing, .. } => {
+                if *framing == Framing::Sse {
+                    Self::send(tx, Bytes::from_static(SSE_OPEN)).await?;
+                }
+                Self::send(tx, prefix).await?;
+                let abort = io::Error::new(io::ErrorKind::ConnectionAborted, "close-mid-body");
+                tx.send(Err(abort)).await.map_err(|_| peer_gone())
+            }
+        }
+    }
+
+    /// Sends nothing, for as long as it matters: stdio returns at once (the request simply
+    /// never gets an answer), HTTP holds the response open until the client gives up or the
+    /// canary shuts down.
+    pub async fn hang(&mut self) {
+        if let Sink::Channel { tx, shutdown, .. } = self {
+            tokio::select! {
+                _ = tx.closed() => {}
+                _ = shutdown.wait_for(|down| *down) => {}
+            }
+        }
+    }
+}
+
+/// The bytes of a reply that is one whole message, and the fault to log with it; `None` for
+/// replies that stream, wait or fail mid-way.
+pub fn whole(reply: &Reply) -> Option<(Bytes, Option<&'static str>)> {
+    match reply {
+        Reply::Json(value) => Some((Bytes::from(value.to_string()), None)),
+        Reply::Fault(FaultReply::Raw { fault, bytes }) => Some((bytes.clone(), Some(fault))),
+        Reply::Fault(FaultReply::Exact { bytes }) => Some((bytes.clone(), Some("bytes"))),
+        Reply::Fault(FaultReply::WrongContentType(value)) => {
+            Some((Bytes::from(value.to_string()), Some("wrong-content-type")))
+        }
+        _ => None,
+    }
+}
+
+/// Acts a reply out on a sink and logs an `out` line for every message written (progress
+/// notifications included) and for every fault acted out. `note` is a fault already acted out
+/// before this call (a slow answer's wait), logged on the final message.
+pub async fn act_out(
+    mut reply: Reply,
+    ctx: &CallCtx,
+    sink: &mut Sink,
+    log: &ObsLog,
+    mut note: Option<&'static str>,
+) -> io::Result<()> {
+    let transport = sink.transport();
+    loop {
+        match reply {
+            Reply::Nothing => return Ok(()),
+            Reply::Stream(body) => {
+                let (bytes, sha256) = sink.message(body.chunks()).await?;
+                let sent = Sent {
+                    message: None,
+                    bytes,
+                    sha256,
+                    fault: note.map(str::to_string),
+                };
+                log.outgoing(transport, ctx, sent);
+                return Ok(());
+            }
+            Reply::Progress {
+                notifications,
+                then,
+            } => {
+                let mut progress_ctx = ctx.clone();
+                progress_ctx.method = Some("notifications/progress".into());
+                for notification in notifications {
+                    let bytes = Bytes::from(notification.to_string());
+                    sink.message(std::iter::once(bytes.clone())).await?;
+                    log.outgoing(transport, &progress_ctx, Sent::of(&bytes, None));
+                }
+                reply = *then;
+            }
+            Reply::Fault(FaultReply::Hang) => {
+                log.outgoing(transport, ctx, Sent::of(b"", Some("hang")));
+                sink.hang().await;
+                return Ok(());
+            }
+            Reply::Fault(FaultReply::Slow { delay_ms, then }) => {
+                tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+                note = Some("slow");
+                reply = *then;
+            }
+            Reply::Fault(FaultReply::CloseMidBody { prefix }) => {
+                log.outgoing(transport, ctx, Sent::of(&prefix, Some("close-mid-body")));
+                return sink.close_mid_body(prefix).await;
+            }
+            Reply::Fault(FaultReply::Exact { bytes }) => {
+                sink.exact(bytes.clone()).await?;
+                log.outgoing(transport, ctx, Sent::of(&bytes, Some("bytes")));
+                return Ok(());
+            }
+            other => {
+                let Some((bytes, fault)) = whole(&other) else {
+                    return Ok(());
+                };
+                // A content type is an HTTP notion: on stdio the answer is simply correct.
+                let fault = match (fault, transport) {
+                    (Some("wrong-content-type"), "stdio") => None,
+                    (fault, _) => fault,
+                };
+                sink.message(std::iter::once(bytes.clone())).await?;
+                log.outgoing(transport, ctx, Sent::of(&bytes, fault.or(note)));
+                return Ok(());
+            }
+        }
+    }
+}

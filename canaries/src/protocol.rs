@@ -1,0 +1,669 @@
+//! The canary's MCP server logic, free of any transport: one JSON-RPC message in, one
+//! [`Reply`] out. Transports decide how a reply becomes bytes ([`crate::emit`]).
+//!
+//! Every result is written as a `serde_json::Value` built here or taken from the script, never
+//! through a typed MCP model, so unknown members and key order survive exactly.
+
+use std::sync::Mutex;
+
+use bytes::Bytes;
+use relaycheck_model::NONCE_ARG;
+use relaycheck_model::render::{Selector, render_result};
+use relaycheck_model::script::{CanaryScript, Respond, RpcError, ToolScript, default_input_schema};
+use relaycheck_model::shape::Shape;
+use serde_json::{Map, Value, json};
+
+use crate::oversized::OversizedBody;
+use crate::tasks::{Final, Origin, TaskStore, error_object, with_related_task};
+use crate::{SERVER_NAME, faults, named, resources};
+
+/// `_meta` key of the stateless envelope's protocol version (2026-07-28).
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// `_meta` key of the stateless envelope's per-request client capabilities.
+pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+/// The tasks extension's id (SEP-2663).
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// Versions an `initialize` handshake can settle on.
+pub const HANDSHAKE_VERSIONS: [&str; 3] = ["2025-03-26", "2025-06-18", "2025-11-25"];
+/// The answer to a handshake asking for a version the canary does not speak.
+pub const LATEST_HANDSHAKE: &str = "2025-11-25";
+
+/// What the canary knows about a request, for the observation log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallCtx {
+    pub method: Option<String>,
+    pub id: Option<Value>,
+    pub nonce: Option<String>,
+    pub tool: Option<String>,
+    pub shape: Shape,
+}
+
+/// How to answer one message.
+#[derive(Debug)]
+pub enum Reply {
+    /// A notification or a client's response: nothing to send.
+    Nothing,
+    /// A whole JSON-RPC message.
+    Json(Value),
+    /// A JSON-RPC response too large to hold, generated as it is written.
+    Stream(OversizedBody),
+    /// Notifications sent before the answer.
+    Progress {
+        notifications: Vec<Value>,
+        then: Box<Reply>,
+    },
+    /// A misbehaviour instead of (or before) a well-formed answer.
+    Fault(FaultReply),
+}
+
+#[derive(Debug)]
+pub enum FaultReply {
+    Hang,
+    Slow {
+        delay_ms: u64,
+        then: Box<Reply>,
+    },
+    /// The first part of a well-formed response, then the stream ends.
+    CloseMidBody {
+        prefix: Bytes,
+    },
+    /// A complete but wrong message, framed like any other.
+    Raw {
+        fault: &'static str,
+        bytes: Bytes,
+    },
+    /// Exactly these bytes, with no framing beyond the stdio line end.
+    Exact {
+        bytes: Bytes,
+    },
+    /// A correct message under the wrong HTTP content type.
+    WrongContentType(Value),
+}
+
+/// A message handled: what to log and what to send.
+#[derive(Debug)]
+pub struct Handled {
+    pub ctx: CallCtx,
+    pub reply: Reply,
+    /// The request broke the stateless envelope rules, which HTTP answers with status 400.
+    pub bad_request: bool,
+}
+
+/// Per-connection (stdio) or per-session (HTTP) state: the version `initialize` settled on.
+#[derive(Debug, Default)]
+pub struct Session {
+    negotiated: Mutex<Option<Shape>>,
+}
+
+impl Session {
+    pub fn negotiated(&self) -> Option<Shape> {
+        *self.negotiated.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn negotiate(&self, shape: Shape) {
+        *self.negotiated.lock().unwrap_or_else(|e| e.into_inner()) = Some(shape);
+    }
+}
+
+/// The canary's state shared by every connection: the script, the forced shape, the tasks.
+pub struct Canary {
+    script: CanaryScript,
+    force: Option<Shape>,
+    tasks: TaskStore,
+}
+
+/// Everything about a `tools/call` that shapes its answer.
+struct Call<'a> {
+    id: &'a Value,
+    shape: Shape,
+    args: Value,
+    requested: Option<Vec<Selector>>,
+    progress_token: Option<Value>,
+    nonce: Option<String>,
+    tool: String,
+}
+
+pub fn response(id: &Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+pub fn error_response(id: &Value, err: &RpcError) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": error_object(err)})
+}
+
+fn rpc_error(code: i64, message: impl Into<String>) -> RpcError {
+    RpcError {
+        code,
+        message: message.into(),
+        data: None,
+    }
+}
+
+fn envelope_version(params: Option<&Value>) -> Option<&str> {
+    params?.get("_meta")?.get(META_PROTOCOL_VERSION)?.as_str()
+}
+
+impl Canary {
+    pub fn new(script: CanaryScript, force: Option<Shape>) -> Canary {
+        Canary {
+            script,
+            force,
+            tasks: TaskStore::default(),
+        }
+    }
+
+    /// What to log for a message as it arrives, before it is handled: method, id, and the
+    /// nonce and tool of the call (for task follow-ups, of the call that created the task).
+    pub fn context(&self, msg: &Value) -> CallCtx {
+        let method = msg.get("method").and_then(Value::as_str);
+        let params = msg.get("params");
+        let mut ctx = CallCtx {
+            method: method.map(str::to_string),
+            id: msg.get("id").cloned(),
+            nonce: None,
+            tool: None,
+            shape: self.force.unwrap_or(Shape::V2025_06_18),
+        };
+        if method == Some("tools/call") {
+            ctx.tool = params
+                .and_then(|p| p.get("name"))
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            ctx.nonce = params
+                .and_then(|p| p.get("arguments"))
+                .and_then(|a| a.get(NONCE_ARG))
+                .and_then(Value::as_str)
+                .map(str::to_string);
+        } else if method.is_some_and(|m| m.starts_with("tasks/")) {
+            let task_id = params.and_then(|p| p.get("taskId")).and_then(Value::as_str);
+            if let Some(task) = task_id.and_then(|id| self.tasks.find(id)) {
+                ctx.nonce = task.origin.nonce;
+                ctx.tool = task.origin.tool;
+            }
+        }
+        ctx
+    }
+
+    /// The shape a message is answered in: forced, else the stateless envelope's version,
+    /// else the version this connection negotiated, else the oldest shape.
+    pub fn shape_of(&self, params: Option<&Value>, session: &Session) -> Shape {
+        if let Some(shape) = self.force {
+            return shape;
+        }
+        if let Some(version) = envelope_version(params) {
+            return Shape::from_protocol_version(version);
+        }
+        session.negotiated().unwrap_or(Shape::V2025_06_18)
+    }
+
+    /// Handles one received JSON-RPC message.
+    pub fn handle(&self, msg: &Value, session: &Session) -> Handled {
+        let mut ctx = self.context(msg);
+        let params = msg.get("params");
+        ctx.shape = self.shape_of(params, session);
+        let mut handled = Handled {
+            ctx,
+            reply: Reply::Nothing,
+            bad_request: false,
+        };
+        let Some(fields) = msg.as_object() else {
+            let err = rpc_error(
+                -32600,
+                "Invalid Request: batches and non-objects are not supported",
+            );
+            handled.reply = Reply::Json(error_response(&Value::Null, &err));
+            return handled;
+        };
+        let (Some(method), Some(id)) = (
+            fields.get("method").and_then(Value::as_str),
+            fields.get("id"),
+        ) else {
+            // Notifications and the client's own responses are accepted silently.
+            return handled;
+        };
+        if session.negotiated().is_none()
+            && !matches!(method, "initialize" | "server/discover")
+            && let Some(missing) = missing_envelope_key(params)
+        {
+            let err = rpc_error(
+                -32602,
+                format!(
+                    "Invalid params: stateless request without params._meta[\"{missing}\"] on a connection that never initialized"
+                ),
+            );
+            handled.reply = Reply::Json(error_response(id, &err));
+            handled.bad_request = true;
+            return handled;
+        }
+        let shape = handled.ctx.shape;
+        handled.reply = match self.request(method, id, params, session, shape) {
+            Ok(reply) => reply,
+            Err(err) => Reply::Json(error_response(id, &err)),
+        };
+        handled
+    }
+
+    fn request(
+        &self,
+        method: &str,
+        id: &Value,
+        params: Option<&Value>,
+        session: &Session,
+        shape: Shape,
+    ) -> Result<Reply, RpcError> {
+        let plain = |result: Value| Ok(Reply::Json(response(id, complete(result, shape))));
+        match method {
+            "initialize" => Ok(Reply::Json(response(id, initialize(params, session)))),
+            "ping" => plain(json!({})),
+            "server/discover" => plain(self.discover()),
+            "tools/list" => plain(json!({ "tools": self.tool_list(shape) })),
+            "tools/call" => self.call(id, params, shape),
+            "resources/list" => plain(json!({ "resources": resources::list() })),
+            "resources/read" => {
+                let uri = param_str(params, "uri")?;
+                let contents = resources::read(uri)
+                    .ok_or_else(|| rpc_error(-32602, format!("Resource not found: {uri}")))?;
+                plain(contents)
+            }
+            "tasks/get" => Ok(Reply::Json(response(
+                id,
+                self.tasks.get(param_str(params, "taskId")?)?,
+            ))),
+            "tasks/cancel" => Ok(Reply::Json(response(
+                id,
+                self.tasks.cancel(param_str(params, "taskId")?)?,
+            ))),
+            "tasks/result" => self.task_result(id, param_str(params, "taskId")?),
+            "tasks/list" if !shape.is_stateless() => {
+                Ok(Reply::Json(response(id, self.tasks.list())))
+            }
+            _ => Err(rpc_error(-32601, format!("Method not found: {method}"))),
+        }
+    }
+
+    fn discover(&self) -> Value {
+        let mut versions: Vec<&str> = HANDSHAKE_VERSIONS.to_vec();
+        versions.push("2026-07-28");
+        // SEP-3279 is a draft: offered only when a run forces it, so a gateway that picks the
+        // newest version does not wander into it by accident.
+        if self.force == Some(Shape::Sep3279) {
+            versions.push("2026-12-01");
+        }
+        json!({
+            "supportedVersions": versions,
+            "capabilities": {
+                "tools": {"listChanged": false},
+                "resources": {},
+                "extensions": { TASKS_EXTENSION: {} },
+            },
+            "serverInfo": server_info(),
+        })
+    }
+
+    /// The named canaries (unless a script tool takes the name), then the script's tools.
+    fn tool_list(&self, shape: Shape) -> Vec<Value> {
+        let mut tools: Vec<Value> = named::definitions()
+            .into_iter()
+            .filter(|def| {
+                def["name"]
+                    .as_str()
+                    .is_some_and(|name| self.script.tool(name).is_none())
+            })
+            .map(|mut def| {
+                if shape == Shape::Sep3279 {
+                    def["outputVariants"] = json!([{"audience": "assistant", "format": "content"}]);
+                }
+                def
+            })
+            .collect();
+        tools.extend(
+            self.script
+                .tools
+                .iter()
+                .map(|tool| tool_definition(tool, shape)),
+        );
+        tools
+    }
+
+    fn call(&self, id: &Value, params: Option<&Value>, shape: Shape) -> Result<Reply, RpcError> {
+        let name = param_str(params, "name")?;
+        let args = params
+            .and_then(|p| p.get("arguments"))
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        let respond = match self.script.tool(name) {
+            Some(tool) => tool.respond.clone(),
+            None => named::respond(name, &args)
+                .ok_or_else(|| rpc_error(-32602, format!("Unknown tool: {name}")))??,
+        };
+        let call = Call {
+            id,
+            shape,
+            nonce: args
+                .get(NONCE_ARG)
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            args,
+            requested: params.and_then(Selector::read_requested),
+            progress_token: params
+                .and_then(|p| p.get("_meta"))
+                .and_then(|m| m.get("progressToken"))
+                .cloned(),
+            tool: name.to_string(),
+        };
+        Ok(self.respond(&respond, &call))
+    }
+
+    fn render(&self, legacy: &Value, call: &Call) -> Value {
+        render_result(legacy, call.shape, call.requested.as_deref())
+    }
+
+    fn respond(&self, respond: &Respond, call: &Call) -> Reply {
+        let id = call.id;
+        match respond {
+            Respond::Result(legacy) => Reply::Json(response(id, self.render(legacy, call))),
+            Respond::RawResult(raw) => Reply::Json(response(id, raw.clone())),
+            Respond::Error(err) => Reply::Json(error_response(id, err)),
+            Respond::Echo => Reply::Json(response(
+                id,
+                self.render(&named::echo_result(&call.args), call),
+            )),
+            Respond::Oversized(size) => Reply::Stream(OversizedBody::new(
+                id,
+                call.shape,
+                call.requested.as_deref(),
+                size.bytes,
+            )),
+            Respond::Progress(progress) => {
+                let notifications = match &call.progress_token {
+                    Some(token) => (1..=progress.steps)
+                        .map(|step| {
+                            json!({
+                                "jsonrpc": "2.0",
+                                "method": "notifications/progress",
+                                "params": {
+                                    "progressToken": token,
+                                    "progress": step,
+                                    "total": progress.steps,
+                                    "message": format!("step {step} of {}", progress.steps),
+                                },
+                            })
+                        })
+                        .collect(),
+                    None => Vec::new(),
+                };
+                Reply::Progress {
+                    notifications,
+                    then: Box::new(self.respond(&progress.then, call)),
+                }
+            }
+            Respond::Task(script) => {
+                let origin = Origin {
+                    nonce: call.nonce.clone(),
+                    tool: Some(call.tool.clone()),
+                    args: call.args.clone(),
+                    requested: call.requested.clone(),
+                };
+                Reply::Json(response(id, self.tasks.create(script, call.shape, origin)))
+            }
+            Respond::Fault(fault) => {
+                let sample = self.render(&named::echo_result(&call.args), call);
+                faults::act(fault, id, &sample, |then| self.respond(then, call))
+            }
+        }
+    }
+
+    /// 2025-11-25 `tasks/result`: the final result with the related-task `_meta`, or the
+    /// task's JSON-RPC error; other outcomes are acted out as the original call would have.
+    fn task_result(&self, id: &Value, task_id: &str) -> Result<Reply, RpcError> {
+        let task = self.tasks.finish(task_id)?;
+        let shape = task.shape;
+        Ok(match task.final_outcome() {
+            Final::Result(legacy) => Reply::Json(response(
+                id,
+                with_related_task(task.render(&legacy, shape), task_id),
+            )),
+            Final::Raw(raw) => Reply::Json(response(id, with_related_task(raw, task_id))),
+            Final::Error(err) => Reply::Json(error_response(id, &err)),
+            Final::Other(respond) => {
+                let call = Call {
+                    id,
+                    shape,
+                    args: task.origin.args.clone(),
+                    requested: task.origin.requested.clone(),
+                    progress_token: None,
+                    nonce: task.origin.nonce.clone(),
+                    tool: task.origin.tool.clone().unwrap_or_default(),
+                };
+                self.respond(&respond, &call)
+            }
+        })
+    }
+}
+
+/// Which required envelope key a request lacks, if any.
+fn missing_envelope_key(params: Option<&Value>) -> Option<&'static str> {
+    let meta = params.and_then(|p| p.get("_meta"));
+    [META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES]
+        .into_iter()
+        .find(|key| meta.and_then(|m| m.get(*key)).is_none())
+}
+
+fn param_str<'a>(params: Option<&'a Value>, key: &str) -> Result<&'a str, RpcError> {
+    params
+        .and_then(|p| p.get(key))
+        .and_then(Value::as_str)
+        .ok_or_else(|| rpc_error(-32602, format!("Invalid params: missing string `{key}`")))
+}
+
+/// Non-tool results of stateless shapes carry `resultType` too, which 2026-07-28 requires of
+/// every result.
+fn complete(result: Value, shape: Shape) -> Value {
+    match result {
+        Value::Object(fields) if shape.is_stateless() => {
+            let mut out = Map::new();
+            out.insert("resultType".into(), json!("complete"));
+            out.extend(fields);
+            Value::Object(out)
+        }
+        other => other,
+    }
+}
+
+fn server_info() -> Value {
+    json!({"name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION")})
+}
+
+fn initialize(params: Option<&Value>, session: &Session) -> Value {
+    let asked = params
+        .and_then(|p| p.get("protocolVersion"))
+        .and_then(Value::as_str)
+        .unwrap_or(LATEST_HANDSHAKE);
+    let version = if HANDSHAKE_VERSIONS.contains(&asked) {
+        asked
+    } else {
+        LATEST_HANDSHAKE
+    };
+    session.negotiate(Shape::from_protocol_version(version));
+    let mut capabilities = json!({
+        "tools": {"listChanged": false},
+        "resources": {},
+    });
+    if version == "2025-11-25" {
+        capabilities["tasks"] = json!({
+            "list": {},
+            "cancel": {},
+            "requests": {"tools": {"call": {}}},
+        });
+    }
+    json!({
+        "protocolVersion": version,
+        "capabilities": capabilities,
+        "serverInfo": server_info(),
+    })
+}
+
+/// A script tool as `tools/list` shows it: the script's members in a fixed order, then its
+/// `extra` members verbatim. SEP-3279 clients see `outputVariants`, everyone else
+/// `outputSchema`, since each is invalid under the other's version.
+fn tool_definition(tool: &ToolScript, shape: Shape) -> Value {
+    let mut out = Map::new();
+    out.insert("name".into(), json!(tool.name));
+    if let Some(title) = &tool.title {
+        out.insert("title".into(), json!(title));
+    }
+    if let Some(description) = &tool.description {
+        out.insert("description".into(), json!(description));
+    }
+    out.insert(
+        "inputSchema".into(),
+        tool.input_schema
+            .clone()
+            .unwrap_or_else(default_input_schema),
+    );
+    if shape == Shape::Sep3279 {
+        if let Some(variants) = &tool.output_variants {
+            out.insert("outputVariants".into(), variants.clone());
+        }
+    } else if let Some(schema) = &tool.output_schema {
+        out.insert("outputSchema".into(), schema.clone());
+    }
+    if let Some(meta) = &tool.meta {
+        out.insert("_meta".into(), meta.clone());
+    }
+    for (key, value) in &tool.extra {
+        out.insert(key.clone(), value.clone());
+    }
+    Value::Object(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn canary(script: Value, force: Option<Shape>) -> Canary {
+        Canary::new(serde_json::from_value(script).unwrap(), force)
+    }
+
+    fn json_of(handled: Handled) -> Value {
+        match handled.reply {
+            Reply::Json(v) => v,
+            other => panic!("not json: {other:?}"),
+        }
+    }
+
+    fn init(canary: &Canary, session: &Session, version: &str) -> Value {
+        json_of(canary.handle(
+            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": version}}),
+            session,
+        ))
+    }
+
+    #[test]
+    fn initialize_answers_known_versions_and_falls_back() {
+        let c = canary(json!({}), None);
+        let s = Session::default();
+        assert_eq!(
+            init(&c, &s, "2025-06-18")["result"]["protocolVersion"],
+            "2025-06-18"
+        );
+        assert!(
+            init(&c, &s, "2025-06-18")["result"]["capabilities"]
+                .get("tasks")
+                .is_none()
+        );
+        let got = init(&c, &s, "2099-01-01");
+        assert_eq!(got["result"]["protocolVersion"], "2025-11-25");
+        assert!(got["result"]["capabilities"]["tasks"].is_object());
+        assert_eq!(got["result"]["serverInfo"]["name"], SERVER_NAME);
+    }
+
+    #[test]
+    fn stateless_request_needs_envelope_until_initialized() {
+        let c = canary(json!({}), None);
+        let s = Session::default();
+        let msg = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {META_PROTOCOL_VERSION: "2026-07-28"}}});
+        let handled = c.handle(&msg, &s);
+        assert!(handled.bad_request);
+        assert_eq!(json_of(handled)["error"]["code"], -32602);
+        init(&c, &s, "2025-06-18");
+        assert!(json_of(c.handle(&msg, &s))["result"]["tools"].is_array());
+    }
+
+    #[test]
+    fn unknown_method_and_tool() {
+        let c = canary(json!({}), None);
+        let s = Session::default();
+        init(&c, &s, "2025-06-18");
+        let got = json_of(c.handle(&json!({"jsonrpc": "2.0", "id": 1, "method": "nope"}), &s));
+        assert_eq!(got["error"]["code"], -32601);
+        let got = json_of(c.handle(
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "zz"}}),
+            &s,
+        ));
+        assert_eq!(got["error"]["code"], -32602);
+        assert_eq!(got["error"]["message"], "Unknown tool: zz");
+    }
+
+    #[test]
+    fn shape_follows_force_then_envelope_then_session() {
+        let script = json!({"tools": [{"name": "r", "output_schema": {"type": "object"},
+            "output_variants": [{"audience": "assistant", "format": "content"}],
+            "respond": {"result": {"content": [], "structuredContent": {"a": 1}}}}]});
+        let c = canary(script.clone(), None);
+        let s = Session::default();
+        init(&c, &s, "2025-06-18");
+        let call = |c: &Canary, meta: Value| {
+            json_of(c.handle(
+                &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "r", "_meta": meta}}),
+                &s,
+            ))
+        };
+        assert!(call(&c, json!({}))["result"].get("resultType").is_none());
+        let stateless = call(
+            &c,
+            json!({META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}}),
+        );
+        assert_eq!(stateless["result"]["resultType"], "complete");
+        let forced = canary(script, Some(Shape::Sep3279));
+        init(&forced, &s, "2025-06-18");
+        assert!(call(&forced, json!({}))["result"]["outputs"].is_array());
+        let list = json_of(forced.handle(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+            &s,
+        ));
+        let tool = list["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .clone();
+        assert!(tool.get("outputVariants").is_some() && tool.get("outputSchema").is_none());
+    }
+
+    #[test]
+    fn tasks_result_carries_related_task() {
+        let c = canary(json!({}), None);
+        let s = Session::default();
+        init(&c, &s, "2025-11-25");
+        let handle = json_of(c.handle(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "task_handle", "arguments": {"nonce": "n9", "text": "hi"}}}),
+            &s,
+        ));
+        let task_id = handle["result"]["task"]["taskId"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let follow = json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/result", "params": {"taskId": task_id}});
+        assert_eq!(c.context(&follow).nonce.as_deref(), Some("n9"));
+        let got = json_of(c.handle(&follow, &s));
+        assert_eq!(got["result"]["content"][0]["text"], "hi");
+        assert_eq!(
+            got["result"]["_meta"][crate::tasks::RELATED_TASK]["taskId"],
+            task_id
+        );
+    }
+}
