@@ -53,7 +53,9 @@ fn default_routes() -> Vec<String> {
 
 impl CaseSpec {
     pub fn applies_to(&self, shape: Shape) -> bool {
-        self.shapes.as_ref().is_none_or(|shapes| shapes.contains(&shape))
+        self.shapes
+            .as_ref()
+            .is_none_or(|shapes| shapes.contains(&shape))
     }
 
     /// The name the case's own tool gets in the canary's `tools/list`: the id with `/` and

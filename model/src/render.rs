@@ -148,11 +148,7 @@ pub struct TaskState {
 }
 
 /// Renders the handle a `tools/call` answers with when it starts a task.
-pub fn render_task_handle(
-    task: &TaskScript,
-    state: &TaskState,
-    form: HandleForm,
-) -> Value {
+pub fn render_task_handle(task: &TaskScript, state: &TaskState, form: HandleForm) -> Value {
     let mut out = Map::new();
     match form {
         HandleForm::Nested => {
@@ -269,7 +265,10 @@ mod tests {
         );
         let flat = render_task_handle(&task, &state, HandleForm::Flat);
         assert_eq!(flat["ttlMs"], 1000);
-        assert_eq!(read_task_handle(&flat), Some((HandleForm::Flat, "t1".into())));
+        assert_eq!(
+            read_task_handle(&flat),
+            Some((HandleForm::Flat, "t1".into()))
+        );
         assert_eq!(read_task_handle(&legacy()), None);
     }
 }

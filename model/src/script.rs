@@ -176,6 +176,18 @@ pub fn default_input_schema() -> Value {
     })
 }
 
+/// The fixed canaries every canary serves beside the catalogue's tools, for manual use and for
+/// cases that only need to tune one by its arguments.
+pub const NAMED_CANARIES: [&str; 7] = [
+    "echo",
+    "is_error",
+    "rpc_error",
+    "oversized",
+    "task_handle",
+    "meta",
+    "structured_links",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,11 +209,13 @@ mod tests {
         );
         let fault: Respond = serde_json::from_value(json!({"fault": "hang"})).unwrap();
         assert_eq!(fault, Respond::Fault(Fault::Hang));
-        let slow: Respond = serde_json::from_value(
-            json!({"fault": {"slow": {"delay_ms": 5, "then": "echo"}}}),
-        )
-        .unwrap();
-        assert!(matches!(slow, Respond::Fault(Fault::Slow { delay_ms: 5, .. })));
+        let slow: Respond =
+            serde_json::from_value(json!({"fault": {"slow": {"delay_ms": 5, "then": "echo"}}}))
+                .unwrap();
+        assert!(matches!(
+            slow,
+            Respond::Fault(Fault::Slow { delay_ms: 5, .. })
+        ));
     }
 
     #[test]

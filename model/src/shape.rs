@@ -80,7 +80,12 @@ pub struct UnknownShape(pub String);
 impl fmt::Display for UnknownShape {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let known: Vec<&str> = Shape::ALL.iter().map(|s| s.as_str()).collect();
-        write!(f, "unknown shape `{}` (known: {})", self.0, known.join(", "))
+        write!(
+            f,
+            "unknown shape `{}` (known: {})",
+            self.0,
+            known.join(", ")
+        )
     }
 }
 
@@ -112,8 +117,17 @@ mod tests {
 
     #[test]
     fn versions_map_back_to_shapes() {
-        assert_eq!(Shape::from_protocol_version("2025-11-25"), Shape::V2025_11_25);
-        assert_eq!(Shape::from_protocol_version("2026-07-28"), Shape::V2026_07_28);
-        assert_eq!(Shape::from_protocol_version("1999-01-01"), Shape::V2025_06_18);
+        assert_eq!(
+            Shape::from_protocol_version("2025-11-25"),
+            Shape::V2025_11_25
+        );
+        assert_eq!(
+            Shape::from_protocol_version("2026-07-28"),
+            Shape::V2026_07_28
+        );
+        assert_eq!(
+            Shape::from_protocol_version("1999-01-01"),
+            Shape::V2025_06_18
+        );
     }
 }

@@ -1,0 +1,450 @@
+//! Loading the case catalogue from `specs/` and linting it.
+//!
+//! Every problem names the file and, where one can be found, the line, because the people who
+//! write cases read YAML, not Rust.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use relaycheck_model::case::{CaseFile, CaseSpec};
+use relaycheck_model::script::{CanaryScript, NAMED_CANARIES};
+use serde::Deserialize;
+
+use crate::checks;
+use crate::routes::KNOWN_ROUTES;
+
+/// One problem in a spec file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpecError {
+    pub file: PathBuf,
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{}: {}", self.file.display(), line, self.message),
+            None => write!(f, "{}: {}", self.file.display(), self.message),
+        }
+    }
+}
+
+/// Every problem found while loading, so one lint run shows them all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpecErrors(pub Vec<SpecError>);
+
+impl fmt::Display for SpecErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, error) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{error}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for SpecErrors {}
+
+/// A surface as `specs/surfaces.yaml` describes it.
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Surface {
+    pub id: String,
+    pub title: String,
+    pub source: String,
+    #[serde(default)]
+    pub reads: Vec<String>,
+    #[serde(default)]
+    pub writes: Vec<String>,
+    #[serde(default)]
+    pub observed: Vec<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SurfacesFile {
+    surfaces: Vec<Surface>,
+}
+
+/// A case together with where it was written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedCase {
+    pub spec: CaseSpec,
+    pub surface: String,
+    pub file: PathBuf,
+    pub line: Option<usize>,
+}
+
+/// The whole catalogue, in file order then case order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Catalogue {
+    pub surfaces: Vec<Surface>,
+    pub cases: Vec<LoadedCase>,
+}
+
+impl Catalogue {
+    /// Loads and lints `specs_dir` (`surfaces.yaml` and `cases/*.yaml`).
+    pub fn load(specs_dir: &Path) -> Result<Catalogue, SpecErrors> {
+        let mut errors = Vec::new();
+        let surfaces = load_surfaces(&specs_dir.join("surfaces.yaml"), &mut errors);
+        let cases_dir = specs_dir.join("cases");
+        let mut files: Vec<PathBuf> = match std::fs::read_dir(&cases_dir) {
+            Ok(entries) => entries
+                .filter_map(|entry| entry.ok().map(|e| e.path()))
+                .filter(|path| path.extension().is_some_and(|ext| ext == "yaml"))
+                .collect(),
+            Err(err) => {
+                errors.push(SpecError {
+                    file: cases_dir.clone(),
+                    line: None,
+                    message: format!("cannot read the case directory: {err}"),
+                });
+                Vec::new()
+            }
+        };
+        files.sort();
+        let mut cases = Vec::new();
+        for file in files {
+            match std::fs::read_to_string(&file) {
+                Ok(text) => cases.extend(parse_case_file(&file, &text, &mut errors)),
+                Err(err) => errors.push(SpecError {
+                    file: file.clone(),
+                    line: None,
+                    message: format!("cannot read: {err}"),
+                }),
+            }
+        }
+        let catalogue = Catalogue { surfaces, cases };
+        catalogue.lint(&mut errors);
+        if errors.is_empty() {
+            Ok(catalogue)
+        } else {
+            Err(SpecErrors(errors))
+        }
+    }
+
+    fn lint(&self, errors: &mut Vec<SpecError>) {
+        let mut seen: BTreeMap<&str, &LoadedCase> = BTreeMap::new();
+        let known_surfaces: Vec<&str> = self.surfaces.iter().map(|s| s.id.as_str()).collect();
+        for case in &self.cases {
+            let mut report = |message: String| {
+                errors.push(SpecError {
+                    file: case.file.clone(),
+                    line: case.line,
+                    message: format!("case `{}`: {message}", case.spec.id),
+                })
+            };
+            if let Some(first) = seen.insert(&case.spec.id, case) {
+                report(format!(
+                    "duplicate id (first at {}:{})",
+                    first.file.display(),
+                    first.line.unwrap_or(0)
+                ));
+            }
+            for problem in lint_case(case, &known_surfaces) {
+                report(problem);
+            }
+        }
+    }
+
+    pub fn surface(&self, id: &str) -> Option<&Surface> {
+        self.surfaces.iter().find(|s| s.id == id)
+    }
+
+    /// The script the canary serves for this catalogue: one tool per inline case tool.
+    pub fn canary_script(&self) -> CanaryScript {
+        CanaryScript {
+            tools: self
+                .cases
+                .iter()
+                .filter_map(|case| case.spec.tool_script())
+                .collect(),
+        }
+    }
+}
+
+fn load_surfaces(path: &Path, errors: &mut Vec<SpecError>) -> Vec<Surface> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(err) => {
+            errors.push(SpecError {
+                file: path.to_path_buf(),
+                line: None,
+                message: format!("cannot read: {err}"),
+            });
+            return Vec::new();
+        }
+    };
+    match parse_yaml::<SurfacesFile>(path, &text) {
+        Ok(file) => {
+            let mut ids = std::collections::BTreeSet::new();
+            for surface in &file.surfaces {
+                if !ids.insert(surface.id.as_str()) {
+                    errors.push(SpecError {
+                        file: path.to_path_buf(),
+                        line: line_of(&text, &format!("id: {}", surface.id)),
+                        message: format!("duplicate surface `{}`", surface.id),
+                    });
+                }
+            }
+            file.surfaces
+        }
+        Err(error) => {
+            errors.push(error);
+            Vec::new()
+        }
+    }
+}
+
+/// Parses one case file; problems go to `errors` and the file contributes no cases.
+pub fn parse_case_file(file: &Path, text: &str, errors: &mut Vec<SpecError>) -> Vec<LoadedCase> {
+    let parsed: CaseFile = match parse_yaml(file, text) {
+        Ok(parsed) => parsed,
+        Err(error) => {
+            errors.push(error);
+            return Vec::new();
+        }
+    };
+    let stem = file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if parsed.surface != stem {
+        errors.push(SpecError {
+            file: file.to_path_buf(),
+            line: line_of(text, "surface:"),
+            message: format!(
+                "surface `{}` does not match the file name `{stem}.yaml`",
+                parsed.surface
+            ),
+        });
+    }
+    parsed
+        .cases
+        .into_iter()
+        .map(|spec| LoadedCase {
+            line: line_of(text, &format!("id: {}", spec.id)),
+            surface: parsed.surface.clone(),
+            file: file.to_path_buf(),
+            spec,
+        })
+        .collect()
+}
+
+/// Reads YAML in two steps: syntax (where the YAML parser knows the line) into a JSON value,
+/// then the typed model with the path of any mismatch, mapped back to a line. The two steps let
+/// enums be written as one-key maps (`respond: {result: ...}`), the same form the canary script
+/// uses in JSON.
+pub fn parse_yaml<T: serde::de::DeserializeOwned>(file: &Path, text: &str) -> Result<T, SpecError> {
+    let value: serde_json::Value =
+        yaml_serde::from_str(text).map_err(|err| yaml_error(file, &err))?;
+    serde_path_to_error::deserialize(value).map_err(|err| {
+        let path = err.path().to_string();
+        SpecError {
+            file: file.to_path_buf(),
+            line: line_of_path(text, err.path()),
+            message: format!("at `{path}`: {}", err.inner()),
+        }
+    })
+}
+
+/// The line where the value at `path` is written, found by walking the block-style YAML: a key
+/// is the next line that names it, an index the n-th `- ` item after the parent.
+fn line_of_path(text: &str, path: &serde_path_to_error::Path) -> Option<usize> {
+    use serde_path_to_error::Segment;
+    let lines: Vec<&str> = text.lines().collect();
+    let mut at = 0usize;
+    let mut found = None;
+    for segment in path.iter() {
+        match segment {
+            Segment::Map { key } => {
+                let needle = format!("{key}:");
+                let hit = (at..lines.len()).find(|&i| {
+                    let line = lines[i];
+                    line.match_indices(&needle).any(|(pos, _)| {
+                        pos == 0 || matches!(line.as_bytes()[pos - 1], b' ' | b'{' | b'-' | b',')
+                    })
+                })?;
+                at = hit;
+                found = Some(hit);
+            }
+            Segment::Seq { index } => {
+                let mut indent = None;
+                let mut count = 0;
+                let mut hit = None;
+                for (i, line) in lines.iter().enumerate().skip(at + 1) {
+                    let trimmed = line.trim_start();
+                    if !trimmed.starts_with("- ") && trimmed != "-" {
+                        continue;
+                    }
+                    let depth = line.len() - trimmed.len();
+                    let indent = *indent.get_or_insert(depth);
+                    if depth < indent {
+                        break;
+                    }
+                    if depth == indent {
+                        if count == *index {
+                            hit = Some(i);
+                            break;
+                        }
+                        count += 1;
+                    }
+                }
+                match hit {
+                    Some(hit) => {
+                        at = hit;
+                        found = Some(hit);
+                    }
+                    None => return found.map(|line| line + 1),
+                }
+            }
+            _ => {}
+        }
+    }
+    found.map(|line| line + 1)
+}
+
+fn yaml_error(file: &Path, err: &yaml_serde::Error) -> SpecError {
+    SpecError {
+        file: file.to_path_buf(),
+        line: err.location().map(|loc| loc.line()),
+        message: err.to_string(),
+    }
+}
+
+/// The 1-based line on which `needle` first appears, ignoring leading whitespace and `- `.
+fn line_of(text: &str, needle: &str) -> Option<usize> {
+    text.lines()
+        .position(|line| {
+            let trimmed = line.trim_start().trim_start_matches("- ").trim_end();
+            trimmed == needle || trimmed.starts_with(&format!("{needle} "))
+        })
+        .map(|index| index + 1)
+}
+
+fn lint_case(case: &LoadedCase, known_surfaces: &[&str]) -> Vec<String> {
+    let spec = &case.spec;
+    let mut problems = Vec::new();
+    match spec.id.split_once('/') {
+        Some((surface, behaviour)) => {
+            if surface != case.surface {
+                problems.push(format!(
+                    "id must start with the file's surface `{}/`",
+                    case.surface
+                ));
+            }
+            if !is_kebab(behaviour) {
+                problems.push("the behaviour part of the id must be kebab-case".into());
+            }
+        }
+        None => problems.push("id must be `<surface>/<behaviour>`".into()),
+    }
+    if !known_surfaces.is_empty() && !known_surfaces.contains(&case.surface.as_str()) {
+        problems.push(format!(
+            "surface `{}` is not in specs/surfaces.yaml",
+            case.surface
+        ));
+    }
+    if spec.requirement.trim().is_empty() {
+        problems.push("requirement is empty".into());
+    }
+    if spec.source.trim().is_empty() {
+        problems.push("source is empty".into());
+    }
+    match (&spec.tool.canary, &spec.tool.respond) {
+        (Some(_), Some(_)) => problems.push("tool: give `canary` or `respond`, not both".into()),
+        (None, None) => problems.push("tool: give `canary` or `respond`".into()),
+        (Some(named), None) if !NAMED_CANARIES.contains(&named.as_str()) => problems.push(format!(
+            "tool: unknown canary `{named}` (known: {})",
+            NAMED_CANARIES.join(", ")
+        )),
+        _ => {}
+    }
+    if spec.routes.is_empty() {
+        problems.push("routes is empty".into());
+    }
+    for route in &spec.routes {
+        if !KNOWN_ROUTES.contains(&route.as_str()) {
+            problems.push(format!(
+                "unknown route `{route}` (known: {})",
+                KNOWN_ROUTES.join(", ")
+            ));
+        }
+    }
+    if spec.shapes.as_ref().is_some_and(Vec::is_empty) {
+        problems.push("shapes is empty: leave it out to apply to every shape".into());
+    }
+    if spec.expect.is_empty() {
+        problems.push("expect is empty: a case that checks nothing cannot fail".into());
+    }
+    for expectation in &spec.expect {
+        if let Err(problem) = checks::validate(expectation) {
+            problems.push(problem);
+        }
+    }
+    problems
+}
+
+fn is_kebab(text: &str) -> bool {
+    !text.is_empty()
+        && !text.starts_with('-')
+        && !text.ends_with('-')
+        && !text.contains("--")
+        && text
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> (Vec<LoadedCase>, Vec<SpecError>) {
+        let mut errors = Vec::new();
+        let cases = parse_case_file(Path::new("specs/cases/flat-return.yaml"), text, &mut errors);
+        (cases, errors)
+    }
+
+    #[test]
+    fn a_yaml_error_names_file_and_line() {
+        let (_, errors) = parse("surface: flat-return\ncases:\n  - id: x\n    level: sometimes\n");
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].file, Path::new("specs/cases/flat-return.yaml"));
+        assert_eq!(errors[0].line, Some(4), "{}", errors[0]);
+        assert!(errors[0].to_string().contains("flat-return.yaml:4"));
+    }
+
+    #[test]
+    fn cases_carry_their_line_and_lint_names_it() {
+        let text = "surface: flat-return\ncases:\n  - id: flat-return/Bad_Name\n    level: must\n    requirement: r\n    source: s\n    tool: {canary: nope}\n    routes: [sideways]\n    expect: [{check: no-such-check}]\n";
+        let (cases, errors) = parse(text);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(cases[0].line, Some(3));
+        let problems = lint_case(&cases[0], &[]);
+        let joined = problems.join("\n");
+        assert!(joined.contains("kebab-case"), "{joined}");
+        assert!(joined.contains("unknown canary `nope`"), "{joined}");
+        assert!(joined.contains("unknown route `sideways`"), "{joined}");
+        assert!(joined.contains("no-such-check"), "{joined}");
+    }
+
+    #[test]
+    fn surface_must_match_file_name() {
+        let (_, errors) = parse("surface: other\ncases: []\n");
+        assert_eq!(errors[0].line, Some(1));
+    }
+
+    #[test]
+    fn kebab_is_strict() {
+        assert!(is_kebab("keeps-meta-2"));
+        assert!(!is_kebab("Keeps"));
+        assert!(!is_kebab("a--b"));
+        assert!(!is_kebab("-a"));
+    }
+}

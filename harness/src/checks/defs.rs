@@ -1,0 +1,165 @@
+//! The table of checks: names, parameters and what each one means, for lint and for docs.
+
+use serde_json::Value;
+
+/// The kind of value a parameter takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamKind {
+    Bool,
+    Integer,
+    Pointer,
+    Pointers,
+    Strings,
+    AnyJson,
+    /// One of a fixed set of words.
+    Word(&'static [&'static str]),
+}
+
+impl ParamKind {
+    pub fn accepts(self, value: &Value) -> bool {
+        match self {
+            ParamKind::Bool => value.is_boolean(),
+            ParamKind::Integer => value.is_i64() || value.is_u64(),
+            ParamKind::Pointer => value
+                .as_str()
+                .is_some_and(|p| p.is_empty() || p.starts_with('/')),
+            ParamKind::Pointers => value.as_array().is_some_and(|items| {
+                items
+                    .iter()
+                    .all(|p| p.as_str().is_some_and(|p| p.starts_with('/')))
+            }),
+            ParamKind::Strings => value
+                .as_array()
+                .is_some_and(|items| items.iter().all(Value::is_string)),
+            ParamKind::AnyJson => true,
+            ParamKind::Word(words) => value.as_str().is_some_and(|w| words.contains(&w)),
+        }
+    }
+
+    pub fn describe(self) -> String {
+        match self {
+            ParamKind::Bool => "true or false".into(),
+            ParamKind::Integer => "an integer".into(),
+            ParamKind::Pointer => "a JSON pointer (\"\" or starting with /)".into(),
+            ParamKind::Pointers => "a list of JSON pointers".into(),
+            ParamKind::Strings => "a list of strings".into(),
+            ParamKind::AnyJson => "any JSON value".into(),
+            ParamKind::Word(words) => format!("one of {}", words.join(", ")),
+        }
+    }
+}
+
+/// A check's name, what it asserts, and its parameters (name, kind, required).
+pub struct CheckDef {
+    pub name: &'static str,
+    pub asserts: &'static str,
+    pub params: &'static [(&'static str, ParamKind, bool)],
+}
+
+pub const EXCHANGE_KINDS: &[&str] = &[
+    "response",
+    "error-response",
+    "malformed",
+    "closed",
+    "timeout",
+];
+
+pub const CHECKS: &[CheckDef] = &[
+    CheckDef {
+        name: "relayed-unchanged",
+        asserts: "the client got exactly the result or error the upstream sent, but for the pointers listed in `ignore`",
+        params: &[("ignore", ParamKind::Pointers, false)],
+    },
+    CheckDef {
+        name: "is-error",
+        asserts: "the result's isError (absent reads as false) is `value`",
+        params: &[("value", ParamKind::Bool, true)],
+    },
+    CheckDef {
+        name: "protocol-error",
+        asserts: "the client got a JSON-RPC error; with `code` that code, else the upstream's; `keeps-data` and `keeps-message` compare with the upstream's",
+        params: &[
+            ("code", ParamKind::Integer, false),
+            ("keeps-data", ParamKind::Bool, false),
+            ("keeps-message", ParamKind::Bool, false),
+        ],
+    },
+    CheckDef {
+        name: "text-kept",
+        asserts: "every text block the upstream sent reaches the client's content unchanged",
+        params: &[],
+    },
+    CheckDef {
+        name: "kept",
+        asserts: "the value at `pointer` (default /_meta) of the upstream result reaches the client unchanged, at the same place",
+        params: &[("pointer", ParamKind::Pointer, false)],
+    },
+    CheckDef {
+        name: "equals",
+        asserts: "the client's result has `value` at `pointer`",
+        params: &[
+            ("pointer", ParamKind::Pointer, true),
+            ("value", ParamKind::AnyJson, true),
+        ],
+    },
+    CheckDef {
+        name: "absent",
+        asserts: "the client's result has nothing at `pointer`",
+        params: &[("pointer", ParamKind::Pointer, true)],
+    },
+    CheckDef {
+        name: "content-valid",
+        asserts: "every content block the client got has the members its type requires",
+        params: &[],
+    },
+    CheckDef {
+        name: "sdk-accepts",
+        asserts: "the official Rust SDK's typed model (rmcp) reads the client's result or error",
+        params: &[],
+    },
+    CheckDef {
+        name: "upstream-called",
+        asserts: "the upstream received the call `times` times (default 1)",
+        params: &[("times", ParamKind::Integer, false)],
+    },
+    CheckDef {
+        name: "arguments-kept",
+        asserts: "the upstream received the arguments the caller sent, unchanged",
+        params: &[],
+    },
+    CheckDef {
+        name: "max-bytes",
+        asserts: "the client's answer is at most `bytes` bytes",
+        params: &[("bytes", ParamKind::Integer, true)],
+    },
+    CheckDef {
+        name: "schema-valid",
+        asserts: "the client's structuredContent is valid against the tool's outputSchema",
+        params: &[],
+    },
+    CheckDef {
+        name: "task-handle",
+        asserts: "the client got a task handle (in `form` nested or flat, when given)",
+        params: &[("form", ParamKind::Word(&["nested", "flat"]), false)],
+    },
+    CheckDef {
+        name: "no-secret",
+        asserts: "none of `secrets` appears in the client's answer or in any side channel",
+        params: &[("secrets", ParamKind::Strings, true)],
+    },
+    CheckDef {
+        name: "answered-as",
+        asserts: "the call ended as `kind`: response, error-response, malformed, closed or timeout",
+        params: &[("kind", ParamKind::Word(EXCHANGE_KINDS), true)],
+    },
+    CheckDef {
+        name: "text-bytes",
+        asserts: "the text blocks of the client's result hold exactly `bytes` bytes in all",
+        params: &[("bytes", ParamKind::Integer, true)],
+    },
+    CheckDef {
+        name: "progress-before-result",
+        asserts: "at least `min` (default 1) progress notifications reached the client before the result",
+        params: &[("min", ParamKind::Integer, false)],
+    },
+];

@@ -1,0 +1,536 @@
+//! The checks themselves.
+
+use relaycheck_model::case::Expectation;
+use relaycheck_model::render::read_result;
+use serde_json::{Map, Value};
+
+use super::{Evidence, Verdict};
+use crate::client::Exchange;
+
+pub fn evaluate(expectation: &Expectation, evidence: &Evidence<'_>) -> Verdict {
+    let params = &expectation.params;
+    let name = expectation.check.as_str();
+    if name == "answered-as" {
+        return answered_as(name, params, evidence);
+    }
+    if name == "upstream-called" {
+        return upstream_called(name, params, evidence);
+    }
+    if name == "arguments-kept" {
+        return arguments_kept(name, evidence);
+    }
+    if name == "no-secret" {
+        return no_secret(name, params, evidence);
+    }
+    let Exchange::Reply(reply) = evidence.exchange else {
+        return Verdict::fail(
+            name,
+            format!(
+                "the call ended as `{}`, not in a response",
+                evidence.exchange.kind()
+            ),
+        );
+    };
+    if let Some(pointer) = &evidence.view.pick_missed {
+        return Verdict::fail(
+            name,
+            format!("the route's pick `{pointer}` found nothing in the target's answer"),
+        );
+    }
+    match name {
+        "relayed-unchanged" => relayed_unchanged(name, params, evidence),
+        "is-error" => is_error(name, params, evidence),
+        "protocol-error" => protocol_error(name, params, evidence),
+        "text-kept" => text_kept(name, evidence),
+        "kept" => kept(name, params, evidence),
+        "equals" => equals(name, params, evidence),
+        "absent" => absent(name, params, evidence),
+        "content-valid" => content_valid(name, evidence),
+        "sdk-accepts" => sdk_accepts(name, evidence),
+        "max-bytes" => max_bytes(name, params, reply.raw.len()),
+        "schema-valid" => schema_valid(name, evidence),
+        "task-handle" => task_handle(name, params, evidence),
+        "progress-before-result" => progress(name, params, &reply.notifications),
+        "text-bytes" => text_bytes(name, params, evidence),
+        other => Verdict::fail(other, "no such check (lint should have refused it)"),
+    }
+}
+
+fn pointer_param<'a>(params: &'a Map<String, Value>, key: &str, default: &'a str) -> &'a str {
+    params.get(key).and_then(Value::as_str).unwrap_or(default)
+}
+
+fn upstream_member<'a>(evidence: &'a Evidence<'_>, member: &str) -> Option<&'a Value> {
+    evidence.upstream_answer()?.get(member)
+}
+
+fn missing_upstream(name: &str) -> Verdict {
+    Verdict::fail(
+        name,
+        "the canary logged no answer for this call: the call never reached the upstream",
+    )
+}
+
+fn relayed_unchanged(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+    let Some(answer) = evidence.upstream_answer() else {
+        return missing_upstream(name);
+    };
+    let ignore: Vec<&str> = params
+        .get("ignore")
+        .and_then(Value::as_array)
+        .map(|items| items.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let (member, got) = match (answer.get("result"), answer.get("error")) {
+        (Some(_), _) => ("result", evidence.view.result.as_ref()),
+        (None, Some(_)) => ("error", evidence.view.error.as_ref()),
+        (None, None) => {
+            return Verdict::fail(name, "the upstream's answer had neither result nor error");
+        }
+    };
+    let expected = without(answer.get(member), &ignore);
+    let actual = without(got, &ignore);
+    if expected == actual {
+        Verdict::pass(
+            name,
+            format!("the upstream's {member} reached the client unchanged"),
+        )
+    } else {
+        Verdict::fail(
+            name,
+            format!("the client's {member} differs from what the upstream sent"),
+        )
+        .compared(expected, actual)
+    }
+}
+
+/// `value` with the members at `pointers` removed, so declared rewrites do not count.
+fn without(value: Option<&Value>, pointers: &[&str]) -> Option<Value> {
+    let mut value = value?.clone();
+    for pointer in pointers {
+        if let Some((parent, last)) = pointer.rsplit_once('/') {
+            let last = last.replace("~1", "/").replace("~0", "~");
+            if let Some(container) = value.pointer_mut(parent) {
+                match container {
+                    Value::Object(fields) => {
+                        fields.shift_remove(&last);
+                    }
+                    Value::Array(items) => {
+                        if let Ok(index) = last.parse::<usize>()
+                            && index < items.len()
+                        {
+                            items.remove(index);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    Some(value)
+}
+
+fn result_of<'a>(name: &str, evidence: &'a Evidence<'_>) -> Result<&'a Value, Box<Verdict>> {
+    match (&evidence.view.result, &evidence.view.error) {
+        (Some(result), _) => Ok(result),
+        (None, Some(error)) => Err(Box::new(Verdict::fail(
+            name,
+            format!("the client got a JSON-RPC error, not a result: {error}"),
+        ))),
+        (None, None) => Err(Box::new(Verdict::fail(name, "the client got no result"))),
+    }
+}
+
+fn is_error(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+    let want = params.get("value").and_then(Value::as_bool).unwrap_or(true);
+    let result = match result_of(name, evidence) {
+        Ok(result) => result,
+        Err(verdict) => return *verdict,
+    };
+    let got = match result.get("isError") {
+        None => false,
+        Some(Value::Bool(flag)) => *flag,
+        Some(other) => {
+            return Verdict::fail(name, format!("isError is not a boolean: {other}"));
+        }
+    };
+    if got == want {
+        Verdict::pass(name, format!("isError is {got}"))
+    } else {
+        Verdict::fail(name, format!("isError is {got}, expected {want}"))
+            .compared(Some(Value::Bool(want)), Some(Value::Bool(got)))
+    }
+}
+
+fn protocol_error(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+    let Some(error) = &evidence.view.error else {
+        return Verdict::fail(name, "the client got a result, not a JSON-RPC error")
+            .compared(None, evidence.view.result.clone());
+    };
+    let upstream = upstream_member(evidence, "error");
+    let want_code = params
+        .get("code")
+        .and_then(Value::as_i64)
+        .or_else(|| upstream.and_then(|e| e.get("code")).and_then(Value::as_i64));
+    let got_code = error.get("code").and_then(Value::as_i64);
+    if let Some(want) = want_code
+        && got_code != Some(want)
+    {
+        return Verdict::fail(name, format!("error code {got_code:?}, expected {want}"))
+            .compared(Some(Value::from(want)), error.get("code").cloned());
+    }
+    for (flag, member) in [("keeps-data", "data"), ("keeps-message", "message")] {
+        if params.get(flag).and_then(Value::as_bool) == Some(true) {
+            let Some(upstream) = upstream else {
+                return missing_upstream(name);
+            };
+            if upstream.get(member) != error.get(member) {
+                return Verdict::fail(
+                    name,
+                    format!("the error's `{member}` differs from the upstream's"),
+                )
+                .compared(upstream.get(member).cloned(), error.get(member).cloned());
+            }
+        }
+    }
+    Verdict::pass(
+        name,
+        format!("JSON-RPC error {}", got_code.unwrap_or_default()),
+    )
+}
+
+fn texts(result: &Value) -> Vec<&str> {
+    result
+        .get("content")
+        .and_then(Value::as_array)
+        .map(|blocks| {
+            blocks
+                .iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn text_kept(name: &str, evidence: &Evidence<'_>) -> Verdict {
+    let Some(upstream) = upstream_member(evidence, "result") else {
+        return missing_upstream(name);
+    };
+    let result = match result_of(name, evidence) {
+        Ok(result) => result,
+        Err(verdict) => return *verdict,
+    };
+    let (upstream, result) = (read_result(upstream), read_result(result));
+    let sent = texts(&upstream);
+    let got = texts(&result);
+    let lost: Vec<&str> = sent.iter().copied().filter(|t| !got.contains(t)).collect();
+    if lost.is_empty() {
+        Verdict::pass(name, format!("{} text block(s) kept", sent.len()))
+    } else {
+        Verdict::fail(
+            name,
+            format!(
+                "{} of {} text block(s) did not reach the client unchanged",
+                lost.len(),
+                sent.len()
+            ),
+        )
+        .compared(Some(Value::from(sent)), Some(Value::from(got)))
+    }
+}
+
+fn kept(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+    let pointer = pointer_param(params, "pointer", "/_meta");
+    let Some(upstream) = upstream_member(evidence, "result") else {
+        return missing_upstream(name);
+    };
+    let result = match result_of(name, evidence) {
+        Ok(result) => result,
+        Err(verdict) => return *verdict,
+    };
+    let (upstream, result) = (read_result(upstream), read_result(result));
+    let sent = upstream.pointer(pointer);
+    let got = result.pointer(pointer);
+    if sent.is_none() {
+        return Verdict::fail(
+            name,
+            format!("the upstream sent nothing at `{pointer}`: the case is wrong"),
+        );
+    }
+    if sent == got {
+        Verdict::pass(name, format!("`{pointer}` kept"))
+    } else {
+        Verdict::fail(name, format!("`{pointer}` differs from the upstream's"))
+            .compared(sent.cloned(), got.cloned())
+    }
+}
+
+fn equals(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+    let pointer = pointer_param(params, "pointer", "");
+    let want = params.get("value").cloned().unwrap_or(Value::Null);
+    let result = match result_of(name, evidence) {
+        Ok(result) => result,
+        Err(verdict) => return *verdict,
+    };
+    let got = result.pointer(pointer);
+    if got == Some(&want) {
+        Verdict::pass(name, format!("`{pointer}` is {want}"))
+    } else {
+        Verdict::fail(name, format!("`{pointer}` is not {want}")).compared(Some(want), got.cloned())
+    }
+}
+
+fn absent(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+    let pointer = pointer_param(params, "pointer", "");
+    let result = match result_of(name, evidence) {
+        Ok(result) => result,
+        Err(verdict) => return *verdict,
+    };
+    match result.pointer(pointer) {
+        None => Verdict::pass(name, format!("nothing at `{pointer}`")),
+        Some(found) => Verdict::fail(name, format!("`{pointer}` is present"))
+            .compared(None, Some(found.clone())),
+    }
+}
+
+/// What is wrong with one content block, if anything.
+pub fn block_problem(block: &Value) -> Option<String> {
+    let Some(kind) = block.get("type").and_then(Value::as_str) else {
+        return Some("a block without a string `type`".into());
+    };
+    let has_str = |member: &str| block.get(member).is_some_and(Value::is_string);
+    let required: &[&str] = match kind {
+        "text" => &["text"],
+        "image" | "audio" => &["data", "mimeType"],
+        "resource_link" => &["uri", "name"],
+        "resource" => {
+            let Some(resource) = block.get("resource") else {
+                return Some("a `resource` block without `resource`".into());
+            };
+            let uri = resource.get("uri").is_some_and(Value::is_string);
+            let text = resource.get("text").is_some_and(Value::is_string);
+            let blob = resource.get("blob").is_some_and(Value::is_string);
+            return (!(uri && (text ^ blob)))
+                .then(|| "an embedded resource needs `uri` and one of `text` or `blob`".into());
+        }
+        other => return Some(format!("unknown block type `{other}`")),
+    };
+    required
+        .iter()
+        .find(|member| !has_str(member))
+        .map(|member| format!("a `{kind}` block without a string `{member}`"))
+}
+
+fn content_valid(name: &str, evidence: &Evidence<'_>) -> Verdict {
+    let result = match result_of(name, evidence) {
+        Ok(result) => result,
+        Err(verdict) => return *verdict,
+    };
+    let blocks: Vec<&Value> = match (result.get("content"), result.get("outputs")) {
+        (Some(Value::Array(blocks)), _) => blocks.iter().collect(),
+        (None, Some(Value::Array(outputs))) => outputs
+            .iter()
+            .filter_map(|o| o.get("content").and_then(Value::as_array))
+            .flatten()
+            .collect(),
+        _ => return Verdict::fail(name, "the result has no `content` array"),
+    };
+    let problems: Vec<String> = blocks
+        .iter()
+        .enumerate()
+        .filter_map(|(i, block)| block_problem(block).map(|p| format!("block {i}: {p}")))
+        .collect();
+    if problems.is_empty() {
+        Verdict::pass(name, format!("{} block(s) valid", blocks.len()))
+    } else {
+        Verdict::fail(name, problems.join("; "))
+    }
+}
+
+fn sdk_accepts(name: &str, evidence: &Evidence<'_>) -> Verdict {
+    let parsed = match (&evidence.view.result, &evidence.view.error) {
+        (Some(result), _) => serde_json::from_value::<rmcp::model::CallToolResult>(result.clone())
+            .map(|_| "rmcp reads the result as a CallToolResult")
+            .map_err(|err| format!("rmcp refuses the result: {err}")),
+        (None, Some(error)) => serde_json::from_value::<rmcp::model::ErrorData>(error.clone())
+            .map(|_| "rmcp reads the error")
+            .map_err(|err| format!("rmcp refuses the error: {err}")),
+        (None, None) => Err("the client got no result".into()),
+    };
+    match parsed {
+        Ok(message) => Verdict::pass(name, message),
+        Err(message) => Verdict::fail(name, message),
+    }
+}
+
+fn upstream_called(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+    let want = params.get("times").and_then(Value::as_u64).unwrap_or(1) as usize;
+    let got = evidence.upstream_calls().len();
+    if got == want {
+        Verdict::pass(name, format!("the upstream got the call {got} time(s)"))
+    } else {
+        Verdict::fail(
+            name,
+            format!("the upstream got the call {got} time(s), expected {want}"),
+        )
+        .compared(Some(Value::from(want)), Some(Value::from(got)))
+    }
+}
+
+fn arguments_kept(name: &str, evidence: &Evidence<'_>) -> Verdict {
+    let calls = evidence.upstream_calls();
+    let Some(call) = calls.first() else {
+        return missing_upstream(name);
+    };
+    let got = call.params.as_ref().and_then(|p| p.get("arguments"));
+    if got == Some(evidence.arguments) {
+        Verdict::pass(name, "the upstream got the arguments unchanged")
+    } else {
+        Verdict::fail(name, "the upstream's arguments differ from the caller's")
+            .compared(Some(evidence.arguments.clone()), got.cloned())
+    }
+}
+
+fn max_bytes(name: &str, params: &Map<String, Value>, got: usize) -> Verdict {
+    let limit = params.get("bytes").and_then(Value::as_u64).unwrap_or(0) as usize;
+    if got <= limit {
+        Verdict::pass(name, format!("{got} bytes, limit {limit}"))
+    } else {
+        Verdict::fail(name, format!("{got} bytes, over the limit of {limit}"))
+    }
+}
+
+fn schema_valid(name: &str, evidence: &Evidence<'_>) -> Verdict {
+    let Some(schema) = evidence.tool.and_then(|tool| tool.output_schema.as_ref()) else {
+        return Verdict::fail(
+            name,
+            "the case's tool has no outputSchema: the case is wrong",
+        );
+    };
+    let result = match result_of(name, evidence) {
+        Ok(result) => result,
+        Err(verdict) => return *verdict,
+    };
+    let Some(structured) = result.get("structuredContent") else {
+        return Verdict::fail(name, "the result has no structuredContent");
+    };
+    let validator = match jsonschema::validator_for(schema) {
+        Ok(validator) => validator,
+        Err(err) => {
+            return Verdict::fail(name, format!("the outputSchema does not compile: {err}"));
+        }
+    };
+    let errors: Vec<String> = validator
+        .iter_errors(structured)
+        .take(5)
+        .map(|e| format!("{} at `{}`", e, e.instance_path()))
+        .collect();
+    if errors.is_empty() {
+        Verdict::pass(name, "structuredContent is valid against the outputSchema")
+    } else {
+        Verdict::fail(name, errors.join("; "))
+            .compared(Some(schema.clone()), Some(structured.clone()))
+    }
+}
+
+fn task_handle(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+    let result = match result_of(name, evidence) {
+        Ok(result) => result,
+        Err(verdict) => return *verdict,
+    };
+    let Some((form, id)) = relaycheck_model::render::read_task_handle(result) else {
+        return Verdict::fail(name, "the result is not a task handle")
+            .compared(None, Some(result.clone()));
+    };
+    let form_name = match form {
+        relaycheck_model::script::HandleForm::Nested => "nested",
+        relaycheck_model::script::HandleForm::Flat => "flat",
+    };
+    match params.get("form").and_then(Value::as_str) {
+        Some(want) if want != form_name => {
+            Verdict::fail(name, format!("a {form_name} handle, expected {want}"))
+        }
+        _ => Verdict::pass(name, format!("a {form_name} task handle for `{id}`")),
+    }
+}
+
+fn no_secret(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+    let secrets: Vec<&str> = params
+        .get("secrets")
+        .and_then(Value::as_array)
+        .map(|items| items.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let raw: &[u8] = match evidence.exchange {
+        Exchange::Reply(reply) => &reply.raw,
+        Exchange::Malformed { raw, .. } => raw,
+        _ => &[],
+    };
+    let answer = String::from_utf8_lossy(raw);
+    let mut leaks = Vec::new();
+    for secret in &secrets {
+        if answer.contains(secret) {
+            leaks.push("the client's answer".to_string());
+        }
+        for (channel, lines) in evidence.side_channels {
+            if lines.iter().any(|line| line.contains(secret)) {
+                leaks.push(format!("side channel `{channel}`"));
+            }
+        }
+    }
+    if leaks.is_empty() {
+        Verdict::pass(name, format!("none of {} secret(s) leaked", secrets.len()))
+    } else {
+        leaks.dedup();
+        Verdict::fail(name, format!("a secret leaked into {}", leaks.join(", ")))
+    }
+}
+
+fn answered_as(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+    let want = params
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("response");
+    let got = evidence.exchange.kind();
+    if want == got {
+        Verdict::pass(name, format!("the call ended as `{got}`"))
+    } else {
+        Verdict::fail(
+            name,
+            format!("the call ended as `{got}`, expected `{want}`"),
+        )
+    }
+}
+
+fn progress(name: &str, params: &Map<String, Value>, notifications: &[Value]) -> Verdict {
+    let want = params.get("min").and_then(Value::as_u64).unwrap_or(1) as usize;
+    let got = notifications
+        .iter()
+        .filter(|n| n.get("method").and_then(Value::as_str) == Some("notifications/progress"))
+        .count();
+    if got >= want {
+        Verdict::pass(
+            name,
+            format!("{got} progress notification(s) before the result"),
+        )
+    } else {
+        Verdict::fail(
+            name,
+            format!("{got} progress notification(s), expected at least {want}"),
+        )
+    }
+}
+
+fn text_bytes(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+    let want = params.get("bytes").and_then(Value::as_u64).unwrap_or(0) as usize;
+    let result = match result_of(name, evidence) {
+        Ok(result) => read_result(result),
+        Err(verdict) => return *verdict,
+    };
+    let got: usize = texts(&result).iter().map(|t| t.len()).sum();
+    if got == want {
+        Verdict::pass(name, format!("{got} bytes of text"))
+    } else {
+        Verdict::fail(name, format!("{got} bytes of text, expected {want}"))
+            .compared(Some(Value::from(want)), Some(Value::from(got)))
+    }
+}

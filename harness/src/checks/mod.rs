@@ -1,0 +1,147 @@
+//! Named, parameterised checks: each looks at the evidence of one call and gives a verdict.
+//!
+//! A check compares what the client got with what the canary sent (read from the observation
+//! log, never from the target), so a target cannot pass by describing itself.
+
+mod defs;
+mod eval;
+
+use std::collections::BTreeMap;
+
+use relaycheck_model::Shape;
+use relaycheck_model::case::Expectation;
+use relaycheck_model::observation::{Direction, Observation};
+use relaycheck_model::script::ToolScript;
+use serde_json::Value;
+
+use crate::client::Exchange;
+use crate::routes::View;
+
+pub use defs::{CHECKS, CheckDef, ParamKind};
+
+/// What one call left behind, for the checks to judge.
+pub struct Evidence<'a> {
+    pub shape: Shape,
+    /// The arguments the case asked the upstream tool to get (nonce included).
+    pub arguments: &'a Value,
+    pub exchange: &'a Exchange,
+    pub view: &'a View,
+    /// The canary's observation lines for this call's nonce.
+    pub upstream: &'a [Observation],
+    /// The case's own tool, when it has one (for its outputSchema).
+    pub tool: Option<&'a ToolScript>,
+    /// Side-channel lines that mention the nonce, by channel name.
+    pub side_channels: &'a BTreeMap<String, Vec<String>>,
+}
+
+impl Evidence<'_> {
+    /// The JSON-RPC message the canary answered `tools/call` with.
+    pub fn upstream_answer(&self) -> Option<&Value> {
+        self.upstream
+            .iter()
+            .find(|o| {
+                o.direction == Direction::Out
+                    && o.method.as_deref() == Some("tools/call")
+                    && o.message.as_ref().is_some_and(|m| m.get("id").is_some())
+            })
+            .and_then(|o| o.message.as_ref())
+    }
+
+    /// The `tools/call` requests the canary received for this call.
+    pub fn upstream_calls(&self) -> Vec<&Observation> {
+        self.upstream
+            .iter()
+            .filter(|o| o.direction == Direction::In && o.method.as_deref() == Some("tools/call"))
+            .collect()
+    }
+}
+
+/// The verdict of one check.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Verdict {
+    pub check: String,
+    pub passed: bool,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actual: Option<Value>,
+}
+
+impl Verdict {
+    pub fn pass(check: &str, message: impl Into<String>) -> Verdict {
+        Verdict {
+            check: check.into(),
+            passed: true,
+            message: message.into(),
+            expected: None,
+            actual: None,
+        }
+    }
+
+    pub fn fail(check: &str, message: impl Into<String>) -> Verdict {
+        Verdict {
+            check: check.into(),
+            passed: false,
+            message: message.into(),
+            expected: None,
+            actual: None,
+        }
+    }
+
+    pub fn compared(mut self, expected: Option<Value>, actual: Option<Value>) -> Verdict {
+        self.expected = expected;
+        self.actual = actual;
+        self
+    }
+}
+
+/// Checks that an expectation names a known check with parameters of the right kinds.
+pub fn validate(expectation: &Expectation) -> Result<(), String> {
+    let Some(def) = CHECKS.iter().find(|def| def.name == expectation.check) else {
+        let known: Vec<&str> = CHECKS.iter().map(|def| def.name).collect();
+        return Err(format!(
+            "unknown check `{}` (known: {})",
+            expectation.check,
+            known.join(", ")
+        ));
+    };
+    for (name, value) in &expectation.params {
+        let Some((_, kind, _)) = def.params.iter().find(|(p, _, _)| p == name) else {
+            let allowed: Vec<&str> = def.params.iter().map(|(p, _, _)| *p).collect();
+            return Err(format!(
+                "check `{}` has no parameter `{name}` (it takes: {})",
+                def.name,
+                if allowed.is_empty() {
+                    "none".to_string()
+                } else {
+                    allowed.join(", ")
+                }
+            ));
+        };
+        if !kind.accepts(value) {
+            return Err(format!(
+                "check `{}`: parameter `{name}` must be {}",
+                def.name,
+                kind.describe()
+            ));
+        }
+    }
+    for (name, _, required) in def.params {
+        if *required && !expectation.params.contains_key(*name) {
+            return Err(format!("check `{}` needs parameter `{name}`", def.name));
+        }
+    }
+    Ok(())
+}
+
+/// Whether the case expects the call to end in something other than a response, in which case
+/// a fault is evidence to judge rather than a target error.
+pub fn expects_fault(expectations: &[Expectation]) -> bool {
+    expectations.iter().any(|e| e.check == "answered-as")
+}
+
+/// Runs one expectation against the evidence.
+pub fn evaluate(expectation: &Expectation, evidence: &Evidence<'_>) -> Verdict {
+    eval::evaluate(expectation, evidence)
+}

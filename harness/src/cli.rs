@@ -1,0 +1,378 @@
+//! Subcommands of the `relaycheck` binary.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand};
+use relaycheck::baseline::Baseline;
+use relaycheck::catalogue::Catalogue;
+use relaycheck::profile::Profile;
+use relaycheck::report::jsonl::{CaseEvent, Event, Footer, JsonlWriter};
+use relaycheck::report::{self, RunInfo, console};
+use relaycheck::result::CaseResult;
+use relaycheck::run::{RunPlan, run};
+use relaycheck_model::Shape;
+
+#[derive(Parser)]
+#[command(
+    name = "relaycheck",
+    version,
+    about = "Conformance suite for MCP gateways' tool-result paths"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the catalogue against a target.
+    Run(RunArgs),
+    /// List the cases with their surface and level.
+    List {
+        #[arg(long)]
+        json: bool,
+        #[arg(long)]
+        specs: Option<PathBuf>,
+    },
+    /// Check the case files: schema, unique stable ids, known checks, routes and surfaces.
+    Lint {
+        #[arg(long)]
+        specs: Option<PathBuf>,
+    },
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// A built-in profile name (direct, direct-http) or a profile file.
+    #[arg(long)]
+    target: String,
+    /// Shapes to run (repeatable; `all` for every shape). Default: the target's claimed shapes.
+    #[arg(long = "shape")]
+    shapes: Vec<String>,
+    /// Have the canary answer in the shape whatever was negotiated (redesign impact).
+    #[arg(long)]
+    forced: bool,
+    /// Case-id globs to run (repeatable; `*` matches anything).
+    #[arg(long = "case")]
+    cases: Vec<String>,
+    /// Write results.jsonl, junit.xml and summary.md here.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Known failures, in the official MCP conformance suite's baseline grammar.
+    #[arg(long)]
+    expected_failures: Option<PathBuf>,
+    /// Cases in flight at once.
+    #[arg(long, default_value_t = 8)]
+    jobs: usize,
+    /// `should` failures fail the run too.
+    #[arg(long)]
+    strict: bool,
+    /// Per-case timeout in milliseconds (a case may set its own).
+    #[arg(long, default_value_t = 10_000)]
+    timeout_ms: u64,
+    #[arg(long)]
+    specs: Option<PathBuf>,
+    /// Keep the work directory (target logs, canary observations) after the run.
+    #[arg(long)]
+    keep_work: bool,
+    /// Print every result, not only failures.
+    #[arg(long, short)]
+    verbose: bool,
+}
+
+pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Run(args) => run_command(args),
+        Command::List { json, specs } => list(json, specs),
+        Command::Lint { specs } => lint(specs),
+    }
+}
+
+/// `specs/` given, or found in the current directory or one of its parents.
+fn specs_dir(given: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    if let Some(dir) = given {
+        return Ok(dir);
+    }
+    let mut dir = std::env::current_dir().context("cannot read the current directory")?;
+    loop {
+        let candidate = dir.join("specs");
+        if candidate.join("cases").is_dir() {
+            return Ok(candidate);
+        }
+        if !dir.pop() {
+            bail!("no specs/cases directory here or above; pass --specs DIR");
+        }
+    }
+}
+
+fn load_catalogue(specs: Option<PathBuf>) -> anyhow::Result<Result<Catalogue, String>> {
+    let dir = specs_dir(specs)?;
+    Ok(Catalogue::load(&dir).map_err(|errors| errors.to_string()))
+}
+
+fn lint(specs: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    match load_catalogue(specs)? {
+        Ok(catalogue) => {
+            println!(
+                "lint: {} cases in {} surfaces, no problems",
+                catalogue.cases.len(),
+                catalogue.surfaces.len()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(errors) => {
+            eprintln!("{errors}");
+            Ok(ExitCode::from(2))
+        }
+    }
+}
+
+fn list(json: bool, specs: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    let catalogue = match load_catalogue(specs)? {
+        Ok(catalogue) => catalogue,
+        Err(errors) => {
+            eprintln!("{errors}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    if json {
+        let cases: Vec<CaseEvent> = catalogue.cases.iter().map(CaseEvent::of).collect();
+        let mut by_surface = std::collections::BTreeMap::<&str, usize>::new();
+        let mut by_level = std::collections::BTreeMap::<&str, usize>::new();
+        for case in &catalogue.cases {
+            *by_surface.entry(&case.surface).or_default() += 1;
+            *by_level.entry(case.spec.level.as_str()).or_default() += 1;
+        }
+        let out = serde_json::json!({
+            "counts": {
+                "cases": catalogue.cases.len(),
+                "surfaces": by_surface.len(),
+                "by_surface": by_surface,
+                "by_level": by_level,
+            },
+            "cases": cases,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        for case in &catalogue.cases {
+            println!(
+                "{:<60} {:<28} {}",
+                case.spec.id, case.surface, case.spec.level
+            );
+        }
+        println!("{} cases", catalogue.cases.len());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn parse_shapes(given: &[String], profile: &Profile) -> anyhow::Result<Vec<Shape>> {
+    if given.is_empty() {
+        return Ok(profile.shapes());
+    }
+    let mut shapes = Vec::new();
+    for name in given {
+        if name == "all" {
+            shapes.extend(Shape::ALL);
+        } else {
+            shapes.push(name.parse::<Shape>()?);
+        }
+    }
+    shapes.sort();
+    shapes.dedup();
+    Ok(shapes)
+}
+
+/// The canary's argv: `RELAYCHECK_CANARY`, or `relaycheck-canary` beside this binary, or on PATH.
+fn canary_command() -> Vec<String> {
+    if let Ok(path) = std::env::var("RELAYCHECK_CANARY") {
+        return vec![path];
+    }
+    if let Ok(exe) = std::env::current_exe()
+        && let Some(dir) = exe.parent()
+    {
+        let sibling = dir.join("relaycheck-canary");
+        if sibling.exists() {
+            return vec![sibling.display().to_string()];
+        }
+        if let Some(parent) = dir.parent() {
+            let sibling = parent.join("relaycheck-canary");
+            if sibling.exists() {
+                return vec![sibling.display().to_string()];
+            }
+        }
+    }
+    vec!["relaycheck-canary".to_string()]
+}
+
+fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let catalogue = match load_catalogue(args.specs.clone())? {
+        Ok(catalogue) => catalogue,
+        Err(errors) => {
+            eprintln!("{errors}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let profile = Profile::load(&args.target)?;
+    let shapes = parse_shapes(&args.shapes, &profile)?;
+    let baseline = args
+        .expected_failures
+        .as_deref()
+        .map(Baseline::load)
+        .transpose()?;
+    for glob in &args.cases {
+        if !catalogue
+            .cases
+            .iter()
+            .any(|c| relaycheck::glob::matches(glob, &c.spec.id))
+        {
+            bail!("--case `{glob}` matches no case (see `relaycheck list`)");
+        }
+    }
+    let workdir = std::env::temp_dir().join(format!("relaycheck-{}", std::process::id()));
+    let plan = RunPlan {
+        catalogue: &catalogue,
+        profile: &profile,
+        shapes: shapes.clone(),
+        forced: args.forced,
+        cases: args.cases.clone(),
+        jobs: args.jobs,
+        canary_cmd: canary_command(),
+        workdir: workdir.clone(),
+        case_timeout: Duration::from_millis(args.timeout_ms),
+    };
+    let info = RunInfo {
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        target: profile.name.clone(),
+        target_product: profile.product.clone(),
+        target_version: profile.version.clone(),
+        shapes,
+        forced: args.forced,
+        started: report::now_rfc3339(),
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+    };
+    let mut writer = match &args.out {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+            let mut writer = JsonlWriter::create(&dir.join("results.jsonl"))
+                .with_context(|| format!("cannot write {}", dir.display()))?;
+            writer.write(&Event::Header(info.clone()))?;
+            for case in &catalogue.cases {
+                writer.write(&Event::Case(CaseEvent::of(case)))?;
+            }
+            Some(writer)
+        }
+        None => None,
+    };
+
+    let total = plan.result_count();
+    eprintln!(
+        "relaycheck {}: {} cases, {} results to run against `{}` in {} shape(s)",
+        env!("CARGO_PKG_VERSION"),
+        catalogue.cases.len(),
+        total,
+        profile.name,
+        info.shapes.len()
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let mut results: Vec<CaseResult> = Vec::with_capacity(total);
+    let mut write_error = None;
+    let verbose = args.verbose;
+    let outcome = runtime.block_on(run(&plan, &mut |mut result: CaseResult| {
+        if let Some(baseline) = &baseline {
+            baseline.apply(&mut result);
+        }
+        if let Some(writer) = writer.as_mut()
+            && let Err(err) = writer.result(&result)
+            && write_error.is_none()
+        {
+            write_error = Some(err);
+        }
+        if verbose {
+            eprintln!(
+                "{:<14} {} [{} {}] {}",
+                result.outcome.as_str(),
+                result.case,
+                result.shape,
+                result.route,
+                result.message
+            );
+        } else {
+            eprint!("{}", console::mark(result.outcome));
+            if results.len() % 80 == 79 {
+                eprintln!();
+            }
+        }
+        results.push(result);
+    }));
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    if !verbose {
+        eprintln!();
+    }
+    if !args.keep_work {
+        let _ = std::fs::remove_dir_all(&workdir);
+    } else {
+        eprintln!("work files kept in {}", workdir.display());
+    }
+    outcome.map_err(anyhow::Error::msg)?;
+    if let Some(err) = write_error {
+        return Err(err).context("writing results.jsonl failed");
+    }
+
+    let stale = baseline
+        .as_ref()
+        .map(|b| b.stale(&results))
+        .unwrap_or_default();
+    let failed = results.iter().any(|r| r.fails_run(args.strict));
+    let exit_code = if failed || !stale.is_empty() { 1 } else { 0 };
+
+    let mut stderr = std::io::stderr().lock();
+    for result in results.iter().filter(|r| r.outcome.is_failure()) {
+        let case = catalogue.cases.iter().find(|c| c.spec.id == result.case);
+        let rerun = console::rerun_command(&args.target, result, args.forced);
+        let _ = writeln!(stderr, "\n{}", console::failure(result, case, &rerun));
+    }
+    for entry in &stale {
+        let _ = writeln!(
+            stderr,
+            "STALE baseline entry `{entry}`: it passes now; remove it from the expected failures"
+        );
+    }
+    drop(stderr);
+
+    let summary = report::summary::render(&info, &results);
+    if let Some(dir) = &args.out {
+        if let Some(writer) = writer.as_mut() {
+            writer.write(&Event::Footer(Footer {
+                finished: report::now_rfc3339(),
+                counts: report::counts(&results),
+                exit_code,
+                stale_baseline: stale.clone(),
+            }))?;
+        }
+        write_file(
+            &dir.join("junit.xml"),
+            &report::junit::render(&info, &results),
+        )?;
+        write_file(&dir.join("summary.md"), &summary)?;
+    }
+    println!("{summary}");
+    println!("{}", report::total_line(&results));
+    Ok(ExitCode::from(exit_code as u8))
+}
+
+/// Writes through a temporary file and a rename, so a reader never sees half a report.
+fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
+    let temporary = path.with_extension("partial");
+    std::fs::write(&temporary, text)
+        .with_context(|| format!("cannot write {}", temporary.display()))?;
+    std::fs::rename(&temporary, path).with_context(|| format!("cannot write {}", path.display()))
+}

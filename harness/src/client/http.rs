@@ -1,0 +1,274 @@
+//! JSON-RPC over streamable HTTP: one POST a message, answered as JSON or as an SSE stream.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::{Exchange, Reply, classify, id_key, sse};
+
+/// The most body bytes read for one answer.
+pub const MAX_BODY_BYTES: usize = 512 * 1024 * 1024;
+
+/// One POST: the message and the headers to send with it.
+pub struct Post<'a> {
+    pub message: &'a Value,
+    pub headers: &'a [(String, String)],
+}
+
+/// What the POST answered, besides the exchange: headers the session needs.
+pub struct Posted {
+    pub exchange: Exchange,
+    pub session_id: Option<String>,
+}
+
+pub struct HttpClient {
+    http: reqwest::Client,
+    url: String,
+}
+
+impl HttpClient {
+    pub fn new(url: &str) -> Result<HttpClient, reqwest::Error> {
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .pool_max_idle_per_host(16)
+            .build()?;
+        Ok(HttpClient {
+            http,
+            url: url.to_string(),
+        })
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Posts one message; a notification (no id) is done when the status arrives.
+    pub async fn post(&self, post: Post<'_>, timeout: Duration) -> Posted {
+        match tokio::time::timeout(timeout, self.post_inner(post)).await {
+            Ok(posted) => posted,
+            Err(_) => Posted {
+                exchange: Exchange::Timeout,
+                session_id: None,
+            },
+        }
+    }
+
+    async fn post_inner(&self, post: Post<'_>) -> Posted {
+        let body = match serde_json::to_vec(post.message) {
+            Ok(body) => body,
+            Err(err) => return closed(format!("cannot encode the request: {err}")),
+        };
+        let mut request = self
+            .http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body);
+        for (name, value) in post.headers {
+            request = request.header(name.as_str(), value.as_str());
+        }
+        let mut response = match request.send().await {
+            Ok(response) => response,
+            Err(err) => return closed(format!("the POST failed: {err}")),
+        };
+        let status = response.status().as_u16();
+        let session_id = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let Some(id) = post.message.get("id").cloned() else {
+            return Posted {
+                exchange: Exchange::Reply(Reply {
+                    message: Value::Null,
+                    http_status: Some(status),
+                    content_type,
+                    ..Reply::default()
+                }),
+                session_id,
+            };
+        };
+        let is_sse = content_type
+            .as_deref()
+            .is_some_and(|ct| ct.starts_with("text/event-stream"));
+        let mut body = Vec::new();
+        let mut scanned = 0;
+        let mut notifications = Vec::new();
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    if body.len() + chunk.len() > MAX_BODY_BYTES {
+                        return Posted {
+                            exchange: Exchange::Malformed {
+                                raw: body,
+                                problem: format!("a body longer than {MAX_BODY_BYTES} bytes"),
+                            },
+                            session_id,
+                        };
+                    }
+                    body.extend_from_slice(&chunk);
+                    if is_sse
+                        && let Some(exchange) =
+                            scan_events(&body, &mut scanned, &id, &mut notifications)
+                    {
+                        return Posted {
+                            exchange: with_http(exchange, status, &content_type, notifications),
+                            session_id,
+                        };
+                    }
+                }
+                Ok(None) => break,
+                Err(err) => {
+                    return Posted {
+                        exchange: Exchange::Closed {
+                            detail: format!(
+                                "the body broke off after {} bytes (HTTP {status}): {err}",
+                                body.len()
+                            ),
+                        },
+                        session_id,
+                    };
+                }
+            }
+        }
+        let exchange = if is_sse {
+            scanned_rest(&body, &mut scanned, &id, &mut notifications).unwrap_or_else(|| {
+                Exchange::Closed {
+                    detail: format!("the SSE stream (HTTP {status}) ended without an answer"),
+                }
+            })
+        } else if body.is_empty() {
+            Exchange::Closed {
+                detail: format!("HTTP {status} with an empty body"),
+            }
+        } else {
+            classify(body, &id)
+        };
+        Posted {
+            exchange: with_http(exchange, status, &content_type, notifications),
+            session_id,
+        }
+    }
+}
+
+fn closed(detail: String) -> Posted {
+    Posted {
+        exchange: Exchange::Closed { detail },
+        session_id: None,
+    }
+}
+
+fn with_http(
+    exchange: Exchange,
+    status: u16,
+    content_type: &Option<String>,
+    notifications: Vec<Value>,
+) -> Exchange {
+    match exchange {
+        Exchange::Reply(reply) => Exchange::Reply(Reply {
+            http_status: Some(status),
+            content_type: content_type.clone(),
+            notifications,
+            ..reply
+        }),
+        other => other,
+    }
+}
+
+/// Looks at the complete events after `scanned`; returns the exchange once the answer to `id`
+/// (or a message that cannot be one) has arrived.
+fn scan_events(
+    body: &[u8],
+    scanned: &mut usize,
+    id: &Value,
+    notifications: &mut Vec<Value>,
+) -> Option<Exchange> {
+    while let Some(end) = event_end(&body[*scanned..]) {
+        let block = &body[*scanned..*scanned + end];
+        *scanned += end;
+        if let Some(exchange) = take_block(block, id, notifications) {
+            return Some(exchange);
+        }
+    }
+    None
+}
+
+fn scanned_rest(
+    body: &[u8],
+    scanned: &mut usize,
+    id: &Value,
+    notifications: &mut Vec<Value>,
+) -> Option<Exchange> {
+    if let Some(exchange) = scan_events(body, scanned, id, notifications) {
+        return Some(exchange);
+    }
+    take_block(&body[*scanned..], id, notifications)
+}
+
+fn take_block(block: &[u8], id: &Value, notifications: &mut Vec<Value>) -> Option<Exchange> {
+    for data in sse::events(block) {
+        match serde_json::from_slice::<Value>(&data) {
+            Ok(message) if message.get("method").is_some() && message.get("id").is_none() => {
+                notifications.push(message);
+            }
+            Ok(message)
+                if message
+                    .get("id")
+                    .is_some_and(|got| id_key(got) != id_key(id))
+                    && message.get("method").is_some() =>
+            {
+                // A request from the server to the client; not an answer.
+                notifications.push(message);
+            }
+            _ => return Some(classify(data, id)),
+        }
+    }
+    None
+}
+
+/// The length of the first complete event (through its blank line), if one is complete.
+fn event_end(bytes: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\n' {
+            if bytes.get(i + 1) == Some(&b'\n') {
+                return Some(i + 2);
+            }
+            if bytes.get(i + 1) == Some(&b'\r') && bytes.get(i + 2) == Some(&b'\n') {
+                return Some(i + 3);
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn sse_scanning_collects_notifications_then_the_answer() {
+        let body = b"data:\n\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\n\n";
+        let mut scanned = 0;
+        let mut notes = Vec::new();
+        let exchange = scan_events(body, &mut scanned, &json!(3), &mut notes).unwrap();
+        assert_eq!(exchange.kind(), "response");
+        assert_eq!(notes.len(), 1);
+    }
+
+    #[test]
+    fn an_incomplete_event_waits() {
+        let mut scanned = 0;
+        let mut notes = Vec::new();
+        let partial = b"data: {\"jsonrpc\":\"2.0\",\"id\":3";
+        assert!(scan_events(partial, &mut scanned, &json!(3), &mut notes).is_none());
+        assert_eq!(scanned, 0);
+    }
+}

@@ -1,0 +1,147 @@
+//! A raw JSON-RPC client for the north side: it keeps the bytes of every answer, so a check can
+//! see exactly what the target sent, not what a typed model made of it.
+
+pub mod http;
+pub mod sse;
+pub mod stdio;
+
+use serde_json::Value;
+
+/// What came back for one request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Exchange {
+    Reply(Reply),
+    /// Bytes arrived for this request that are not a JSON-RPC response to it.
+    Malformed {
+        raw: Vec<u8>,
+        problem: String,
+    },
+    /// The stream ended (or the connection failed) before an answer.
+    Closed {
+        detail: String,
+    },
+    Timeout,
+}
+
+/// A well-formed JSON-RPC response to the request, and what came with it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Reply {
+    /// The response message's own bytes (a stdio line, an SSE event's data, or an HTTP body).
+    pub raw: Vec<u8>,
+    pub message: Value,
+    /// Notifications that arrived for this request before its response (progress).
+    pub notifications: Vec<Value>,
+    pub http_status: Option<u16>,
+    pub content_type: Option<String>,
+}
+
+impl Exchange {
+    /// A short label for reports: what kind of answer this was.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Exchange::Reply(reply) if reply.message.get("error").is_some() => "error-response",
+            Exchange::Reply(_) => "response",
+            Exchange::Malformed { .. } => "malformed",
+            Exchange::Closed { .. } => "closed",
+            Exchange::Timeout => "timeout",
+        }
+    }
+
+    pub fn reply(&self) -> Option<&Reply> {
+        match self {
+            Exchange::Reply(reply) => Some(reply),
+            _ => None,
+        }
+    }
+}
+
+/// The key under which a JSON-RPC id is matched: its JSON text, so `1` and `"1"` differ.
+pub fn id_key(id: &Value) -> String {
+    id.to_string()
+}
+
+/// Classifies one received message for the request with `expected_id`.
+pub fn classify(raw: Vec<u8>, expected_id: &Value) -> Exchange {
+    match serde_json::from_slice::<Value>(&raw) {
+        Ok(message) => {
+            let problem = response_problem(&message, expected_id);
+            match problem {
+                None => Exchange::Reply(Reply {
+                    raw,
+                    message,
+                    ..Reply::default()
+                }),
+                Some(problem) => Exchange::Malformed { raw, problem },
+            }
+        }
+        Err(err) => Exchange::Malformed {
+            raw,
+            problem: format!("not JSON: {err}"),
+        },
+    }
+}
+
+/// Why `message` is not a valid JSON-RPC response to `expected_id`, if it is not.
+pub fn response_problem(message: &Value, expected_id: &Value) -> Option<String> {
+    let Some(object) = message.as_object() else {
+        return Some("a JSON-RPC response must be an object".into());
+    };
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Some("`jsonrpc` is not \"2.0\"".into());
+    }
+    match object.get("id") {
+        Some(id) if id == expected_id => {}
+        Some(id) => {
+            return Some(format!(
+                "answer carries id {id}, the request had {expected_id}"
+            ));
+        }
+        None => return Some("the response has no id".into()),
+    }
+    match (object.get("result"), object.get("error")) {
+        (Some(_), Some(_)) => Some("the response carries both `result` and `error`".into()),
+        (None, None) => Some("the response carries neither `result` nor `error`".into()),
+        (None, Some(error)) => {
+            let code_ok = error.get("code").is_some_and(Value::is_i64);
+            let message_ok = error.get("message").is_some_and(Value::is_string);
+            (!(code_ok && message_ok))
+                .then(|| "an error needs an integer `code` and a string `message`".into())
+        }
+        (Some(_), None) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn classify_tells_the_faults_apart() {
+        let id = json!(7);
+        let ok = classify(br#"{"jsonrpc":"2.0","id":7,"result":{}}"#.to_vec(), &id);
+        assert_eq!(ok.kind(), "response");
+        let both = classify(
+            br#"{"jsonrpc":"2.0","id":7,"result":{},"error":{"code":1,"message":"m"}}"#.to_vec(),
+            &id,
+        );
+        assert!(
+            matches!(both, Exchange::Malformed { ref problem, .. } if problem.contains("both"))
+        );
+        let wrong = classify(br#"{"jsonrpc":"2.0","id":8,"result":{}}"#.to_vec(), &id);
+        assert!(
+            matches!(wrong, Exchange::Malformed { ref problem, .. } if problem.contains("id 8"))
+        );
+        let garbage = classify(b"{not json".to_vec(), &id);
+        assert!(
+            matches!(garbage, Exchange::Malformed { ref problem, .. } if problem.starts_with("not JSON"))
+        );
+        let string_id = classify(br#"{"jsonrpc":"2.0","id":"7","result":{}}"#.to_vec(), &id);
+        assert_eq!(string_id.kind(), "malformed");
+        let bad_error = classify(
+            br#"{"jsonrpc":"2.0","id":7,"error":{"code":"x"}}"#.to_vec(),
+            &id,
+        );
+        assert_eq!(bad_error.kind(), "malformed");
+    }
+}

@@ -1,0 +1,225 @@
+//! JSON-RPC over a child's stdin and stdout, one message a line.
+//!
+//! Requests are matched to answers by id, so cases can run in parallel over one pipe. Bytes
+//! that answer no pending request are attributed to the only pending request when there is one
+//! (that is how a target answering garbage is caught), and kept as strays otherwise.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{ChildStdin, ChildStdout};
+use tokio::sync::{Mutex, oneshot};
+
+use super::{Exchange, Reply, classify, id_key};
+
+/// Longest line read from a target: a larger one is a fault of the target, not a reason to
+/// exhaust the harness's memory.
+pub const MAX_LINE_BYTES: usize = 512 * 1024 * 1024;
+
+struct Pending {
+    id: Value,
+    reply_to: oneshot::Sender<Exchange>,
+    notifications: Vec<Value>,
+}
+
+#[derive(Default)]
+struct State {
+    pending: HashMap<String, Pending>,
+    /// progress token (as id key) → request id key.
+    tokens: HashMap<String, String>,
+    strays: Vec<Vec<u8>>,
+    closed: Option<String>,
+}
+
+/// A client over one child's pipes.
+pub struct StdioClient {
+    stdin: Mutex<ChildStdin>,
+    state: Arc<std::sync::Mutex<State>>,
+    reader: tokio::task::JoinHandle<()>,
+}
+
+impl StdioClient {
+    pub fn new(stdin: ChildStdin, stdout: ChildStdout) -> StdioClient {
+        let state = Arc::new(std::sync::Mutex::new(State::default()));
+        let reader = tokio::spawn(read_loop(stdout, state.clone()));
+        StdioClient {
+            stdin: Mutex::new(stdin),
+            state,
+            reader,
+        }
+    }
+
+    /// Sends a request and waits for its answer up to `timeout`.
+    pub async fn request(&self, message: &Value, timeout: Duration) -> Exchange {
+        let id = message.get("id").cloned().unwrap_or(Value::Null);
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut state = lock(&self.state);
+            if let Some(detail) = &state.closed {
+                return Exchange::Closed {
+                    detail: detail.clone(),
+                };
+            }
+            if let Some(token) = message.pointer("/params/_meta/progressToken") {
+                state.tokens.insert(id_key(token), id_key(&id));
+            }
+            state.pending.insert(
+                id_key(&id),
+                Pending {
+                    id: id.clone(),
+                    reply_to: tx,
+                    notifications: Vec::new(),
+                },
+            );
+        }
+        if let Err(err) = self.send(message).await {
+            lock(&self.state).pending.remove(&id_key(&id));
+            return Exchange::Closed {
+                detail: format!("cannot write the request: {err}"),
+            };
+        }
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(exchange)) => exchange,
+            Ok(Err(_)) => Exchange::Closed {
+                detail: "the reader stopped".into(),
+            },
+            Err(_) => {
+                lock(&self.state).pending.remove(&id_key(&id));
+                Exchange::Timeout
+            }
+        }
+    }
+
+    /// Sends a message that expects no answer.
+    pub async fn notify(&self, message: &Value) -> std::io::Result<()> {
+        self.send(message).await
+    }
+
+    async fn send(&self, message: &Value) -> std::io::Result<()> {
+        let mut line = serde_json::to_vec(message)?;
+        line.push(b'\n');
+        let mut stdin = self.stdin.lock().await;
+        stdin.write_all(&line).await?;
+        stdin.flush().await
+    }
+
+    /// Whether the target closed its stdout.
+    pub fn closed(&self) -> Option<String> {
+        lock(&self.state).closed.clone()
+    }
+
+    /// Lines that answered no request, kept for the report.
+    pub fn strays(&self) -> Vec<Vec<u8>> {
+        lock(&self.state).strays.clone()
+    }
+}
+
+impl Drop for StdioClient {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+fn lock(state: &std::sync::Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+    state
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+async fn read_loop(stdout: ChildStdout, state: Arc<std::sync::Mutex<State>>) {
+    let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+    let mut line = Vec::new();
+    let reason = loop {
+        line.clear();
+        match read_bounded_line(&mut reader, &mut line).await {
+            Ok(0) => break "the target closed its stdout".to_string(),
+            Ok(_) => {
+                while line.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
+                    line.pop();
+                }
+                if line.is_empty() {
+                    continue;
+                }
+                dispatch(&state, std::mem::take(&mut line));
+            }
+            Err(err) => break format!("reading the target's stdout failed: {err}"),
+        }
+    };
+    let mut state = lock(&state);
+    state.closed = Some(reason.clone());
+    for (_, pending) in state.pending.drain() {
+        let _ = pending.reply_to.send(Exchange::Closed {
+            detail: reason.clone(),
+        });
+    }
+}
+
+async fn read_bounded_line<R: AsyncBufReadExt + Unpin>(
+    reader: &mut R,
+    line: &mut Vec<u8>,
+) -> std::io::Result<usize> {
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(line.len());
+        }
+        let (take, done) = match available.iter().position(|b| *b == b'\n') {
+            Some(at) => (at + 1, true),
+            None => (available.len(), false),
+        };
+        if line.len() + take > MAX_LINE_BYTES {
+            return Err(std::io::Error::other(format!(
+                "a line longer than {MAX_LINE_BYTES} bytes"
+            )));
+        }
+        line.extend_from_slice(&available[..take]);
+        reader.consume(take);
+        if done {
+            return Ok(line.len());
+        }
+    }
+}
+
+fn dispatch(state: &std::sync::Mutex<State>, raw: Vec<u8>) {
+    let mut state = lock(state);
+    let parsed: Option<Value> = serde_json::from_slice(&raw).ok();
+    if let Some(message) = &parsed {
+        let is_response = message.get("result").is_some() || message.get("error").is_some();
+        if message.get("method").is_some() && !is_response {
+            // A notification for a pending request (progress), or a request to the client,
+            // which the harness does not serve.
+            if let Some(token) = message.pointer("/params/progressToken")
+                && let Some(request) = state.tokens.get(&id_key(token)).cloned()
+                && let Some(pending) = state.pending.get_mut(&request)
+            {
+                pending.notifications.push(message.clone());
+                return;
+            }
+            state.strays.push(raw);
+            return;
+        }
+        if let Some(id) = message.get("id")
+            && let Some(pending) = state.pending.remove(&id_key(id))
+        {
+            let exchange = match classify(raw, &pending.id) {
+                Exchange::Reply(reply) => Exchange::Reply(Reply {
+                    notifications: pending.notifications,
+                    ..reply
+                }),
+                other => other,
+            };
+            let _ = pending.reply_to.send(exchange);
+            return;
+        }
+    }
+    if state.pending.len() == 1 {
+        let key = state.pending.keys().next().cloned().expect("one pending");
+        let pending = state.pending.remove(&key).expect("present");
+        let _ = pending.reply_to.send(classify(raw, &pending.id));
+        return;
+    }
+    state.strays.push(raw);
+}

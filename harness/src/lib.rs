@@ -1,0 +1,20 @@
+//! relaycheck: a conformance suite for the places an MCP gateway reads or rewrites the result
+//! of a `tools/call`.
+//!
+//! The library does the work (loading cases, starting targets, driving calls, judging them,
+//! rendering reports); the `relaycheck` binary and the `suite` test entry only wire it up.
+
+pub mod baseline;
+pub mod catalogue;
+pub mod checks;
+pub mod client;
+pub mod glob;
+pub mod observe;
+pub mod process;
+pub mod profile;
+pub mod report;
+pub mod result;
+pub mod routes;
+pub mod run;
+pub mod session;
+pub mod target;

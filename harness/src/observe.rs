@@ -1,0 +1,142 @@
+//! Reading the canary's observation log while the run goes on.
+//!
+//! The log is only ever appended to, so the reader keeps an offset and parses whole new lines
+//! as they appear; lines are indexed by nonce, which is how a call's upstream side is found.
+
+use std::collections::HashMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use relaycheck_model::observation::{Direction, Observation};
+
+#[derive(Default)]
+struct Index {
+    offset: u64,
+    partial: Vec<u8>,
+    by_nonce: HashMap<String, Vec<Observation>>,
+    unreadable: usize,
+}
+
+pub struct ObservationLog {
+    path: PathBuf,
+    index: Mutex<Index>,
+}
+
+impl ObservationLog {
+    pub fn new(path: &Path) -> ObservationLog {
+        ObservationLog {
+            path: path.to_path_buf(),
+            index: Mutex::new(Index::default()),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Everything logged for `nonce` so far.
+    pub fn for_nonce(&self, nonce: &str) -> Vec<Observation> {
+        let mut index = self.index.lock().unwrap_or_else(|p| p.into_inner());
+        self.refresh(&mut index);
+        index.by_nonce.get(nonce).cloned().unwrap_or_default()
+    }
+
+    /// Waits up to `patience` for the canary's answer to `nonce` to be logged (it is written
+    /// as the answer leaves, so it can trail the client's read by a moment), then returns all
+    /// lines for the nonce.
+    pub async fn settle(&self, nonce: &str, patience: Duration) -> Vec<Observation> {
+        let deadline = tokio::time::Instant::now() + patience;
+        loop {
+            let lines = self.for_nonce(nonce);
+            let answered = lines.iter().any(|o| o.direction == Direction::Out);
+            let asked = lines.iter().any(|o| o.direction == Direction::In);
+            if answered || (!asked && tokio::time::Instant::now() >= deadline) {
+                return lines;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return lines;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// How many lines could not be read as observations.
+    pub fn unreadable(&self) -> usize {
+        self.index
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .unreadable
+    }
+
+    fn refresh(&self, index: &mut Index) {
+        let Ok(mut file) = std::fs::File::open(&self.path) else {
+            return;
+        };
+        if file.seek(SeekFrom::Start(index.offset)).is_err() {
+            return;
+        }
+        let mut fresh = Vec::new();
+        if file.read_to_end(&mut fresh).is_err() {
+            return;
+        }
+        index.offset += fresh.len() as u64;
+        let mut buffer = std::mem::take(&mut index.partial);
+        buffer.extend_from_slice(&fresh);
+        let mut start = 0;
+        while let Some(at) = buffer[start..].iter().position(|b| *b == b'\n') {
+            let line = &buffer[start..start + at];
+            start += at + 1;
+            if line.is_empty() {
+                continue;
+            }
+            match serde_json::from_slice::<Observation>(line) {
+                Ok(observation) => {
+                    if let Some(nonce) = observation.nonce.clone() {
+                        index.by_nonce.entry(nonce).or_default().push(observation);
+                    }
+                }
+                Err(_) => index.unreadable += 1,
+            }
+        }
+        index.partial = buffer[start..].to_vec();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn line(seq: u64, nonce: &str, direction: &str) -> String {
+        format!(
+            "{{\"seq\":{seq},\"time\":\"t\",\"transport\":\"stdio\",\"direction\":\"{direction}\",\"nonce\":\"{nonce}\"}}\n"
+        )
+    }
+
+    #[test]
+    fn lines_are_indexed_as_they_are_appended_even_when_split() {
+        let path =
+            std::env::temp_dir().join(format!("relaycheck-obs-{}.jsonl", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let log = ObservationLog::new(&path);
+        assert!(log.for_nonce("a").is_empty());
+        let mut file = std::fs::File::create(&path).unwrap();
+        let first = line(1, "a", "in");
+        let (head, tail) = first.split_at(20);
+        file.write_all(head.as_bytes()).unwrap();
+        file.flush().unwrap();
+        assert!(log.for_nonce("a").is_empty(), "half a line is not a line");
+        file.write_all(tail.as_bytes()).unwrap();
+        file.write_all(line(2, "b", "in").as_bytes()).unwrap();
+        file.write_all(b"not json\n").unwrap();
+        file.write_all(line(3, "a", "out").as_bytes()).unwrap();
+        file.flush().unwrap();
+        let a = log.for_nonce("a");
+        assert_eq!(a.iter().map(|o| o.seq).collect::<Vec<_>>(), [1, 3]);
+        assert_eq!(log.for_nonce("b").len(), 1);
+        assert_eq!(log.unreadable(), 1);
+        let _ = std::fs::remove_file(&path);
+    }
+}

@@ -1,0 +1,167 @@
+//! Child processes in their own process group, ended with the group.
+//!
+//! A gateway under test starts upstreams of its own; killing only the gateway would leave them
+//! behind. Every process the harness starts is the leader of a new group, and dropping its
+//! [`GroupChild`] kills the whole group, whether the run ended, failed or panicked.
+
+use std::path::Path;
+use std::process::Stdio;
+
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+/// A started child whose process group dies with this value.
+#[derive(Debug)]
+pub struct GroupChild {
+    child: Child,
+    pgid: Option<i32>,
+}
+
+/// What to connect the child's standard streams to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pipes {
+    /// stdin and stdout piped (a stdio MCP peer, or a listening-line reader).
+    Both,
+    /// stdout piped only.
+    StdoutOnly,
+}
+
+impl GroupChild {
+    /// Starts `argv` in a new process group with stderr appended to `stderr_path`.
+    pub fn spawn(
+        argv: &[String],
+        env: &[(String, String)],
+        cwd: &Path,
+        stderr_path: &Path,
+        pipes: Pipes,
+    ) -> std::io::Result<GroupChild> {
+        let (program, args) = argv
+            .split_first()
+            .ok_or_else(|| std::io::Error::other("empty command"))?;
+        let stderr = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(stderr_path)?;
+        let mut command = Command::new(program);
+        command
+            .args(args)
+            .current_dir(cwd)
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(if pipes == Pipes::Both {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(stderr))
+            .process_group(0)
+            .kill_on_drop(true);
+        let child = command.spawn().map_err(|err| {
+            std::io::Error::new(err.kind(), format!("cannot start `{program}`: {err}"))
+        })?;
+        let pgid = child.id().map(|pid| pid as i32);
+        Ok(GroupChild { child, pgid })
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.pgid.map(|p| p as u32)
+    }
+
+    pub fn take_stdin(&mut self) -> Option<ChildStdin> {
+        self.child.stdin.take()
+    }
+
+    pub fn take_stdout(&mut self) -> Option<ChildStdout> {
+        self.child.stdout.take()
+    }
+
+    /// Whether the leader has exited, and how.
+    pub fn try_exit(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// Sends SIGTERM to the group, waits up to `grace`, then kills it.
+    pub async fn stop(mut self, grace: std::time::Duration) {
+        if let Some(pgid) = self.pgid {
+            signal_group(pgid, libc::SIGTERM);
+            let _ = tokio::time::timeout(grace, self.child.wait()).await;
+        }
+        self.kill_group();
+    }
+
+    fn kill_group(&mut self) {
+        if let Some(pgid) = self.pgid.take() {
+            signal_group(pgid, libc::SIGKILL);
+            let _ = self.child.start_kill();
+        }
+    }
+}
+
+impl Drop for GroupChild {
+    fn drop(&mut self) {
+        self.kill_group();
+    }
+}
+
+fn signal_group(pgid: i32, signal: i32) {
+    if pgid > 0 {
+        // SAFETY: kill(2) with a negative pid signals a process group we created; it touches no
+        // memory of ours.
+        unsafe {
+            libc::kill(-pgid, signal);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alive(pid: i32) -> bool {
+        // SAFETY: signal 0 only checks for existence.
+        unsafe { libc::kill(pid, 0) == 0 }
+    }
+
+    #[tokio::test]
+    async fn dropping_the_child_kills_its_grandchildren() {
+        let dir = std::env::temp_dir();
+        let pidfile = dir.join(format!("relaycheck-grandchild-{}", std::process::id()));
+        let script = format!("sleep 30 & echo $! > {}; wait", pidfile.display());
+        let child = GroupChild::spawn(
+            &["sh".into(), "-c".into(), script],
+            &[],
+            &dir,
+            &dir.join("relaycheck-test-stderr.log"),
+            Pipes::StdoutOnly,
+        )
+        .unwrap();
+        let mut grandchild = None;
+        for _ in 0..200 {
+            if let Ok(text) = std::fs::read_to_string(&pidfile)
+                && let Ok(pid) = text.trim().parse::<i32>()
+            {
+                grandchild = Some(pid);
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        let grandchild = grandchild.expect("the shell wrote its child's pid");
+        assert!(alive(grandchild));
+        drop(child);
+        let mut gone = false;
+        for _ in 0..200 {
+            if !alive(grandchild) || is_zombie(grandchild) {
+                gone = true;
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        let _ = std::fs::remove_file(&pidfile);
+        assert!(gone, "the grandchild {grandchild} outlived its group");
+    }
+
+    fn is_zombie(pid: i32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|stat| stat.split_whitespace().nth(2) == Some("Z"))
+            .unwrap_or(true)
+    }
+}

@@ -1,0 +1,394 @@
+//! Target profiles: how to start a gateway in front of the canary, reach it, and route a call
+//! through it. Written in TOML so a vendor can describe their gateway without reading Rust.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use relaycheck_model::Shape;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Profiles shipped inside the binary, so `--target direct` works from any directory.
+const BUILTIN: &[(&str, &str)] = &[
+    ("direct", include_str!("../targets/direct.toml")),
+    ("direct-http", include_str!("../targets/direct-http.toml")),
+];
+
+#[derive(Debug)]
+pub enum ProfileError {
+    Unknown {
+        name: String,
+        known: Vec<String>,
+    },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    Parse {
+        path: PathBuf,
+        message: String,
+    },
+    Invalid {
+        path: PathBuf,
+        field: String,
+        message: String,
+    },
+}
+
+impl fmt::Display for ProfileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProfileError::Unknown { name, known } => write!(
+                f,
+                "no target `{name}`: not a built-in profile ({}) and no such file",
+                known.join(", ")
+            ),
+            ProfileError::Read { path, source } => {
+                write!(f, "{}: cannot read: {source}", path.display())
+            }
+            ProfileError::Parse { path, message } => write!(f, "{}: {message}", path.display()),
+            ProfileError::Invalid {
+                path,
+                field,
+                message,
+            } => write!(f, "{}: field `{field}`: {message}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for ProfileError {}
+
+/// How the runner reaches the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Transport {
+    Stdio,
+    Http,
+}
+
+/// How the runner knows the target is ready to take calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Readiness {
+    /// The first answered request is the signal (stdio targets).
+    FirstResponse,
+    /// A line `LISTENING <url>` on the target's stdout gives the URL.
+    ListeningLine,
+    /// `GET <ready_path>` on the target's port answers 200.
+    Http,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    pub name: String,
+    pub description: String,
+    /// The gateway and version under test, for report headers.
+    #[serde(default)]
+    pub product: Option<String>,
+    #[serde(default)]
+    pub version: Option<String>,
+    #[serde(default)]
+    pub start: Option<Start>,
+    pub north: North,
+    pub canary: CanarySide,
+    #[serde(default)]
+    pub routes: BTreeMap<String, Route>,
+    #[serde(default)]
+    pub side_channels: BTreeMap<String, SideChannel>,
+    #[serde(default)]
+    pub claims: Claims,
+    #[serde(default)]
+    pub skip: Vec<Skip>,
+    /// Where the profile was read from; config templates are relative to it.
+    #[serde(skip)]
+    pub origin: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Start {
+    /// argv; an item exactly `{canary_cmd}` expands to the canary's whole argv.
+    pub command: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// A config file written from a template before start, relative to the profile.
+    #[serde(default)]
+    pub config_template: Option<String>,
+    #[serde(default)]
+    pub config_path: Option<String>,
+    pub ready: Readiness,
+    #[serde(default)]
+    pub ready_path: Option<String>,
+    #[serde(default = "default_start_timeout")]
+    pub timeout_ms: u64,
+}
+
+fn default_start_timeout() -> u64 {
+    20_000
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct North {
+    pub transport: Transport,
+    /// For HTTP: the MCP endpoint, with placeholders (`{url}` from a listening line).
+    #[serde(default)]
+    pub url: Option<String>,
+    /// For HTTP: answers as SSE when the target chooses; the runner reads both.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CanarySide {
+    /// `stdio`: the target spawns the canary from `{canary_cmd}`. `http`: the runner starts
+    /// the canary on loopback and gives the target `{canary_url}`.
+    pub transport: Transport,
+}
+
+/// How a call reaches an upstream tool through the target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Route {
+    /// The north tool name; `{tool}` is the upstream tool's name.
+    pub tool: String,
+    /// Argument template; a string value exactly `{arguments}` becomes the call's arguments
+    /// object and `{tool}` inside strings the upstream tool's name.
+    #[serde(default)]
+    pub arguments: Option<Value>,
+    /// JSON pointer into the north result where the upstream's answer is found.
+    #[serde(default)]
+    pub pick: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SideChannel {
+    pub path: String,
+    pub format: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Claims {
+    /// Shapes the target speaks; empty means all.
+    #[serde(default)]
+    pub shapes: Vec<Shape>,
+    /// Surfaces the target has; empty means all.
+    #[serde(default)]
+    pub surfaces: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Skip {
+    /// A case-id glob (`*` matches any run of characters).
+    pub case: String,
+    pub reason: String,
+}
+
+impl Profile {
+    /// A built-in profile by name, or a profile file by path.
+    pub fn load(name_or_path: &str) -> Result<Profile, ProfileError> {
+        if let Some((_, text)) = BUILTIN.iter().find(|(name, _)| *name == name_or_path) {
+            let path = PathBuf::from(format!("harness/targets/{name_or_path}.toml"));
+            return Profile::parse(&path, text);
+        }
+        let path = PathBuf::from(name_or_path);
+        if !path.exists() {
+            return Err(ProfileError::Unknown {
+                name: name_or_path.to_string(),
+                known: BUILTIN.iter().map(|(name, _)| name.to_string()).collect(),
+            });
+        }
+        let text = std::fs::read_to_string(&path).map_err(|source| ProfileError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let mut profile = Profile::parse(&path, &text)?;
+        profile.origin = Some(path);
+        Ok(profile)
+    }
+
+    pub fn builtin_names() -> Vec<&'static str> {
+        BUILTIN.iter().map(|(name, _)| *name).collect()
+    }
+
+    pub fn parse(path: &Path, text: &str) -> Result<Profile, ProfileError> {
+        let profile: Profile = toml::from_str(text).map_err(|err| ProfileError::Parse {
+            path: path.to_path_buf(),
+            message: err.to_string(),
+        })?;
+        profile.validate(path)?;
+        Ok(profile)
+    }
+
+    fn validate(&self, path: &Path) -> Result<(), ProfileError> {
+        let invalid = |field: &str, message: &str| ProfileError::Invalid {
+            path: path.to_path_buf(),
+            field: field.to_string(),
+            message: message.to_string(),
+        };
+        if self.north.transport == Transport::Http && self.north.url.is_none() {
+            return Err(invalid("north.url", "an HTTP target needs a URL"));
+        }
+        if self.north.transport == Transport::Stdio && self.start.is_none() {
+            return Err(invalid("start", "a stdio target needs a command to start"));
+        }
+        if let Some(start) = &self.start {
+            if start.command.is_empty() {
+                return Err(invalid("start.command", "is empty"));
+            }
+            if start.ready == Readiness::Http && start.ready_path.is_none() {
+                return Err(invalid(
+                    "start.ready_path",
+                    "`ready = \"http\"` needs a path",
+                ));
+            }
+            if start.config_template.is_some() != start.config_path.is_some() {
+                return Err(invalid(
+                    "start.config_path",
+                    "config_template and config_path go together",
+                ));
+            }
+        }
+        for (name, route) in &self.routes {
+            if !crate::routes::KNOWN_ROUTES.contains(&name.as_str()) {
+                return Err(invalid(
+                    &format!("routes.{name}"),
+                    &format!(
+                        "unknown route (known: {})",
+                        crate::routes::KNOWN_ROUTES.join(", ")
+                    ),
+                ));
+            }
+            if let Some(pick) = &route.pick
+                && !pick.is_empty()
+                && !pick.starts_with('/')
+            {
+                return Err(invalid(
+                    &format!("routes.{name}.pick"),
+                    "a JSON pointer starts with `/`",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Shapes this run covers: the claimed ones, or all.
+    pub fn shapes(&self) -> Vec<Shape> {
+        if self.claims.shapes.is_empty() {
+            Shape::ALL.to_vec()
+        } else {
+            self.claims.shapes.clone()
+        }
+    }
+
+    pub fn claims_surface(&self, surface: &str) -> bool {
+        self.claims.surfaces.is_empty() || self.claims.surfaces.iter().any(|s| s == surface)
+    }
+
+    /// The reason a case is skipped on this target, if it is.
+    pub fn skip_reason(&self, case_id: &str) -> Option<&str> {
+        self.skip
+            .iter()
+            .find(|skip| crate::glob::matches(&skip.case, case_id))
+            .map(|skip| skip.reason.as_str())
+    }
+}
+
+/// Placeholder values for one target start.
+#[derive(Debug, Clone, Default)]
+pub struct Vars {
+    pub values: BTreeMap<&'static str, String>,
+    /// The canary argv, for `{canary_cmd}` list items.
+    pub canary_cmd: Vec<String>,
+}
+
+impl Vars {
+    pub fn set(&mut self, key: &'static str, value: impl Into<String>) {
+        self.values.insert(key, value.into());
+    }
+
+    /// Replaces every `{name}` this set knows; unknown ones stay for the reader to see.
+    pub fn fill(&self, template: &str) -> String {
+        let mut out = template.to_string();
+        for (key, value) in &self.values {
+            out = out.replace(&format!("{{{key}}}"), value);
+        }
+        out
+    }
+
+    /// Fills an argv, expanding a `{canary_cmd}` item into the canary's argv.
+    pub fn fill_argv(&self, argv: &[String]) -> Vec<String> {
+        let mut out = Vec::new();
+        for item in argv {
+            if item == "{canary_cmd}" {
+                out.extend(self.canary_cmd.iter().cloned());
+            } else {
+                out.push(self.fill(item));
+            }
+        }
+        out
+    }
+}
+
+/// Config templates of the built-in profiles, by the name their profile gives.
+const BUILTIN_TEMPLATES: &[(&str, &str)] = &[];
+
+/// A built-in config template, when `name` is one.
+pub fn builtin_template(name: &str) -> Option<&'static str> {
+    BUILTIN_TEMPLATES
+        .iter()
+        .find(|(known, _)| *known == name)
+        .map(|(_, text)| *text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_parse() {
+        for name in Profile::builtin_names() {
+            let profile = Profile::load(name).unwrap();
+            assert_eq!(profile.name, name);
+            assert!(profile.routes.contains_key("flat"));
+        }
+    }
+
+    #[test]
+    fn an_unknown_field_is_named() {
+        let err = Profile::parse(
+            Path::new("t.toml"),
+            "name='x'\ndescription='d'\nnorth={transport='stdio'}\ncanary={transport='stdio'}\nstart={command=['a'],ready='first-response',colour=1}\n",
+        )
+        .unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("t.toml") && text.contains("colour"), "{text}");
+    }
+
+    #[test]
+    fn an_http_target_without_url_is_refused_by_field() {
+        let err = Profile::parse(
+            Path::new("t.toml"),
+            "name='x'\ndescription='d'\nnorth={transport='http'}\ncanary={transport='http'}\n",
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("`north.url`"), "{err}");
+    }
+
+    #[test]
+    fn argv_expands_the_canary_command() {
+        let mut vars = Vars {
+            canary_cmd: vec!["relaycheck".into(), "canary".into()],
+            ..Vars::default()
+        };
+        vars.set("workdir", "/w");
+        let argv = vars.fill_argv(&["gw".into(), "{canary_cmd}".into(), "--dir={workdir}".into()]);
+        assert_eq!(argv, ["gw", "relaycheck", "canary", "--dir=/w"]);
+    }
+}

@@ -1,0 +1,135 @@
+//! JUnit XML, for CI systems that show test results: one suite per surface, one test case per
+//! (case, route, shape).
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use relaycheck_model::Outcome;
+
+use super::RunInfo;
+use crate::result::CaseResult;
+
+pub fn render(info: &RunInfo, results: &[CaseResult]) -> String {
+    let mut by_surface: BTreeMap<&str, Vec<&CaseResult>> = BTreeMap::new();
+    for result in results {
+        by_surface.entry(&result.surface).or_default().push(result);
+    }
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let failures = results
+        .iter()
+        .filter(|r| r.outcome == Outcome::Fail)
+        .count();
+    let errors = results
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.outcome,
+                Outcome::Error | Outcome::Timeout | Outcome::SetupFail
+            )
+        })
+        .count();
+    let _ = writeln!(
+        out,
+        "<testsuites name=\"relaycheck {}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\">",
+        escape(&info.target),
+        results.len()
+    );
+    for (surface, results) in by_surface {
+        let failures = results
+            .iter()
+            .filter(|r| r.outcome == Outcome::Fail)
+            .count();
+        let errors = results
+            .iter()
+            .filter(|r| {
+                matches!(
+                    r.outcome,
+                    Outcome::Error | Outcome::Timeout | Outcome::SetupFail
+                )
+            })
+            .count();
+        let skipped = results
+            .iter()
+            .filter(|r| matches!(r.outcome, Outcome::Skip | Outcome::NotApplicable))
+            .count();
+        let time: u64 = results.iter().map(|r| r.duration_ms).sum();
+        let _ = writeln!(
+            out,
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\" time=\"{:.3}\">",
+            escape(surface),
+            results.len(),
+            time as f64 / 1000.0
+        );
+        for result in results {
+            let _ = write!(
+                out,
+                "    <testcase classname=\"{}\" name=\"{} [{} {}]\" time=\"{:.3}\"",
+                escape(surface),
+                escape(&result.case),
+                result.shape,
+                escape(&result.route),
+                result.duration_ms as f64 / 1000.0
+            );
+            let body = match result.outcome {
+                Outcome::Pass | Outcome::Observed => None,
+                Outcome::Fail => Some(format!(
+                    "<failure message=\"{}\">{}</failure>",
+                    escape(&result.message),
+                    escape(result.diff.as_deref().unwrap_or(&result.message))
+                )),
+                Outcome::Error | Outcome::Timeout | Outcome::SetupFail => Some(format!(
+                    "<error type=\"{}\" message=\"{}\"/>",
+                    result.outcome,
+                    escape(&result.message)
+                )),
+                Outcome::Skip | Outcome::NotApplicable | Outcome::ExpectedFail => Some(format!(
+                    "<skipped message=\"{}: {}\"/>",
+                    result.outcome,
+                    escape(&result.message)
+                )),
+            };
+            match body {
+                Some(body) => {
+                    let _ = writeln!(out, ">{body}</testcase>");
+                }
+                None => {
+                    let _ = writeln!(out, "/>");
+                }
+            }
+        }
+        out.push_str("  </testsuite>\n");
+    }
+    out.push_str("</testsuites>\n");
+    out
+}
+
+/// Escapes text for XML attributes and content, dropping characters XML 1.0 cannot carry.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if (c as u32) < 0x20 => out.push('\u{FFFD}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping_keeps_xml_well_formed() {
+        assert_eq!(
+            escape("a<b & \"c\"\u{1}"),
+            "a&lt;b &amp; &quot;c&quot;\u{FFFD}"
+        );
+    }
+}

@@ -1,0 +1,97 @@
+//! The result of one case, on one route, in one shape: what every report is made from.
+
+use relaycheck_model::{Level, Outcome, Shape};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::checks::Verdict;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseResult {
+    pub case: String,
+    pub surface: String,
+    pub level: Level,
+    pub route: String,
+    pub shape: Shape,
+    pub outcome: Outcome,
+    /// One line: why the outcome is what it is.
+    pub message: String,
+    pub duration_ms: u64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<Verdict>,
+    /// The north request as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<Value>,
+    /// The north answer, parsed, or a preview of its bytes when it was not JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub north: Option<Value>,
+    /// What the canary sent upstream for this call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<Value>,
+    /// A unified diff of expected against actual for the first failing comparison.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+}
+
+impl CaseResult {
+    /// A result for a case that did not run, with the reason.
+    pub fn without_run(
+        case: &crate::catalogue::LoadedCase,
+        route: &str,
+        shape: Shape,
+        outcome: Outcome,
+        message: impl Into<String>,
+    ) -> CaseResult {
+        CaseResult {
+            case: case.spec.id.clone(),
+            surface: case.surface.clone(),
+            level: case.spec.level,
+            route: route.to_string(),
+            shape,
+            outcome,
+            message: message.into(),
+            duration_ms: 0,
+            checks: Vec::new(),
+            request: None,
+            north: None,
+            upstream: None,
+            diff: None,
+        }
+    }
+
+    /// Whether this result fails the run.
+    pub fn fails_run(&self, strict: bool) -> bool {
+        self.outcome.is_failure() && self.level.fails_run(strict)
+    }
+}
+
+/// A unified diff of two JSON values, pretty-printed, for a person to read.
+pub fn json_diff(expected: &Option<Value>, actual: &Option<Value>) -> String {
+    let render = |value: &Option<Value>| match value {
+        Some(value) => serde_json::to_string_pretty(value).unwrap_or_default() + "\n",
+        None => "(absent)\n".to_string(),
+    };
+    let (left, right) = (render(expected), render(actual));
+    similar::TextDiff::from_lines(&left, &right)
+        .unified_diff()
+        .context_radius(3)
+        .header("expected", "actual")
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_diff_shows_the_changed_member() {
+        let diff = json_diff(
+            &Some(json!({"a": 1, "b": 2})),
+            &Some(json!({"a": 1, "b": 3})),
+        );
+        assert!(diff.contains("-  \"b\": 2"), "{diff}");
+        assert!(diff.contains("+  \"b\": 3"), "{diff}");
+        assert!(json_diff(&None, &Some(json!(1))).contains("-(absent)"));
+    }
+}

@@ -1,0 +1,352 @@
+//! The runner: plans (case, route, shape) triples, starts one target per shape, drives the
+//! calls in parallel, and hands each result to the caller as soon as it is known.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use relaycheck_model::script::{Fault, Respond};
+use relaycheck_model::{Level, NONCE_ARG, Outcome, Shape};
+use serde_json::{Map, Value};
+use tokio::sync::Semaphore;
+
+use crate::catalogue::{Catalogue, LoadedCase};
+use crate::checks::{self, Evidence};
+use crate::client::Exchange;
+use crate::profile::Profile;
+use crate::result::{CaseResult, json_diff};
+use crate::routes::{View, call_params};
+use crate::session::preview;
+use crate::target::{self, Launch, Target};
+
+/// What to run, and with what.
+pub struct RunPlan<'a> {
+    pub catalogue: &'a Catalogue,
+    pub profile: &'a Profile,
+    pub shapes: Vec<Shape>,
+    pub forced: bool,
+    /// Case-id globs; empty runs every case.
+    pub cases: Vec<String>,
+    pub jobs: usize,
+    /// The canary's argv before its options.
+    pub canary_cmd: Vec<String>,
+    /// A directory for this run's work files (scripts, target dirs).
+    pub workdir: PathBuf,
+    pub case_timeout: Duration,
+}
+
+impl RunPlan<'_> {
+    fn selected(&self) -> Vec<&LoadedCase> {
+        self.catalogue
+            .cases
+            .iter()
+            .filter(|case| {
+                self.cases.is_empty()
+                    || self
+                        .cases
+                        .iter()
+                        .any(|glob| crate::glob::matches(glob, &case.spec.id))
+            })
+            .collect()
+    }
+
+    /// How many results the run will produce.
+    pub fn result_count(&self) -> usize {
+        self.selected()
+            .iter()
+            .map(|case| {
+                case.spec.routes.len()
+                    * self
+                        .shapes
+                        .iter()
+                        .filter(|s| case.spec.applies_to(**s))
+                        .count()
+            })
+            .sum()
+    }
+}
+
+/// Runs the plan, calling `report` with each result as it is known. A harness error (the
+/// script cannot be written) is the only `Err`; target faults are outcomes.
+pub async fn run(plan: &RunPlan<'_>, report: &mut dyn FnMut(CaseResult)) -> Result<(), String> {
+    std::fs::create_dir_all(&plan.workdir)
+        .map_err(|err| format!("cannot create {}: {err}", plan.workdir.display()))?;
+    let script_path = plan.workdir.join("canary-script.json");
+    let script = serde_json::to_vec_pretty(&plan.catalogue.canary_script())
+        .map_err(|err| format!("cannot encode the canary script: {err}"))?;
+    std::fs::write(&script_path, script)
+        .map_err(|err| format!("cannot write {}: {err}", script_path.display()))?;
+    let selected = plan.selected();
+    for shape in &plan.shapes {
+        let mut shared = Vec::new();
+        let mut isolated = Vec::new();
+        for case in selected.iter().filter(|case| case.spec.applies_to(*shape)) {
+            for route in &case.spec.routes {
+                if let Some(result) = not_runnable(plan.profile, case, route, *shape) {
+                    report(result);
+                } else if is_isolated(case) {
+                    isolated.push((*case, route.clone()));
+                } else {
+                    shared.push((*case, route.clone()));
+                }
+            }
+        }
+        if !shared.is_empty() {
+            run_batch(plan, &script_path, *shape, shared, report).await;
+        }
+        for item in isolated {
+            run_batch(plan, &script_path, *shape, vec![item], report).await;
+        }
+    }
+    Ok(())
+}
+
+static START_COUNTER: AtomicU64 = AtomicU64::new(0);
+static NONCE_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+async fn run_batch(
+    plan: &RunPlan<'_>,
+    script_path: &std::path::Path,
+    shape: Shape,
+    items: Vec<(&LoadedCase, String)>,
+    report: &mut dyn FnMut(CaseResult),
+) {
+    let start_number = START_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let workdir = plan
+        .workdir
+        .join(format!("{}-{}-{start_number}", plan.profile.name, shape));
+    let launch = Launch {
+        profile: plan.profile,
+        shape,
+        forced: plan.forced,
+        canary_cmd: &plan.canary_cmd,
+        script_path,
+        workdir,
+    };
+    let target = match target::start(launch).await {
+        Ok(target) => Arc::new(target),
+        Err(err) => {
+            for (case, route) in items {
+                report(CaseResult::without_run(
+                    case,
+                    &route,
+                    shape,
+                    Outcome::SetupFail,
+                    format!("the target did not start: {err}"),
+                ));
+            }
+            return;
+        }
+    };
+    let semaphore = Arc::new(Semaphore::new(plan.jobs.max(1)));
+    let mut tasks = tokio::task::JoinSet::new();
+    for (case, route) in items {
+        let case = case.clone();
+        let target = target.clone();
+        let semaphore = semaphore.clone();
+        let profile_route = plan.profile.routes.get(&route).cloned();
+        let timeout = case
+            .spec
+            .timeout_ms
+            .map(Duration::from_millis)
+            .unwrap_or(plan.case_timeout);
+        tasks.spawn(async move {
+            let _permit = semaphore.acquire().await;
+            match profile_route {
+                Some(profile_route) => {
+                    run_one(&case, &route, &profile_route, shape, &target, timeout).await
+                }
+                None => CaseResult::without_run(
+                    &case,
+                    &route,
+                    shape,
+                    Outcome::NotApplicable,
+                    "no such route",
+                ),
+            }
+        });
+    }
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok(result) => report(result),
+            Err(err) => eprintln!("relaycheck: a case task failed: {err}"),
+        }
+    }
+    if let Ok(target) = Arc::try_unwrap(target) {
+        target.stop().await;
+    }
+}
+
+/// The result for a case that cannot run on this target, if it cannot.
+fn not_runnable(
+    profile: &Profile,
+    case: &LoadedCase,
+    route: &str,
+    shape: Shape,
+) -> Option<CaseResult> {
+    if let Some(reason) = profile.skip_reason(&case.spec.id) {
+        return Some(CaseResult::without_run(
+            case,
+            route,
+            shape,
+            Outcome::Skip,
+            reason,
+        ));
+    }
+    if !profile.claims_surface(&case.surface) {
+        return Some(CaseResult::without_run(
+            case,
+            route,
+            shape,
+            Outcome::NotApplicable,
+            format!(
+                "target `{}` does not have the surface `{}`",
+                profile.name, case.surface
+            ),
+        ));
+    }
+    if !profile.routes.contains_key(route) {
+        return Some(CaseResult::without_run(
+            case,
+            route,
+            shape,
+            Outcome::NotApplicable,
+            format!("target `{}` has no `{route}` route", profile.name),
+        ));
+    }
+    None
+}
+
+/// Cases whose upstream misbehaves at the byte level get a target of their own, so garbage
+/// on a shared pipe is never blamed on another case.
+fn is_isolated(case: &LoadedCase) -> bool {
+    matches!(&case.spec.tool.respond, Some(Respond::Fault(fault)) if !matches!(fault, Fault::Slow { .. }))
+}
+
+async fn run_one(
+    case: &LoadedCase,
+    route: &str,
+    profile_route: &crate::profile::Route,
+    shape: Shape,
+    target: &Target,
+    timeout: Duration,
+) -> CaseResult {
+    let started = Instant::now();
+    let nonce = format!(
+        "rc-{}-{}",
+        std::process::id(),
+        NONCE_COUNTER.fetch_add(1, Ordering::Relaxed)
+    );
+    let mut arguments: Map<String, Value> = case.spec.tool.arguments.clone();
+    arguments.insert(NONCE_ARG.into(), Value::String(nonce.clone()));
+    let mut params = call_params(profile_route, &case.spec.tool_name(), &arguments);
+    if shape == Shape::Sep3279 {
+        // Ask for both views, so checks on structured values have one to look at.
+        params["requestedOutputs"] = serde_json::json!([
+            {"audience": "assistant", "format": "content"},
+            {"audience": "programmatic", "format": "structured"}
+        ]);
+    }
+    let call = target.session.call("tools/call", params, timeout).await;
+    let patience = match call.exchange {
+        Exchange::Timeout => Duration::from_millis(50),
+        _ => Duration::from_millis(1000),
+    };
+    let upstream = target.observations.settle(&nonce, patience).await;
+    let side_channels = read_side_channels(target, &nonce);
+    let view = match &call.exchange {
+        Exchange::Reply(reply) => View::of(&reply.message, profile_route),
+        _ => View::default(),
+    };
+    let tool_script = case.spec.tool_script();
+    let arguments = Value::Object(arguments);
+    let evidence = Evidence {
+        shape,
+        arguments: &arguments,
+        exchange: &call.exchange,
+        view: &view,
+        upstream: &upstream,
+        tool: tool_script.as_ref(),
+        side_channels: &side_channels,
+    };
+    let mut result = CaseResult::without_run(case, route, shape, Outcome::Pass, "");
+    result.request = Some(call.request.clone());
+    result.north = north_value(&call.exchange);
+    result.upstream = evidence.upstream_answer().cloned();
+
+    if call.exchange.reply().is_none() && !checks::expects_fault(&case.spec.expect) {
+        result.outcome = match call.exchange {
+            Exchange::Timeout => Outcome::Timeout,
+            _ => Outcome::Error,
+        };
+        result.message = match &call.exchange {
+            Exchange::Timeout => format!("no answer within {} ms", timeout.as_millis()),
+            Exchange::Malformed { raw, problem } => {
+                format!(
+                    "the target answered with something that is not a response ({problem}): {}",
+                    preview(raw)
+                )
+            }
+            Exchange::Closed { detail } => format!("the target's stream ended: {detail}"),
+            Exchange::Reply(_) => unreachable!("handled above"),
+        };
+        result.duration_ms = started.elapsed().as_millis() as u64;
+        return result;
+    }
+
+    result.checks = case
+        .spec
+        .expect
+        .iter()
+        .map(|expectation| checks::evaluate(expectation, &evidence))
+        .collect();
+    let failed: Vec<&checks::Verdict> = result.checks.iter().filter(|v| !v.passed).collect();
+    if let Some(first) = failed.first() {
+        result.message = format!("{}: {}", first.check, first.message);
+        if first.expected.is_some() || first.actual.is_some() {
+            result.diff = Some(json_diff(&first.expected, &first.actual));
+        }
+        result.outcome = Outcome::Fail;
+    } else {
+        result.message = format!("{} check(s) passed", result.checks.len());
+    }
+    if case.spec.level == Level::Observe {
+        result.outcome = Outcome::Observed;
+    }
+    result.duration_ms = started.elapsed().as_millis() as u64;
+    result
+}
+
+fn north_value(exchange: &Exchange) -> Option<Value> {
+    match exchange {
+        Exchange::Reply(reply) if reply.raw.len() <= 1024 * 1024 => Some(reply.message.clone()),
+        Exchange::Reply(reply) => Some(Value::String(format!(
+            "({} bytes, too large to keep in the report)",
+            reply.raw.len()
+        ))),
+        Exchange::Malformed { raw, .. } => Some(Value::String(preview(raw))),
+        Exchange::Closed { detail } => Some(Value::String(format!("(closed: {detail})"))),
+        Exchange::Timeout => None,
+    }
+}
+
+/// Lines of each side channel that mention the nonce.
+fn read_side_channels(target: &Target, nonce: &str) -> BTreeMap<String, Vec<String>> {
+    target
+        .side_channels
+        .iter()
+        .map(|(name, path)| {
+            let lines = std::fs::read_to_string(path)
+                .map(|text| {
+                    text.lines()
+                        .filter(|line| line.contains(nonce))
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default();
+            (name.clone(), lines)
+        })
+        .collect()
+}

@@ -1,0 +1,295 @@
+//! A client session with a target in one shape: the handshake for the shapes that have one,
+//! the stateless request envelope for the shapes that do not, and request ids.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use relaycheck_model::Shape;
+use serde_json::{Map, Value, json};
+
+use crate::client::Exchange;
+use crate::client::http::{HttpClient, Post};
+use crate::client::stdio::StdioClient;
+
+pub const CLIENT_NAME: &str = "relaycheck";
+
+/// The north transport of a session.
+pub enum North {
+    Stdio(StdioClient),
+    Http {
+        client: HttpClient,
+        session_id: Mutex<Option<String>>,
+        headers: Vec<(String, String)>,
+    },
+}
+
+pub struct Session {
+    north: North,
+    shape: Shape,
+    next_id: AtomicU64,
+    /// The version the server answered `initialize` with, for handshake shapes.
+    negotiated: Option<String>,
+}
+
+/// A request as sent, and what came back.
+pub struct Call {
+    pub request: Value,
+    pub exchange: Exchange,
+}
+
+impl Session {
+    /// Opens a session: `initialize` and `notifications/initialized` for handshake shapes.
+    pub async fn open(north: North, shape: Shape, timeout: Duration) -> Result<Session, String> {
+        let mut session = Session {
+            north,
+            shape,
+            next_id: AtomicU64::new(1),
+            negotiated: None,
+        };
+        if !shape.is_stateless() {
+            let call = session
+                .call(
+                    "initialize",
+                    json!({
+                        "protocolVersion": shape.protocol_version(),
+                        "capabilities": {},
+                        "clientInfo": {"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")}
+                    }),
+                    timeout,
+                )
+                .await;
+            let version = match &call.exchange {
+                Exchange::Reply(reply) => match reply.message.pointer("/result/protocolVersion") {
+                    Some(Value::String(version)) => version.clone(),
+                    _ => {
+                        return Err(format!(
+                            "`initialize` was not answered with a result: {}",
+                            String::from_utf8_lossy(&reply.raw)
+                        ));
+                    }
+                },
+                other => return Err(describe("initialize", other)),
+            };
+            session.negotiated = Some(version);
+            session
+                .notify("notifications/initialized", json!({}), timeout)
+                .await?;
+        }
+        Ok(session)
+    }
+
+    pub fn shape(&self) -> Shape {
+        self.shape
+    }
+
+    pub fn negotiated(&self) -> Option<&str> {
+        self.negotiated.as_deref()
+    }
+
+    /// Builds a request of this session's shape: stateless shapes carry the envelope in
+    /// `params._meta`.
+    pub fn build(&self, method: &str, mut params: Value) -> Value {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        if self.shape.is_stateless() && method != "initialize" {
+            let envelope = json!({
+                "io.modelcontextprotocol/protocolVersion": self.shape.protocol_version(),
+                "io.modelcontextprotocol/clientCapabilities": {
+                    "extensions": {"io.modelcontextprotocol/tasks": {}}
+                },
+                "io.modelcontextprotocol/clientInfo": {
+                    "name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")
+                }
+            });
+            if !params.is_object() {
+                params = Value::Object(Map::new());
+            }
+            let meta = params
+                .as_object_mut()
+                .expect("params is an object")
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let (Some(meta), Some(envelope)) = (meta.as_object_mut(), envelope.as_object()) {
+                for (key, value) in envelope {
+                    meta.entry(key.clone()).or_insert_with(|| value.clone());
+                }
+            }
+        }
+        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+    }
+
+    pub async fn call(&self, method: &str, params: Value, timeout: Duration) -> Call {
+        let request = self.build(method, params);
+        let exchange = self.send(&request, timeout).await;
+        Call { request, exchange }
+    }
+
+    /// Sends an already built request.
+    pub async fn send(&self, request: &Value, timeout: Duration) -> Exchange {
+        match &self.north {
+            North::Stdio(client) => client.request(request, timeout).await,
+            North::Http {
+                client,
+                session_id,
+                headers,
+            } => {
+                let headers = self.http_headers(request, session_id, headers);
+                let posted = client
+                    .post(
+                        Post {
+                            message: request,
+                            headers: &headers,
+                        },
+                        timeout,
+                    )
+                    .await;
+                if let Some(id) = posted.session_id {
+                    let mut slot = session_id.lock().unwrap_or_else(|p| p.into_inner());
+                    slot.get_or_insert(id);
+                }
+                posted.exchange
+            }
+        }
+    }
+
+    async fn notify(&self, method: &str, params: Value, timeout: Duration) -> Result<(), String> {
+        let message = json!({"jsonrpc": "2.0", "method": method, "params": params});
+        match &self.north {
+            North::Stdio(client) => client
+                .notify(&message)
+                .await
+                .map_err(|err| format!("cannot send `{method}`: {err}")),
+            North::Http {
+                client,
+                session_id,
+                headers,
+            } => {
+                let headers = self.http_headers(&message, session_id, headers);
+                let posted = client
+                    .post(
+                        Post {
+                            message: &message,
+                            headers: &headers,
+                        },
+                        timeout,
+                    )
+                    .await;
+                match posted.exchange {
+                    Exchange::Reply(reply) if reply.http_status.is_some_and(|s| s < 300) => Ok(()),
+                    Exchange::Reply(reply) => Err(format!(
+                        "`{method}` got HTTP {}",
+                        reply.http_status.unwrap_or(0)
+                    )),
+                    other => Err(describe(method, &other)),
+                }
+            }
+        }
+    }
+
+    fn http_headers(
+        &self,
+        message: &Value,
+        session_id: &Mutex<Option<String>>,
+        extra: &[(String, String)],
+    ) -> Vec<(String, String)> {
+        let mut headers: Vec<(String, String)> = extra.to_vec();
+        let method = message.get("method").and_then(Value::as_str).unwrap_or("");
+        if self.shape.is_stateless() {
+            headers.push((
+                "mcp-protocol-version".into(),
+                self.shape.protocol_version().into(),
+            ));
+            headers.push(("mcp-method".into(), method.into()));
+            if let Some(name) = routing_name(method, message.get("params")) {
+                headers.push(("mcp-name".into(), name));
+            }
+        } else {
+            if let Some(version) = &self.negotiated {
+                headers.push(("mcp-protocol-version".into(), version.clone()));
+            }
+            let slot = session_id.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(id) = slot.as_ref() {
+                headers.push(("mcp-session-id".into(), id.clone()));
+            }
+        }
+        headers
+    }
+
+    /// Lines the target wrote that answered no request (stdio only).
+    pub fn strays(&self) -> Vec<Vec<u8>> {
+        match &self.north {
+            North::Stdio(client) => client.strays(),
+            North::Http { .. } => Vec::new(),
+        }
+    }
+
+    /// Why the session can no longer be used, if it cannot.
+    pub fn closed(&self) -> Option<String> {
+        match &self.north {
+            North::Stdio(client) => client.closed(),
+            North::Http { .. } => None,
+        }
+    }
+}
+
+/// The `Mcp-Name` value of a stateless request.
+fn routing_name(method: &str, params: Option<&Value>) -> Option<String> {
+    let params = params?;
+    let field = match method {
+        "tools/call" | "prompts/get" => "name",
+        "resources/read" => "uri",
+        m if m.starts_with("tasks/") => "taskId",
+        _ => return None,
+    };
+    params.get(field)?.as_str().map(str::to_string)
+}
+
+/// A one-line account of an exchange that was not a response.
+pub fn describe(method: &str, exchange: &Exchange) -> String {
+    match exchange {
+        Exchange::Reply(reply) => format!(
+            "`{method}` answered {}",
+            String::from_utf8_lossy(&reply.raw)
+        ),
+        Exchange::Malformed { raw, problem } => format!(
+            "`{method}` got a malformed answer ({problem}): {}",
+            preview(raw)
+        ),
+        Exchange::Closed { detail } => format!("`{method}`: {detail}"),
+        Exchange::Timeout => format!("`{method}` got no answer in time"),
+    }
+}
+
+/// The first few hundred bytes of a raw answer, for messages.
+pub fn preview(raw: &[u8]) -> String {
+    const LIMIT: usize = 300;
+    let text = String::from_utf8_lossy(&raw[..raw.len().min(LIMIT)]).into_owned();
+    if raw.len() > LIMIT {
+        format!("{text}… ({} bytes)", raw.len())
+    } else {
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routing_names_follow_the_method() {
+        let params = json!({"name": "echo", "uri": "file:///x", "taskId": "t"});
+        assert_eq!(
+            routing_name("tools/call", Some(&params)).as_deref(),
+            Some("echo")
+        );
+        assert_eq!(
+            routing_name("resources/read", Some(&params)).as_deref(),
+            Some("file:///x")
+        );
+        assert_eq!(
+            routing_name("tasks/get", Some(&params)).as_deref(),
+            Some("t")
+        );
+        assert_eq!(routing_name("tools/list", Some(&params)), None);
+    }
+}

@@ -1,0 +1,317 @@
+//! Starting a target for one shape: its work directory, the canary (started by the runner or
+//! by the target), the config written from the profile's template, the readiness wait, and the
+//! client session.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use relaycheck_model::Shape;
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use crate::client::http::HttpClient;
+use crate::client::stdio::StdioClient;
+use crate::observe::ObservationLog;
+use crate::process::{GroupChild, Pipes};
+use crate::profile::{Profile, Readiness, Transport, Vars};
+use crate::session::{North, Session, describe};
+
+/// Everything needed to start one target.
+pub struct Launch<'a> {
+    pub profile: &'a Profile,
+    pub shape: Shape,
+    /// The canary answers in `shape` whatever was negotiated.
+    pub forced: bool,
+    /// The canary's argv before its options (`relaycheck canary`).
+    pub canary_cmd: &'a [String],
+    pub script_path: &'a Path,
+    /// A fresh directory for this start.
+    pub workdir: PathBuf,
+}
+
+/// A running target and the handles the runner observes it through.
+pub struct Target {
+    pub session: Session,
+    pub observations: ObservationLog,
+    pub workdir: PathBuf,
+    pub side_channels: BTreeMap<String, PathBuf>,
+    gateway: Option<GroupChild>,
+    canary: Option<GroupChild>,
+}
+
+impl Target {
+    /// Stops the target and the canary the runner started, waiting briefly for a clean exit.
+    pub async fn stop(self) {
+        drop(self.session);
+        if let Some(gateway) = self.gateway {
+            gateway.stop(Duration::from_millis(1500)).await;
+        }
+        if let Some(canary) = self.canary {
+            canary.stop(Duration::from_millis(500)).await;
+        }
+    }
+
+    /// Whether the target process has exited, and how.
+    pub fn exited(&mut self) -> Option<String> {
+        let gateway = self.gateway.as_mut()?;
+        gateway.try_exit().map(|status| status.to_string())
+    }
+
+    pub fn stderr_path(&self) -> PathBuf {
+        self.workdir.join("target.stderr.log")
+    }
+}
+
+/// Starts the target; the error says what failed, with the tail of the target's stderr.
+pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
+    let profile = launch.profile;
+    std::fs::create_dir_all(&launch.workdir)
+        .map_err(|err| format!("cannot create {}: {err}", launch.workdir.display()))?;
+    let workdir = launch
+        .workdir
+        .canonicalize()
+        .unwrap_or(launch.workdir.clone());
+    let canary_log = workdir.join("canary.jsonl");
+    let start_timeout =
+        Duration::from_millis(profile.start.as_ref().map_or(10_000, |s| s.timeout_ms));
+
+    let mut canary_argv: Vec<String> = launch.canary_cmd.to_vec();
+    canary_argv.extend([
+        "--script".into(),
+        launch.script_path.display().to_string(),
+        "--log".into(),
+        canary_log.display().to_string(),
+    ]);
+    if launch.forced {
+        canary_argv.extend(["--force-shape".into(), launch.shape.as_str().into()]);
+    }
+
+    let mut vars = Vars::default();
+    vars.set("workdir", workdir.display().to_string());
+    vars.set("script", launch.script_path.display().to_string());
+    vars.set("canary_log", canary_log.display().to_string());
+    vars.set("shape", launch.shape.as_str());
+    vars.set("protocol_version", launch.shape.protocol_version());
+    vars.set("port", free_port()?.to_string());
+    if let Ok(exe) = std::env::current_exe() {
+        vars.set("relaycheck", exe.display().to_string());
+    }
+
+    let mut canary = None;
+    match profile.canary.transport {
+        Transport::Http => {
+            let mut argv = canary_argv.clone();
+            argv.extend(["http".into(), "--port".into(), "0".into()]);
+            let mut child = GroupChild::spawn(
+                &argv,
+                &[],
+                &workdir,
+                &workdir.join("canary.stderr.log"),
+                Pipes::StdoutOnly,
+            )
+            .map_err(|err| format!("cannot start the canary: {err}"))?;
+            let url = listening_line(&mut child, start_timeout)
+                .await
+                .map_err(|err| format!("the HTTP canary did not start: {err}"))?;
+            vars.set("canary_url", url);
+            canary = Some(child);
+        }
+        Transport::Stdio => {
+            canary_argv.push("stdio".into());
+        }
+    }
+    vars.set(
+        "canary_cmd_json",
+        serde_json::to_string(&canary_argv).unwrap_or_default(),
+    );
+    vars.canary_cmd = canary_argv;
+
+    let mut gateway = None;
+    let mut stdio_pipes = None;
+    if let Some(start) = &profile.start {
+        if let (Some(template), Some(path)) = (&start.config_template, &start.config_path) {
+            let text = read_template(profile, template)?;
+            let path = PathBuf::from(vars.fill(path));
+            std::fs::write(&path, vars.fill(&text))
+                .map_err(|err| format!("cannot write the config {}: {err}", path.display()))?;
+            vars.set("config", path.display().to_string());
+        }
+        let argv = vars.fill_argv(&start.command);
+        let env: Vec<(String, String)> = start
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), vars.fill(v)))
+            .collect();
+        let pipes = match profile.north.transport {
+            Transport::Stdio => Pipes::Both,
+            Transport::Http => Pipes::StdoutOnly,
+        };
+        let mut child = GroupChild::spawn(
+            &argv,
+            &env,
+            &workdir,
+            &workdir.join("target.stderr.log"),
+            pipes,
+        )
+        .map_err(|err| format!("cannot start the target: {err}"))?;
+        match start.ready {
+            Readiness::ListeningLine => {
+                let url = listening_line(&mut child, start_timeout)
+                    .await
+                    .map_err(|err| stderr_context(&workdir, err))?;
+                vars.set("url", url);
+            }
+            Readiness::Http => {
+                let path = start.ready_path.as_deref().unwrap_or("/");
+                let url = format!("http://127.0.0.1:{}{}", vars.fill("{port}"), path);
+                wait_http_ready(&mut child, &url, start_timeout)
+                    .await
+                    .map_err(|err| stderr_context(&workdir, err))?;
+            }
+            Readiness::FirstResponse => {}
+        }
+        if profile.north.transport == Transport::Stdio {
+            let stdin = child
+                .take_stdin()
+                .ok_or("the target's stdin is not piped")?;
+            let stdout = child
+                .take_stdout()
+                .ok_or("the target's stdout is not piped")?;
+            stdio_pipes = Some((stdin, stdout));
+        }
+        gateway = Some(child);
+    }
+
+    let north = match profile.north.transport {
+        Transport::Stdio => {
+            let (stdin, stdout) = stdio_pipes.ok_or("a stdio target needs `start`")?;
+            North::Stdio(StdioClient::new(stdin, stdout))
+        }
+        Transport::Http => {
+            let url = vars.fill(profile.north.url.as_deref().unwrap_or_default());
+            let client = HttpClient::new(&url).map_err(|err| format!("HTTP client: {err}"))?;
+            North::Http {
+                client,
+                session_id: std::sync::Mutex::new(None),
+                headers: profile
+                    .north
+                    .headers
+                    .iter()
+                    .map(|(k, v)| (k.clone(), vars.fill(v)))
+                    .collect(),
+            }
+        }
+    };
+    let session = Session::open(north, launch.shape, start_timeout)
+        .await
+        .map_err(|err| stderr_context(&workdir, err))?;
+    // The first request after the handshake proves the target serves calls at all.
+    let probe = session.call("tools/list", json!({}), start_timeout).await;
+    if probe.exchange.reply().is_none() {
+        return Err(stderr_context(
+            &workdir,
+            describe("tools/list", &probe.exchange),
+        ));
+    }
+    let side_channels = profile
+        .side_channels
+        .iter()
+        .map(|(name, channel)| (name.clone(), PathBuf::from(vars.fill(&channel.path))))
+        .collect();
+    Ok(Target {
+        session,
+        observations: ObservationLog::new(&canary_log),
+        workdir,
+        side_channels,
+        gateway,
+        canary,
+    })
+}
+
+fn read_template(profile: &Profile, template: &str) -> Result<String, String> {
+    if let Some(text) = crate::profile::builtin_template(template) {
+        return Ok(text.to_string());
+    }
+    let base = profile
+        .origin
+        .as_ref()
+        .and_then(|p| p.parent())
+        .unwrap_or(Path::new("."));
+    let path = base.join(template);
+    std::fs::read_to_string(&path)
+        .map_err(|err| format!("cannot read the config template {}: {err}", path.display()))
+}
+
+fn free_port() -> Result<u16, String> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .map_err(|err| format!("cannot find a free loopback port: {err}"))
+}
+
+/// Reads the child's stdout until `LISTENING <url>`.
+async fn listening_line(child: &mut GroupChild, timeout: Duration) -> Result<String, String> {
+    let stdout = child.take_stdout().ok_or("stdout is not piped")?;
+    let mut lines = BufReader::new(stdout).lines();
+    let read = async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(url) = line.strip_prefix("LISTENING ") {
+                return Ok(url.trim().to_string());
+            }
+        }
+        Err("stdout closed before a `LISTENING <url>` line".to_string())
+    };
+    let url = tokio::time::timeout(timeout, read).await.map_err(|_| {
+        format!(
+            "no `LISTENING <url>` line within {} ms",
+            timeout.as_millis()
+        )
+    })??;
+    // Keep draining stdout so the child never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Ok(url)
+}
+
+async fn wait_http_ready(
+    child: &mut GroupChild,
+    url: &str,
+    timeout: Duration,
+) -> Result<(), String> {
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .map_err(|err| err.to_string())?;
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_exit() {
+            return Err(format!("the target exited ({status}) before it was ready"));
+        }
+        if let Ok(response) = client.get(url).send().await
+            && response.status().is_success()
+        {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(format!(
+                "{url} did not answer 200 within {} ms",
+                timeout.as_millis()
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn stderr_context(workdir: &Path, message: String) -> String {
+    let tail = std::fs::read_to_string(workdir.join("target.stderr.log"))
+        .ok()
+        .map(|text| {
+            let lines: Vec<&str> = text.lines().rev().take(8).collect();
+            lines.into_iter().rev().collect::<Vec<_>>().join("\n")
+        })
+        .filter(|tail| !tail.is_empty());
+    match tail {
+        Some(tail) => format!("{message}\n--- target stderr (last lines) ---\n{tail}"),
+        None => message,
+    }
+}
