@@ -447,4 +447,37 @@ mod tests {
         assert!(!is_kebab("a--b"));
         assert!(!is_kebab("-a"));
     }
+
+    #[test]
+    fn every_case_file_matches_the_published_schema() {
+        let specs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs");
+        let schema: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(specs.join("schema/case-file.schema.json")).unwrap(),
+        )
+        .unwrap();
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let mut checked = 0;
+        for entry in std::fs::read_dir(specs.join("cases")).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            let value: serde_json::Value = yaml_serde::from_str(&text).unwrap();
+            let errors: Vec<String> = validator
+                .iter_errors(&value)
+                .map(|e| format!("{e} at {}", e.instance_path()))
+                .collect();
+            assert!(errors.is_empty(), "{}: {errors:?}", path.display());
+            checked += 1;
+        }
+        assert!(checked > 0);
+        let broken: serde_json::Value = serde_json::json!({"surface": "x", "cases": [{"id": "x/y"}]});
+        assert!(!validator.is_valid(&broken), "the schema must refuse an incomplete case");
+    }
+
+    #[test]
+    fn the_repository_catalogue_lints_clean() {
+        let specs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs");
+        if let Err(errors) = Catalogue::load(&specs) {
+            panic!("{errors}");
+        }
+    }
 }

@@ -43,6 +43,8 @@ enum Command {
         #[arg(long)]
         specs: Option<PathBuf>,
     },
+    /// Serve the canary upstream (the same as `relaycheck-canary`), for gateways to spawn.
+    Canary(relaycheck_canary::cli::Cli),
 }
 
 #[derive(clap::Args)]
@@ -89,6 +91,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run_command(args),
         Command::List { json, specs } => list(json, specs),
         Command::Lint { specs } => lint(specs),
+        Command::Canary(args) => relaycheck_canary::cli::run(args).map(|()| ExitCode::SUCCESS),
     }
 }
 
@@ -186,26 +189,13 @@ fn parse_shapes(given: &[String], profile: &Profile) -> anyhow::Result<Vec<Shape
     Ok(shapes)
 }
 
-/// The canary's argv: `RELAYCHECK_CANARY`, or `relaycheck-canary` beside this binary, or on PATH.
-fn canary_command() -> Vec<String> {
+/// The canary's argv: `RELAYCHECK_CANARY` when set, else this binary's own `canary` subcommand.
+fn canary_command() -> anyhow::Result<Vec<String>> {
     if let Ok(path) = std::env::var("RELAYCHECK_CANARY") {
-        return vec![path];
+        return Ok(vec![path]);
     }
-    if let Ok(exe) = std::env::current_exe()
-        && let Some(dir) = exe.parent()
-    {
-        let sibling = dir.join("relaycheck-canary");
-        if sibling.exists() {
-            return vec![sibling.display().to_string()];
-        }
-        if let Some(parent) = dir.parent() {
-            let sibling = parent.join("relaycheck-canary");
-            if sibling.exists() {
-                return vec![sibling.display().to_string()];
-            }
-        }
-    }
-    vec!["relaycheck-canary".to_string()]
+    let exe = std::env::current_exe().context("cannot find this executable to run the canary")?;
+    Ok(vec![exe.display().to_string(), "canary".to_string()])
 }
 
 fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -240,7 +230,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         forced: args.forced,
         cases: args.cases.clone(),
         jobs: args.jobs,
-        canary_cmd: canary_command(),
+        canary_cmd: canary_command()?,
         workdir: workdir.clone(),
         case_timeout: Duration::from_millis(args.timeout_ms),
     };

@@ -17,4 +17,5 @@ pub mod result;
 pub mod routes;
 pub mod run;
 pub mod session;
+pub mod suite;
 pub mod target;

@@ -145,3 +145,6 @@ pub fn expects_fault(expectations: &[Expectation]) -> bool {
 pub fn evaluate(expectation: &Expectation, evidence: &Evidence<'_>) -> Verdict {
     eval::evaluate(expectation, evidence)
 }
+
+#[cfg(test)]
+mod tests;

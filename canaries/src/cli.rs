@@ -1,0 +1,106 @@
+//! The canary's command line, shared by the `relaycheck-canary` binary and the
+//! `relaycheck canary` subcommand, so a gateway can be pointed at either.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use crate::http::{self, HttpOptions};
+use crate::{Canary, ObsLog, script, stdio};
+use relaycheck_model::Shape;
+use relaycheck_model::script::CanaryScript;
+
+/// Scriptable upstream MCP server for relaycheck cases.
+#[derive(Parser)]
+#[command(name = "relaycheck-canary", version)]
+pub struct Cli {
+    /// Script file (JSON of the case catalogue's canary tools).
+    #[arg(long, global = true, env = "CANARY_SCRIPT")]
+    script: Option<PathBuf>,
+    /// Observation log, appended to as JSON lines.
+    #[arg(long, global = true, env = "CANARY_LOG")]
+    log: Option<PathBuf>,
+    /// Answer in this shape whatever was negotiated (redesign-impact runs).
+    #[arg(long, global = true, env = "CANARY_FORCE_SHAPE")]
+    force_shape: Option<Shape>,
+    #[command(subcommand)]
+    pub transport: Transport,
+}
+
+#[derive(Subcommand)]
+pub enum Transport {
+    /// Newline-delimited JSON-RPC on stdin/stdout.
+    Stdio,
+    /// Streamable HTTP on 127.0.0.1; prints `LISTENING <url>` once bound.
+    Http {
+        /// Port to bind (0: any free port).
+        #[arg(long, default_value_t = 0, env = "CANARY_PORT")]
+        port: u16,
+        /// Answer every POST as an event stream.
+        #[arg(long, env = "CANARY_SSE")]
+        sse: bool,
+        /// Host or Origin to accept besides loopback (repeatable).
+        #[arg(long = "allow-host", env = "CANARY_ALLOW_HOST", value_delimiter = ',')]
+        allow_host: Vec<String>,
+    },
+}
+
+/// Runs the canary until its transport ends; errors carry context for the person reading them.
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    let script = match &cli.script {
+        Some(path) => script::load(path)?,
+        None => CanaryScript::default(),
+    };
+    let log = Arc::new(ObsLog::open(cli.log.as_deref())?);
+    let canary = Arc::new(Canary::new(script, cli.force_shape));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        match cli.transport {
+            Transport::Stdio => stdio::run(canary, log).await.context("stdio transport"),
+            Transport::Http {
+                port,
+                sse,
+                allow_host,
+            } => {
+                let bound = http::bind(port).await?;
+                let mut stdout = std::io::stdout();
+                writeln!(stdout, "LISTENING {}", bound.url())
+                    .and_then(|()| stdout.flush())
+                    .context("cannot announce the listening address")?;
+                let opts = HttpOptions {
+                    sse,
+                    allow_hosts: allow_host,
+                };
+                bound
+                    .serve(canary, log, opts, shutdown_signal())
+                    .await
+                    .context("http transport")
+            }
+        }
+    })?;
+    // Hanging answers may still hold tasks; the process is done once its transport is.
+    runtime.shutdown_background();
+    Ok(())
+}
+
+/// SIGINT or SIGTERM, whichever comes first.
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                term.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+}

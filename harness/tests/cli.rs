@@ -1,0 +1,113 @@
+//! The command line as a user meets it: exit codes, the files `--out` writes, and errors that
+//! name the file and line.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn relaycheck(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_relaycheck"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("relaycheck runs")
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("relaycheck-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A specs directory holding the repository's surfaces and one case file of the test's own.
+fn specs_with(name: &str, file: &str, text: &str) -> PathBuf {
+    let dir = scratch(name);
+    std::fs::create_dir_all(dir.join("specs/cases")).unwrap();
+    std::fs::copy(repo().join("specs/surfaces.yaml"), dir.join("specs/surfaces.yaml")).unwrap();
+    std::fs::write(dir.join("specs/cases").join(file), text).unwrap();
+    dir
+}
+
+#[test]
+fn a_malformed_case_file_exits_2_naming_file_and_line() {
+    let dir = specs_with(
+        "malformed",
+        "is-error.yaml",
+        "surface: is-error\ncases:\n  - id: is-error/x\n    level: must\n    requirement: r\n    source: s\n    tool: {canary: echo}\n    expect:\n      - check: is-error\n        value: maybe\n",
+    );
+    for command in [&["lint"][..], &["run", "--target", "direct"][..], &["list"][..]] {
+        let out = relaycheck(command, &dir);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command:?}: {stderr}");
+        assert!(stderr.contains("specs/cases/is-error.yaml:3"), "{command:?}: {stderr}");
+        assert!(stderr.contains("true or false"), "{stderr}");
+    }
+    let broken = specs_with("syntax", "is-error.yaml", "surface: is-error\ncases:\n  - id: [unclosed\n");
+    let out = relaycheck(&["lint"], &broken);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr.contains("is-error.yaml:"), "{stderr}");
+}
+
+#[test]
+fn the_repository_lints_clean_and_lists_json() {
+    let out = relaycheck(&["lint"], &repo());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = relaycheck(&["list", "--json"], &repo());
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cases = listed["cases"].as_array().unwrap();
+    assert_eq!(listed["counts"]["cases"].as_u64().unwrap() as usize, cases.len());
+    assert!(cases.iter().all(|c| c["surface"].is_string() && c["level"].is_string()));
+}
+
+#[test]
+fn run_writes_the_three_reports_and_ends_with_the_total_line() {
+    let out_dir = scratch("out");
+    let out = relaycheck(
+        &["run", "--target", "direct", "--shape", "2025-06-18", "--case", "is-error/*", "--out", out_dir.to_str().unwrap()],
+        &repo(),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let last = stdout.lines().rev().find(|l| !l.is_empty()).unwrap();
+    assert!(last.starts_with("Total: ") && last.contains(" passed, 0 failed"), "{last}");
+    let results = std::fs::read_to_string(out_dir.join("results.jsonl")).unwrap();
+    let events: Vec<serde_json::Value> = results.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(events.first().unwrap()["event"], "header");
+    assert_eq!(events.last().unwrap()["event"], "footer");
+    assert!(events.last().unwrap()["counts"]["pass"].as_u64().unwrap() >= 3);
+    assert!(events.iter().any(|e| e["event"] == "result"));
+    let junit = std::fs::read_to_string(out_dir.join("junit.xml")).unwrap();
+    assert!(junit.contains("<testsuite name=\"is-error\""));
+    let summary = std::fs::read_to_string(out_dir.join("summary.md")).unwrap();
+    assert!(summary.contains("| is-error"));
+}
+
+#[test]
+fn a_target_that_cannot_start_fails_the_run_with_setup_fail() {
+    let dir = scratch("setup");
+    let profile = dir.join("broken.toml");
+    std::fs::write(
+        &profile,
+        "name = \"broken\"\ndescription = \"a command that does not exist\"\n[start]\ncommand = [\"/nonexistent/gateway\"]\nready = \"first-response\"\ntimeout_ms = 2000\n[north]\ntransport = \"stdio\"\n[canary]\ntransport = \"stdio\"\n[routes.flat]\ntool = \"{tool}\"\n",
+    )
+    .unwrap();
+    let out = relaycheck(
+        &["run", "--target", profile.to_str().unwrap(), "--shape", "2025-06-18", "--case", "is-error/*"],
+        &repo(),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("SETUP-FAIL") && stderr.contains("/nonexistent/gateway"), "{stderr}");
+}
+
+#[test]
+fn a_glob_that_matches_nothing_is_a_usage_error() {
+    let out = relaycheck(&["run", "--target", "direct", "--case", "no-such/*"], &repo());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("matches no case"));
+}
