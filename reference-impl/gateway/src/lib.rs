@@ -1,0 +1,1 @@
+//! The reference gateway (being built).

@@ -1,0 +1,162 @@
+//! Binary content (images, audio, blob resources) becomes an artifact reference.
+//!
+//! Base64 in context costs about a token per three bytes and tells a text model nothing; a
+//! reference with type, size and hash says what it is, and the handle gets the bytes back.
+
+use base64::Engine;
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::envelope::ArtifactRef;
+
+/// Decoded artifact ready to be retained.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Artifact {
+    pub mime_type: Option<String>,
+    pub bytes: Vec<u8>,
+    pub sha256: String,
+    pub decoded: bool,
+}
+
+/// `_meta` key under which a replacement block carries its artifact reference.
+pub const META_KEY: &str = "dev.relaycheck/artifact";
+
+/// Decodes base64 leniently (standard or URL-safe, padded or not, whitespace ignored). Text
+/// that still is not base64 is hashed as received so the reference stays truthful.
+pub fn decode(data: &str, mime_type: Option<&str>) -> Artifact {
+    let cleaned: std::borrow::Cow<'_, str> = if data.bytes().any(|b| b.is_ascii_whitespace()) {
+        data.chars()
+            .filter(|c| !c.is_ascii_whitespace())
+            .collect::<String>()
+            .into()
+    } else {
+        data.into()
+    };
+    let engines = [
+        &base64::engine::general_purpose::STANDARD,
+        &base64::engine::general_purpose::STANDARD_NO_PAD,
+        &base64::engine::general_purpose::URL_SAFE,
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+    ];
+    let (bytes, decoded) = engines
+        .iter()
+        .find_map(|e| e.decode(cleaned.as_bytes()).ok())
+        .map_or_else(|| (data.as_bytes().to_vec(), false), |b| (b, true));
+    let sha256 = hex(&Sha256::digest(&bytes));
+    Artifact {
+        mime_type: mime_type.map(str::to_string),
+        bytes,
+        sha256,
+        decoded,
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    const H: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(b.len() * 2);
+    for x in b {
+        s.push(H[usize::from(x >> 4)] as char);
+        s.push(H[usize::from(x & 15)] as char);
+    }
+    s
+}
+
+/// True for blocks whose payload is base64.
+pub fn is_binary_block(block: &Value) -> bool {
+    match block.get("type").and_then(Value::as_str) {
+        Some("image" | "audio") => block.get("data").is_some_and(Value::is_string),
+        Some("resource") => block
+            .get("resource")
+            .and_then(|r| r.get("blob"))
+            .is_some_and(Value::is_string),
+        _ => false,
+    }
+}
+
+/// Extracts the artifact from a binary block (see [`is_binary_block`]).
+pub fn artifact_of(block: &Value) -> Option<Artifact> {
+    let ty = block.get("type")?.as_str()?;
+    let (data, mime) = if ty == "resource" {
+        let r = block.get("resource")?;
+        (
+            r.get("blob")?.as_str()?,
+            r.get("mimeType").and_then(Value::as_str),
+        )
+    } else {
+        (
+            block.get("data")?.as_str()?,
+            block.get("mimeType").and_then(Value::as_str),
+        )
+    };
+    Some(decode(data, mime))
+}
+
+/// A `resource_link` block standing in for the binary block: still a valid content block,
+/// keeps the resource URI (an identifier) and the block's annotations and `_meta`, and
+/// carries the artifact reference under [`META_KEY`].
+pub fn replacement_block(original: &Value, r: &ArtifactRef) -> Value {
+    let ty = original
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("binary");
+    let resource = original.get("resource");
+    let uri = resource
+        .and_then(|x| x.get("uri"))
+        .and_then(Value::as_str)
+        .map_or_else(|| format!("artifact:sha256:{}", r.sha256), str::to_string);
+    let name = uri
+        .rsplit('/')
+        .next()
+        .filter(|s| !s.is_empty())
+        .map_or_else(|| format!("{ty} artifact"), str::to_string);
+    let mut block = Map::new();
+    block.insert("type".into(), json!("resource_link"));
+    block.insert("uri".into(), json!(uri));
+    block.insert("name".into(), json!(name));
+    block.insert(
+        "description".into(),
+        json!(format!(
+            "{ty} content ({} bytes) replaced by an artifact reference",
+            r.size
+        )),
+    );
+    if let Some(m) = &r.mime_type {
+        block.insert("mimeType".into(), json!(m));
+    }
+    block.insert("size".into(), json!(r.size));
+    let annotations = original
+        .get("annotations")
+        .or_else(|| resource.and_then(|x| x.get("annotations")));
+    if let Some(a) = annotations {
+        block.insert("annotations".into(), a.clone());
+    }
+    let mut meta = original
+        .get("_meta")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    meta.insert(
+        META_KEY.into(),
+        serde_json::to_value(r).unwrap_or(Value::Null),
+    );
+    block.insert("_meta".into(), Value::Object(meta));
+    Value::Object(block)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_and_hashes() {
+        let a = decode("aGVsbG8=", Some("text/plain"));
+        assert!(a.decoded);
+        assert_eq!(a.bytes, b"hello");
+        assert_eq!(
+            a.sha256,
+            "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
+        );
+        let bad = decode("not base64!!", None);
+        assert!(!bad.decoded);
+    }
+}

@@ -1,0 +1,147 @@
+//! Reduction of a payload to a byte budget.
+//!
+//! Content and structured value are reduced together because they are read together: the
+//! budget covers both, cuts are recorded with paths, and the caller turns the record into a
+//! marker so that no cut is silent.
+
+pub mod content;
+pub mod marker;
+pub mod project;
+pub mod truncate;
+
+use serde_json::Value;
+
+use crate::context::ReductionPolicy;
+use crate::envelope::Cut;
+use crate::jsonsize::json_size;
+use crate::schema::SchemaNode;
+
+/// Room kept free for the marker block (and the structured marker object's handle) so the
+/// finished payload still fits.
+pub const MARKER_RESERVE: usize = 600;
+
+/// Budgets below this cannot hold a marker plus anything useful; they are raised to it.
+pub const MIN_BUDGET: usize = 1024;
+
+/// One content block as the reducer sees it.
+pub struct BlockIn<'a> {
+    pub block: &'a Value,
+    /// Pointer of the block in the upstream result, for cut paths.
+    pub path: String,
+    /// For blocks converted from HTML: table rows in the whole source.
+    pub html_rows_total: Option<usize>,
+}
+
+pub struct ReduceIn<'a> {
+    pub content: Vec<BlockIn<'a>>,
+    pub structured: Option<&'a Value>,
+    pub structured_path: String,
+    pub schema: Option<&'a Value>,
+    pub policy: &'a ReductionPolicy,
+    pub budget: usize,
+}
+
+pub struct Reduced {
+    pub content: Vec<Value>,
+    pub structured: Option<Value>,
+    pub cuts: Vec<Cut>,
+    /// True when the structured value could not be cut validly and became a marker object.
+    pub structured_replaced: bool,
+    /// Payload size over budget that `Keep` let through.
+    pub over_budget: bool,
+}
+
+/// Compact-JSON bytes of a payload: the content array plus the structured value.
+pub fn payload_size(content: &[Value], structured: Option<&Value>) -> usize {
+    let c: usize =
+        content.iter().map(json_size).sum::<usize>() + 2 + content.len().saturating_sub(1);
+    c + structured.map_or(0, json_size)
+}
+
+pub fn reduce(inp: ReduceIn<'_>) -> Reduced {
+    let mut cuts = Vec::new();
+    let root = SchemaNode::root(inp.schema);
+
+    let projected;
+    let structured: Option<&Value> = match (inp.policy, inp.structured) {
+        (ReductionPolicy::Project { keep }, Some(s)) => {
+            projected = project::project(s, keep, root, &inp.structured_path, &mut cuts);
+            Some(&projected)
+        }
+        (_, s) => s,
+    };
+
+    let sizes: Vec<usize> = inp.content.iter().map(|b| json_size(b.block)).collect();
+    let c_size = sizes.iter().sum::<usize>() + 2 + sizes.len().saturating_sub(1);
+    let s_size = structured.map_or(0, json_size);
+    let fits = c_size + s_size <= inp.budget;
+
+    if fits || matches!(inp.policy, ReductionPolicy::Keep) {
+        return Reduced {
+            content: inp.content.iter().map(|b| b.block.clone()).collect(),
+            structured: structured.cloned(),
+            cuts,
+            structured_replaced: false,
+            over_budget: !fits,
+        };
+    }
+
+    let avail = inp.budget.saturating_sub(MARKER_RESERVE);
+    let content_budget = if structured.is_some() {
+        c_size.min((avail / 2).max(avail.saturating_sub(s_size)))
+    } else {
+        avail
+    };
+    let mark = cuts.len();
+    let mut content = content::fit_content(&inp.content, &sizes, content_budget, &mut cuts);
+    let used = payload_size(&content, None);
+    let s_budget = avail.saturating_sub(used);
+
+    let mut structured_replaced = false;
+    let structured = structured.map(|s| {
+        let mut f = truncate::Fitter { cuts: &mut cuts };
+        match f.fit(
+            s,
+            root,
+            s_budget,
+            &inp.structured_path,
+            false,
+            Some(s_size),
+            0,
+        ) {
+            Some(v) => v,
+            None => {
+                structured_replaced = true;
+                marker::structured_marker(s_size, Some(&"x".repeat(35)))
+            }
+        }
+    });
+    if structured_replaced {
+        // The marker object takes room the content was allowed to use: refit the content.
+        let m_size = structured.as_ref().map_or(0, json_size);
+        if used + m_size > avail {
+            // A failed fit leaves no cuts behind, so everything after `mark` is content's.
+            cuts.truncate(mark);
+            content = content::fit_content(
+                &inp.content,
+                &sizes,
+                avail.saturating_sub(m_size),
+                &mut cuts,
+            );
+        }
+        cuts.push(Cut {
+            path: inp.structured_path.clone(),
+            kind: crate::envelope::CutKind::ReplacedByMarker,
+            kept: 0,
+            total: s_size as u64,
+            unit: crate::envelope::Unit::Bytes,
+        });
+    }
+    Reduced {
+        content,
+        structured,
+        cuts,
+        structured_replaced,
+        over_budget: false,
+    }
+}

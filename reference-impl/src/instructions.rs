@@ -1,0 +1,128 @@
+//! Flags text in a result that reads like instructions to the model.
+//!
+//! Flagging, not removing: the text may be legitimate data (a security blog post quoting an
+//! injection), so the envelope keeps it and says where it is; the loop decides what to do.
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+use serde_json::Value;
+
+use crate::envelope::InstructionFlag;
+
+/// More flags than this add nothing for a reader; the count is still reported in the last one.
+pub const MAX_FLAGS: usize = 32;
+
+const RULES: &[(&str, &str)] = &[
+    (
+        "override_instructions",
+        r"(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|the\s+|your\s+|of\s+)*(?:previous|prior|above|earlier|preceding|system|original)\s+(?:instructions?|prompts?|messages?|directions?|rules|guidelines|context)",
+    ),
+    (
+        "new_instructions",
+        r"(?:new|updated|real)\s+(?:system\s+)?instructions?\s*:",
+    ),
+    (
+        "role_reassignment",
+        r"you\s+are\s+now\s+(?:a|an|the|in|dan)\b",
+    ),
+    (
+        "role_spoofing",
+        r"<\s*/?\s*(?:system|instructions?|im_start|im_end)\s*>|<\|im_start\|>|\[/?INST\]|(?:^|\n)\s*(?:system|assistant)\s*:\s",
+    ),
+    (
+        "concealment",
+        r"(?:do\s+not|don't|never)\s+(?:tell|inform|mention\s+(?:this\s+)?to|reveal\s+(?:this\s+)?to)\s+the\s+user",
+    ),
+    (
+        "prompt_exfiltration",
+        r"(?:reveal|print|output|show|repeat)\s+(?:me\s+)?(?:your|the)\s+(?:system\s+prompt|hidden\s+instructions|initial\s+instructions)",
+    ),
+    (
+        "data_exfiltration",
+        r"(?:send|post|upload|forward|email)\s+(?:all\s+|the\s+|your\s+|any\s+)*(?:credentials|secrets|api\s+keys?|tokens?|passwords?|conversation|chat\s+history)\s+to",
+    ),
+    (
+        "tool_directive",
+        r"(?:you\s+must|immediately|now)\s+(?:call|invoke|run|execute|use)\s+(?:the\s+)?(?:tool|function|command)",
+    ),
+];
+
+fn rules() -> &'static (Regex, Vec<(&'static str, Regex)>) {
+    static R: OnceLock<(Regex, Vec<(&'static str, Regex)>)> = OnceLock::new();
+    R.get_or_init(|| {
+        let any = RULES
+            .iter()
+            .map(|(_, p)| format!("(?:{p})"))
+            .collect::<Vec<_>>()
+            .join("|");
+        let any = Regex::new(&format!("(?i){any}")).expect("instruction patterns are valid");
+        let each = RULES
+            .iter()
+            .map(|(k, p)| (*k, Regex::new(&format!("(?i){p}")).expect("valid")))
+            .collect();
+        (any, each)
+    })
+}
+
+/// Scans one string; `path` is where it sits in the envelope.
+pub fn scan_str(s: &str, path: &str, out: &mut Vec<InstructionFlag>) {
+    let (any, each) = rules();
+    for m in any.find_iter(s) {
+        if out.len() >= MAX_FLAGS {
+            return;
+        }
+        let hit = m.as_str();
+        let kind = each
+            .iter()
+            .find(|(_, re)| re.is_match(hit))
+            .map_or("instruction_like", |(k, _)| *k);
+        out.push(InstructionFlag {
+            kind: kind.to_string(),
+            path: path.to_string(),
+            excerpt: excerpt(s, m.start(), m.end()),
+        });
+    }
+}
+
+fn excerpt(s: &str, start: usize, end: usize) -> String {
+    const SIDE: usize = 24;
+    let mut a = start.saturating_sub(SIDE);
+    while !s.is_char_boundary(a) {
+        a -= 1;
+    }
+    let mut b = (end + SIDE).min(s.len());
+    while !s.is_char_boundary(b) {
+        b += 1;
+    }
+    let mut e: String = s[a..b].chars().take(160).collect();
+    e = e.replace(['\n', '\r'], " ");
+    e
+}
+
+/// Scans every string in `v` (keys excluded), building JSON-pointer paths under `base`.
+pub fn scan_value(v: &Value, base: &str, out: &mut Vec<InstructionFlag>) {
+    let mut stack: Vec<(&Value, String)> = vec![(v, base.to_string())];
+    while let Some((v, path)) = stack.pop() {
+        if out.len() >= MAX_FLAGS {
+            return;
+        }
+        match v {
+            Value::String(s) => scan_str(s, &path, out),
+            Value::Array(a) => {
+                for (i, x) in a.iter().enumerate().rev() {
+                    stack.push((x, format!("{path}/{i}")));
+                }
+            }
+            Value::Object(m) => {
+                let items: Vec<_> = m.iter().collect();
+                for (k, x) in items.into_iter().rev() {
+                    if matches!(x, Value::String(_) | Value::Array(_) | Value::Object(_)) {
+                        stack.push((x, format!("{path}/{}", crate::pointer::escape(k))));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}

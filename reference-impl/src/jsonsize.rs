@@ -1,0 +1,163 @@
+//! Compact-JSON byte sizes without serializing.
+//!
+//! The budget is stated in bytes of compact JSON, and cutting decisions are made many times
+//! per result; sizing by walking avoids allocating the serialization each time.
+
+use serde_json::Value;
+
+/// Bytes `serde_json::to_vec(v)` would produce. Iterative, so deep values cannot overflow
+/// the stack.
+pub fn json_size(v: &Value) -> usize {
+    let mut total = 0usize;
+    let mut stack: Vec<&Value> = vec![v];
+    while let Some(v) = stack.pop() {
+        total = total.saturating_add(match v {
+            Value::Null => 4,
+            Value::Bool(true) => 4,
+            Value::Bool(false) => 5,
+            Value::Number(n) => number_size(n),
+            Value::String(s) => str_json_size(s),
+            Value::Array(a) => {
+                stack.extend(a.iter());
+                2 + a.len().saturating_sub(1)
+            }
+            Value::Object(m) => {
+                let mut sz = 2 + m.len().saturating_sub(1);
+                for (k, x) in m {
+                    sz += str_json_size(k) + 1;
+                    stack.push(x);
+                }
+                sz
+            }
+        });
+    }
+    total
+}
+
+fn number_size(n: &serde_json::Number) -> usize {
+    if let Some(u) = n.as_u64() {
+        return digits(u);
+    }
+    if let Some(i) = n.as_i64() {
+        return 1 + digits(i.unsigned_abs());
+    }
+    // Floats are rare in bulk; ask serde_json for its exact rendering.
+    let mut w = Counter(0);
+    let _ = serde_json::to_writer(&mut w, n);
+    w.0
+}
+
+fn digits(mut u: u64) -> usize {
+    let mut d = 1;
+    while u >= 10 {
+        u /= 10;
+        d += 1;
+    }
+    d
+}
+
+struct Counter(usize);
+
+impl std::io::Write for Counter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Size of `s` as a JSON string literal, quotes included.
+pub fn str_json_size(s: &str) -> usize {
+    let mut n = s.len() + 2;
+    for &b in s.as_bytes() {
+        n += escape_extra(b);
+    }
+    n
+}
+
+#[inline]
+fn escape_extra(b: u8) -> usize {
+    match b {
+        b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
+        0..=0x1f => 5,
+        _ => 0,
+    }
+}
+
+/// Largest byte index `i` on a char boundary such that `str_json_size(&s[..i]) <= max`.
+pub fn prefix_within(s: &str, max: usize) -> usize {
+    if max < 2 {
+        return 0;
+    }
+    let mut used = 2usize;
+    for (i, c) in s.char_indices() {
+        let mut w = c.len_utf8();
+        if w == 1 {
+            w += escape_extra(c as u8);
+        }
+        if used + w > max {
+            return i;
+        }
+        used += w;
+    }
+    s.len()
+}
+
+/// True if the value nests deeper than `limit` (arrays and objects count one level each).
+pub fn deeper_than(v: &Value, limit: usize) -> bool {
+    let mut stack: Vec<(&Value, usize)> = vec![(v, 0)];
+    while let Some((v, d)) = stack.pop() {
+        match v {
+            Value::Array(a) => {
+                if d + 1 > limit {
+                    return true;
+                }
+                stack.extend(a.iter().map(|x| (x, d + 1)));
+            }
+            Value::Object(m) => {
+                if d + 1 > limit {
+                    return true;
+                }
+                stack.extend(m.values().map(|x| (x, d + 1)));
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn size_matches_serde_json() {
+        let samples = [
+            json!(null),
+            json!({"a":[1,-2,3.5,1e300,"x\"y\\z\n\u{1}é"],"b":{"c":true,"d":false},"e":[]}),
+            json!({}),
+            json!([[[]]]),
+            json!(u64::MAX),
+            json!(i64::MIN),
+            json!(0.1),
+        ];
+        for v in samples {
+            assert_eq!(json_size(&v), serde_json::to_vec(&v).unwrap().len(), "{v}");
+        }
+    }
+
+    #[test]
+    fn prefix_respects_escapes_and_boundaries() {
+        let s = "ab\"cé\u{1}d";
+        for max in 0..20 {
+            let i = prefix_within(s, max);
+            assert!(s.is_char_boundary(i));
+            if i > 0 {
+                assert!(str_json_size(&s[..i]) <= max);
+            }
+        }
+    }
+}

@@ -1,0 +1,384 @@
+//! Secrets and personal data out before anything enters the envelope.
+//!
+//! Whatever reaches context can reach the user, the logs and the next upstream, so this runs
+//! on the whole result (including `_meta` and what goes to the store), not just the part
+//! that survives the budget. One combined regex keeps it to a single scan per string.
+
+use std::sync::OnceLock;
+
+use regex::{Captures, Regex};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::fields::{is_identifier, is_secret_field};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RedactionKind {
+    AwsAccessKey,
+    AwsSecretKey,
+    GithubToken,
+    SlackToken,
+    SlackWebhook,
+    OpenaiKey,
+    BearerToken,
+    Jwt,
+    PemPrivateKey,
+    UrlPassword,
+    Email,
+    CardNumber,
+    SecretField,
+}
+
+const KINDS: [RedactionKind; 13] = [
+    RedactionKind::AwsAccessKey,
+    RedactionKind::AwsSecretKey,
+    RedactionKind::GithubToken,
+    RedactionKind::SlackToken,
+    RedactionKind::SlackWebhook,
+    RedactionKind::OpenaiKey,
+    RedactionKind::BearerToken,
+    RedactionKind::Jwt,
+    RedactionKind::PemPrivateKey,
+    RedactionKind::UrlPassword,
+    RedactionKind::Email,
+    RedactionKind::CardNumber,
+    RedactionKind::SecretField,
+];
+
+impl RedactionKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RedactionKind::AwsAccessKey => "aws_access_key",
+            RedactionKind::AwsSecretKey => "aws_secret_key",
+            RedactionKind::GithubToken => "github_token",
+            RedactionKind::SlackToken => "slack_token",
+            RedactionKind::SlackWebhook => "slack_webhook",
+            RedactionKind::OpenaiKey => "openai_key",
+            RedactionKind::BearerToken => "bearer_token",
+            RedactionKind::Jwt => "jwt",
+            RedactionKind::PemPrivateKey => "pem_private_key",
+            RedactionKind::UrlPassword => "url_password",
+            RedactionKind::Email => "email",
+            RedactionKind::CardNumber => "card_number",
+            RedactionKind::SecretField => "secret_field",
+        }
+    }
+
+    /// The text that replaces the secret. Contains no digits or `@`, so it never matches
+    /// a pattern itself and redaction stays idempotent.
+    pub fn marker(self) -> String {
+        format!("[REDACTED:{}]", self.as_str())
+    }
+}
+
+/// Counts per kind; the envelope reports counts, never the secrets.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Tally([u64; 13]);
+
+impl Tally {
+    pub fn add(&mut self, kind: RedactionKind) {
+        self.0[kind as usize] += 1;
+    }
+
+    pub fn count(&self, kind: RedactionKind) -> u64 {
+        self.0[kind as usize]
+    }
+
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    pub fn merge(&mut self, other: &Tally) {
+        for (a, b) in self.0.iter_mut().zip(other.0.iter()) {
+            *a += b;
+        }
+    }
+
+    pub fn to_list(&self) -> Vec<crate::envelope::Redaction> {
+        KINDS
+            .iter()
+            .filter(|k| self.count(**k) > 0)
+            .map(|k| crate::envelope::Redaction {
+                kind: *k,
+                count: self.count(*k),
+            })
+            .collect()
+    }
+}
+
+// ASCII-only classes and `(?-u:\b)` keep the whole pattern inside the lazy DFA, which is
+// what makes one scan of a 50 MB result affordable. Distinctive prefixes (AKIA, ghp_, xox,
+// eyJ) need no leading word boundary: JSON carried as text puts `\n` right before them, and
+// a boundary there would let the escaped copy of a secret through. Card numbers instead
+// require a non-digit before them, so the tail of a longer digit run never matches.
+const PATTERN: &str = concat!(
+    r"(?P<pem>-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?s:.)*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z))",
+    r"|(?P<url>(?-u:\b)[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@?#\x22']+:)(?P<urlpw>[^\s@/?#\x22']+)@",
+    r"|(?P<jwt>eyJ[A-Za-z0-9_\-]{4,}\.eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{8,})",
+    r"|(?P<aws>(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?-u:\b))",
+    r"|(?P<awsskey>(?i:aws_?secret_?access_?key)[\x22']?[ \t]*[:=][ \t]*[\x22']?)(?P<awss>[A-Za-z0-9/+=]{40})(?-u:\b)",
+    r"|(?P<gh>(?:(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{50,255})(?-u:\b))",
+    r"|(?P<slackwh>https://hooks\.slack\.com/services/[A-Za-z0-9/]{16,})",
+    r"|(?P<slack>xox[abposr]-[A-Za-z0-9\-]{10,})",
+    r"|(?:(?-u:\b)|\\[nrt])(?P<openai>sk-(?:proj-|svcacct-|admin-|ant-)?[A-Za-z0-9_\-]{20,})",
+    r"|(?P<bearerkw>(?-u:\b)(?i:bearer)[ \t]+)(?P<bearer>[A-Za-z0-9._~+/\-]{16,}=*)",
+    r"|(?P<email>(?-u:\b)[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}(?-u:\b))",
+    r"|(?:\A|[^0-9])(?P<card>[0-9](?:[ \-]?[0-9]){12,18}(?-u:\b))",
+);
+
+fn regex() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| Regex::new(PATTERN).expect("redaction pattern is a valid regex"))
+}
+
+/// Returns the redacted text, or `None` when nothing matched (the common case, no copy).
+/// `in_identifier` suppresses only card-number matching: a 16-digit id that happens to
+/// pass Luhn must survive, or the next call that needs it fails.
+pub fn redact_str(s: &str, in_identifier: bool, tally: &mut Tally) -> Option<String> {
+    let re = regex();
+    let mut out: Option<String> = None;
+    let mut last = 0usize;
+    for caps in re.captures_iter(s) {
+        let Some((start, end, replacement, kind)) = classify(&caps, in_identifier) else {
+            continue;
+        };
+        let buf = out.get_or_insert_with(|| String::with_capacity(s.len()));
+        buf.push_str(&s[last..start]);
+        buf.push_str(&replacement);
+        last = end;
+        tally.add(kind);
+    }
+    let mut buf = out?;
+    buf.push_str(&s[last..]);
+    Some(buf)
+}
+
+fn classify(
+    c: &Captures<'_>,
+    in_identifier: bool,
+) -> Option<(usize, usize, String, RedactionKind)> {
+    use RedactionKind as K;
+    let whole = |m: regex::Match<'_>, k: K| Some((m.start(), m.end(), k.marker(), k));
+    if let Some(m) = c.name("pem") {
+        return whole(m, K::PemPrivateKey);
+    }
+    if let (Some(_), Some(pw)) = (c.name("url"), c.name("urlpw")) {
+        return Some((
+            pw.start(),
+            pw.end(),
+            K::UrlPassword.marker(),
+            K::UrlPassword,
+        ));
+    }
+    if let Some(m) = c.name("jwt") {
+        return whole(m, K::Jwt);
+    }
+    if let Some(m) = c.name("aws") {
+        return whole(m, K::AwsAccessKey);
+    }
+    if let Some(m) = c.name("awss") {
+        return whole(m, K::AwsSecretKey);
+    }
+    if let Some(m) = c.name("gh") {
+        return whole(m, K::GithubToken);
+    }
+    if let Some(m) = c.name("slackwh") {
+        return whole(m, K::SlackWebhook);
+    }
+    if let Some(m) = c.name("slack") {
+        return whole(m, K::SlackToken);
+    }
+    if let Some(m) = c.name("openai") {
+        // Random keys mix letters and digits; prose like "sk-learn-compatible-..." does not.
+        let body = m.as_str();
+        let has_digit = body.bytes().any(|b| b.is_ascii_digit());
+        let has_upper = body.bytes().any(|b| b.is_ascii_uppercase());
+        return if has_digit && has_upper {
+            whole(m, K::OpenaiKey)
+        } else {
+            None
+        };
+    }
+    if let Some(tok) = c.name("bearer") {
+        let t = tok.as_str();
+        return if t.bytes().any(|b| b.is_ascii_digit()) {
+            Some((
+                tok.start(),
+                tok.end(),
+                K::BearerToken.marker(),
+                K::BearerToken,
+            ))
+        } else {
+            None
+        };
+    }
+    if let Some(m) = c.name("email") {
+        return if plausible_email(m.as_str()) {
+            whole(m, K::Email)
+        } else {
+            None
+        };
+    }
+    if let Some(m) = c.name("card") {
+        return if !in_identifier && is_card_number(m.as_str()) {
+            whole(m, K::CardNumber)
+        } else {
+            None
+        };
+    }
+    None
+}
+
+fn plausible_email(s: &str) -> bool {
+    let Some((local, domain)) = s.rsplit_once('@') else {
+        return false;
+    };
+    if local.starts_with('.') || local.ends_with('.') {
+        return false;
+    }
+    // `icon@2x.png` and friends: asset names, not addresses.
+    let tld = domain.rsplit('.').next().unwrap_or("").to_ascii_lowercase();
+    !matches!(
+        tld.as_str(),
+        "png" | "jpg" | "jpeg" | "gif" | "svg" | "webp" | "css" | "js" | "json" | "txt" | "pdf"
+    )
+}
+
+/// Luhn plus a known issuer prefix: order numbers and timestamps of the same length pass
+/// Luhn one time in ten, and redacting them would destroy data for no gain.
+pub fn is_card_number(s: &str) -> bool {
+    let digits: Vec<u8> = s
+        .bytes()
+        .filter(u8::is_ascii_digit)
+        .map(|b| b - b'0')
+        .collect();
+    let n = digits.len();
+    if !(13..=19).contains(&n) {
+        return false;
+    }
+    if digits.iter().all(|d| *d == digits[0]) {
+        return false;
+    }
+    let prefix = |k: usize| digits[..k].iter().fold(0u32, |a, d| a * 10 + u32::from(*d));
+    let issuer = match digits[0] {
+        4 => true,                                             // Visa
+        5 => (51..=55).contains(&prefix(2)),                   // Mastercard
+        2 => (2221..=2720).contains(&prefix(4)),               // Mastercard 2-series
+        3 => matches!(prefix(2), 34 | 37 | 35 | 36 | 38 | 30), // Amex, JCB, Diners
+        6 => {
+            prefix(4) == 6011
+                || prefix(2) == 65
+                || (644..=649).contains(&prefix(3))
+                || prefix(2) == 62
+        }
+        _ => false,
+    };
+    issuer && luhn(&digits)
+}
+
+fn luhn(digits: &[u8]) -> bool {
+    let mut sum = 0u32;
+    for (i, d) in digits.iter().rev().enumerate() {
+        let mut d = u32::from(*d);
+        if i % 2 == 1 {
+            d *= 2;
+            if d > 9 {
+                d -= 9;
+            }
+        }
+        sum += d;
+    }
+    sum.is_multiple_of(10)
+}
+
+/// Redacts every string, numeric card number, secret-named field and object key in `v`,
+/// in place. Iterative so that depth cannot exhaust the stack.
+pub fn redact_value(v: &mut Value, tally: &mut Tally) {
+    let mut stack: Vec<(&mut Value, Field)> = vec![(v, Field::default())];
+    while let Some((v, f)) = stack.pop() {
+        match v {
+            Value::String(s) => {
+                if f.secret && !s.is_empty() && !s.starts_with("[REDACTED:") {
+                    *s = RedactionKind::SecretField.marker();
+                    tally.add(RedactionKind::SecretField);
+                } else if let Some(r) = redact_str(s, f.identifier, tally) {
+                    *s = r;
+                }
+            }
+            Value::Number(n) => {
+                if !f.identifier
+                    && let Some(u) = n.as_u64()
+                    && u >= 1_000_000_000_000
+                    && is_card_number(&u.to_string())
+                {
+                    tally.add(RedactionKind::CardNumber);
+                    *v = Value::String(RedactionKind::CardNumber.marker());
+                } else if f.secret {
+                    tally.add(RedactionKind::SecretField);
+                    *v = Value::String(RedactionKind::SecretField.marker());
+                }
+            }
+            Value::Array(a) => {
+                for x in a.iter_mut() {
+                    stack.push((x, f));
+                }
+            }
+            Value::Object(m) => {
+                redact_keys(m, tally);
+                for (k, x) in m.iter_mut() {
+                    stack.push((
+                        x,
+                        Field {
+                            identifier: is_identifier(k),
+                            secret: is_secret_field(k),
+                        },
+                    ));
+                }
+            }
+            Value::Bool(_) | Value::Null => {}
+        }
+    }
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Field {
+    identifier: bool,
+    secret: bool,
+}
+
+/// Maps keyed by e-mail address or token leak just as well as values do. Keys are only
+/// rewritten when they hold a secret; collisions get a numeric suffix so no entry is lost.
+fn redact_keys(m: &mut Map<String, Value>, tally: &mut Tally) {
+    let mut probe = Tally::default();
+    if !m.keys().any(|k| redact_str(k, false, &mut probe).is_some()) {
+        return;
+    }
+    let old = std::mem::take(m);
+    for (k, x) in old {
+        let mut key = redact_str(&k, false, tally).unwrap_or(k);
+        if m.contains_key(&key) {
+            let mut i = 2;
+            while m.contains_key(&format!("{key}#{i}")) {
+                i += 1;
+            }
+            key = format!("{key}#{i}");
+        }
+        m.insert(key, x);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn luhn_examples() {
+        assert!(is_card_number("4111111111111111"));
+        assert!(is_card_number("4111 1111 1111 1111"));
+        assert!(is_card_number("5500-0000-0000-0004"));
+        assert!(is_card_number("378282246310005"));
+        assert!(!is_card_number("4111111111111112"));
+        assert!(!is_card_number("1234567812345670")); // Luhn-valid, no issuer
+    }
+}

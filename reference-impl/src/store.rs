@@ -1,0 +1,190 @@
+//! Retained full results, addressable by an unguessable handle.
+//!
+//! Aggressive reduction is only safe if what was cut can be had back; and a handle that
+//! reaches a model can leak, so reading requires the identity that made the call, and the
+//! handle carries 128 random bits.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+use serde_json::Value;
+
+use crate::context::Identity;
+use crate::error::StoreError;
+use crate::jsonsize::json_size;
+
+/// What a handle resolves to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Retained {
+    /// The full result after redaction (binary parts already replaced by artifact links).
+    Result(Value),
+    Artifact {
+        mime_type: Option<String>,
+        bytes: Vec<u8>,
+    },
+}
+
+impl Retained {
+    fn size(&self) -> usize {
+        match self {
+            Retained::Result(v) => json_size(v),
+            Retained::Artifact { bytes, .. } => bytes.len(),
+        }
+    }
+}
+
+/// Source of "now", injectable so TTL behaviour is testable without sleeping.
+pub type Clock = Arc<dyn Fn() -> Instant + Send + Sync>;
+
+struct Entry {
+    owner: Identity,
+    item: Arc<Retained>,
+    size: usize,
+    expires: Instant,
+}
+
+#[derive(Default)]
+struct Inner {
+    entries: HashMap<String, Entry>,
+    order: VecDeque<String>,
+    bytes: usize,
+}
+
+/// Byte-capped, TTL-bounded, owner-checked store. Oldest entries are evicted to make room.
+pub struct Store {
+    cap_bytes: usize,
+    ttl: Duration,
+    clock: Clock,
+    inner: Mutex<Inner>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("cap_bytes", &self.cap_bytes)
+            .field("ttl", &self.ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Handle prefix, so a handle is recognisable in logs and envelopes.
+pub const HANDLE_PREFIX: &str = "rc_";
+
+impl Store {
+    pub fn new(cap_bytes: usize, ttl: Duration) -> Self {
+        Self::with_clock(cap_bytes, ttl, Arc::new(Instant::now))
+    }
+
+    pub fn with_clock(cap_bytes: usize, ttl: Duration, clock: Clock) -> Self {
+        Store {
+            cap_bytes,
+            ttl,
+            clock,
+            inner: Mutex::new(Inner::default()),
+        }
+    }
+
+    /// Retains `item` for `owner`; returns its handle.
+    pub fn put(&self, owner: &Identity, item: Retained) -> Result<String, StoreError> {
+        let size = item.size();
+        if size > self.cap_bytes {
+            return Err(StoreError::TooLarge {
+                size,
+                cap: self.cap_bytes,
+            });
+        }
+        let now = (self.clock)();
+        let mut inner = self.inner.lock().map_err(|_| StoreError::Poisoned)?;
+        purge_expired(&mut inner, now);
+        while inner.bytes + size > self.cap_bytes {
+            let Some(oldest) = inner.order.pop_front() else {
+                break;
+            };
+            if let Some(e) = inner.entries.remove(&oldest) {
+                inner.bytes -= e.size;
+            }
+        }
+        let handle = new_handle();
+        inner.order.push_back(handle.clone());
+        inner.bytes += size;
+        inner.entries.insert(
+            handle.clone(),
+            Entry {
+                owner: owner.clone(),
+                item: Arc::new(item),
+                size,
+                expires: now + self.ttl,
+            },
+        );
+        Ok(handle)
+    }
+
+    /// Reads a retained item. Another identity's handle yields `NotOwner`, never the data.
+    pub fn get(&self, handle: &str, caller: &Identity) -> Result<Arc<Retained>, StoreError> {
+        let now = (self.clock)();
+        let mut inner = self.inner.lock().map_err(|_| StoreError::Poisoned)?;
+        let e = inner.entries.get(handle).ok_or(StoreError::NotFound)?;
+        if e.owner != *caller {
+            return Err(StoreError::NotOwner);
+        }
+        if e.expires <= now {
+            remove(&mut inner, handle);
+            return Err(StoreError::Expired);
+        }
+        Ok(Arc::clone(&e.item))
+    }
+
+    /// Deletes a retained item; only its owner may.
+    pub fn delete(&self, handle: &str, caller: &Identity) -> Result<(), StoreError> {
+        let mut inner = self.inner.lock().map_err(|_| StoreError::Poisoned)?;
+        let e = inner.entries.get(handle).ok_or(StoreError::NotFound)?;
+        if e.owner != *caller {
+            return Err(StoreError::NotOwner);
+        }
+        remove(&mut inner, handle);
+        Ok(())
+    }
+
+    pub fn len(&self) -> usize {
+        self.inner.lock().map_or(0, |i| i.entries.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn bytes_used(&self) -> usize {
+        self.inner.lock().map_or(0, |i| i.bytes)
+    }
+
+    pub fn cap_bytes(&self) -> usize {
+        self.cap_bytes
+    }
+}
+
+fn remove(inner: &mut Inner, handle: &str) {
+    if let Some(e) = inner.entries.remove(handle) {
+        inner.bytes -= e.size;
+        inner.order.retain(|h| h != handle);
+    }
+}
+
+fn purge_expired(inner: &mut Inner, now: Instant) {
+    let expired: Vec<String> = inner
+        .entries
+        .iter()
+        .filter(|(_, e)| e.expires <= now)
+        .map(|(h, _)| h.clone())
+        .collect();
+    for h in expired {
+        remove(inner, &h);
+    }
+}
+
+/// 128 bits from the thread-local CSPRNG (ChaCha, OS-seeded): not guessable, not sequential.
+fn new_handle() -> String {
+    let bits: u128 = rand::rng().random();
+    format!("{HANDLE_PREFIX}{bits:032x}")
+}
