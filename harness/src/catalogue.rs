@@ -85,6 +85,7 @@ pub struct LoadedCase {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Catalogue {
     pub surfaces: Vec<Surface>,
+    pub shapes: Vec<crate::impact::ShapeSpec>,
     pub cases: Vec<LoadedCase>,
 }
 
@@ -93,6 +94,7 @@ impl Catalogue {
     pub fn load(specs_dir: &Path) -> Result<Catalogue, SpecErrors> {
         let mut errors = Vec::new();
         let surfaces = load_surfaces(&specs_dir.join("surfaces.yaml"), &mut errors);
+        let shapes = crate::impact::load_shapes(&specs_dir.join("shapes"), &mut errors);
         let cases_dir = specs_dir.join("cases");
         let mut files: Vec<PathBuf> = match std::fs::read_dir(&cases_dir) {
             Ok(entries) => entries
@@ -120,7 +122,11 @@ impl Catalogue {
                 }),
             }
         }
-        let catalogue = Catalogue { surfaces, cases };
+        let catalogue = Catalogue {
+            surfaces,
+            shapes,
+            cases,
+        };
         catalogue.lint(&mut errors);
         if errors.is_empty() {
             Ok(catalogue)
@@ -151,6 +157,15 @@ impl Catalogue {
                 report(problem);
             }
         }
+    }
+
+    /// The static impact of each shape on each surface.
+    pub fn impact(&self) -> crate::impact::Impact {
+        crate::impact::Impact::new(&self.surfaces, &self.shapes)
+    }
+
+    pub fn surface_ids(&self) -> Vec<String> {
+        self.surfaces.iter().map(|s| s.id.clone()).collect()
     }
 
     pub fn surface(&self, id: &str) -> Option<&Surface> {
@@ -469,8 +484,12 @@ mod tests {
             checked += 1;
         }
         assert!(checked > 0);
-        let broken: serde_json::Value = serde_json::json!({"surface": "x", "cases": [{"id": "x/y"}]});
-        assert!(!validator.is_valid(&broken), "the schema must refuse an incomplete case");
+        let broken: serde_json::Value =
+            serde_json::json!({"surface": "x", "cases": [{"id": "x/y"}]});
+        assert!(
+            !validator.is_valid(&broken),
+            "the schema must refuse an incomplete case"
+        );
     }
 
     #[test]

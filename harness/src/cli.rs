@@ -43,6 +43,14 @@ enum Command {
         #[arg(long)]
         specs: Option<PathBuf>,
     },
+    /// Render the gap matrix of one or more runs' results.jsonl.
+    Matrix {
+        results: Vec<PathBuf>,
+        #[arg(long)]
+        specs: Option<PathBuf>,
+    },
+    /// List fixed, broken, new and gone results between two runs.
+    Compare { before: PathBuf, after: PathBuf },
     /// Serve the canary upstream (the same as `relaycheck-canary`), for gateways to spawn.
     Canary(relaycheck_canary::cli::Cli),
 }
@@ -91,6 +99,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run_command(args),
         Command::List { json, specs } => list(json, specs),
         Command::Lint { specs } => lint(specs),
+        Command::Matrix { results, specs } => matrix(&results, specs),
+        Command::Compare { before, after } => compare(&before, &after),
         Command::Canary(args) => relaycheck_canary::cli::run(args).map(|()| ExitCode::SUCCESS),
     }
 }
@@ -338,7 +348,8 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     drop(stderr);
 
-    let summary = report::summary::render(&info, &results);
+    let surfaces = catalogue.surface_ids();
+    let summary = report::summary::render(&info, &results, &surfaces, &catalogue.impact());
     if let Some(dir) = &args.out {
         if let Some(writer) = writer.as_mut() {
             writer.write(&Event::Footer(Footer {
@@ -353,6 +364,11 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
             &report::junit::render(&info, &results),
         )?;
         write_file(&dir.join("summary.md"), &summary)?;
+        let cases: Vec<CaseEvent> = catalogue.cases.iter().map(CaseEvent::of).collect();
+        write_file(
+            &dir.join("report.html"),
+            &report::html::render(&info, &results, &cases, &surfaces, &catalogue.impact()),
+        )?;
     }
     println!("{summary}");
     println!("{}", report::total_line(&results));
@@ -365,4 +381,71 @@ fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
     std::fs::write(&temporary, text)
         .with_context(|| format!("cannot write {}", temporary.display()))?;
     std::fs::rename(&temporary, path).with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn read_results(path: &Path) -> anyhow::Result<(String, Vec<CaseResult>)> {
+    let back =
+        report::jsonl::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let Some(header) = back.header else {
+        bail!(
+            "{}: no header event: not a relaycheck results file",
+            path.display()
+        );
+    };
+    if back.footer.is_none() {
+        eprintln!(
+            "relaycheck: {} has no footer: the run was interrupted; showing the {} results it has",
+            path.display(),
+            back.results.len()
+        );
+    }
+    if !back.unreadable_lines.is_empty() {
+        eprintln!(
+            "relaycheck: {}: lines {:?} are not events (a torn write?); skipped",
+            path.display(),
+            back.unreadable_lines
+        );
+    }
+    Ok((header.target, back.results))
+}
+
+fn matrix(paths: &[PathBuf], specs: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    if paths.is_empty() {
+        bail!("give at least one results.jsonl");
+    }
+    let (surfaces, impact) = match load_catalogue(specs)? {
+        Ok(catalogue) => (catalogue.surface_ids(), catalogue.impact()),
+        Err(errors) => {
+            eprintln!("{errors}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let loaded: Vec<(String, Vec<CaseResult>)> = paths
+        .iter()
+        .map(|p| read_results(p))
+        .collect::<anyhow::Result<_>>()?;
+    let runs: Vec<report::matrix::Run<'_>> = loaded
+        .iter()
+        .map(|(target, results)| report::matrix::Run {
+            target: target.clone(),
+            results,
+        })
+        .collect();
+    println!("{}", report::matrix::render(&runs, &surfaces, &impact));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn compare(before: &Path, after: &Path) -> anyhow::Result<ExitCode> {
+    let (_, old) = read_results(before)?;
+    let (_, new) = read_results(after)?;
+    let comparison = report::compare::compare(&old, &new);
+    println!(
+        "{}",
+        report::compare::render(
+            &comparison,
+            &before.display().to_string(),
+            &after.display().to_string()
+        )
+    );
+    Ok(ExitCode::SUCCESS)
 }

@@ -9,6 +9,7 @@ pub mod catalogue;
 pub mod checks;
 pub mod client;
 pub mod glob;
+pub mod impact;
 pub mod observe;
 pub mod process;
 pub mod profile;

@@ -26,7 +26,10 @@ pub struct Trial {
 impl Trial {
     /// `<target>::<case>[<shape> <route>]`, the name a test runner filters on.
     pub fn name(&self) -> String {
-        format!("{}::{}[{} {}]", self.target, self.case, self.shape, self.route)
+        format!(
+            "{}::{}[{} {}]",
+            self.target, self.case, self.shape, self.route
+        )
     }
 }
 

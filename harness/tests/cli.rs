@@ -27,7 +27,20 @@ fn scratch(name: &str) -> PathBuf {
 fn specs_with(name: &str, file: &str, text: &str) -> PathBuf {
     let dir = scratch(name);
     std::fs::create_dir_all(dir.join("specs/cases")).unwrap();
-    std::fs::copy(repo().join("specs/surfaces.yaml"), dir.join("specs/surfaces.yaml")).unwrap();
+    std::fs::copy(
+        repo().join("specs/surfaces.yaml"),
+        dir.join("specs/surfaces.yaml"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("specs/shapes")).unwrap();
+    for entry in std::fs::read_dir(repo().join("specs/shapes")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(
+            &path,
+            dir.join("specs/shapes").join(path.file_name().unwrap()),
+        )
+        .unwrap();
+    }
     std::fs::write(dir.join("specs/cases").join(file), text).unwrap();
     dir
 }
@@ -39,14 +52,25 @@ fn a_malformed_case_file_exits_2_naming_file_and_line() {
         "is-error.yaml",
         "surface: is-error\ncases:\n  - id: is-error/x\n    level: must\n    requirement: r\n    source: s\n    tool: {canary: echo}\n    expect:\n      - check: is-error\n        value: maybe\n",
     );
-    for command in [&["lint"][..], &["run", "--target", "direct"][..], &["list"][..]] {
+    for command in [
+        &["lint"][..],
+        &["run", "--target", "direct"][..],
+        &["list"][..],
+    ] {
         let out = relaycheck(command, &dir);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{command:?}: {stderr}");
-        assert!(stderr.contains("specs/cases/is-error.yaml:3"), "{command:?}: {stderr}");
+        assert!(
+            stderr.contains("specs/cases/is-error.yaml:3"),
+            "{command:?}: {stderr}"
+        );
         assert!(stderr.contains("true or false"), "{stderr}");
     }
-    let broken = specs_with("syntax", "is-error.yaml", "surface: is-error\ncases:\n  - id: [unclosed\n");
+    let broken = specs_with(
+        "syntax",
+        "is-error.yaml",
+        "surface: is-error\ncases:\n  - id: [unclosed\n",
+    );
     let out = relaycheck(&["lint"], &broken);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2));
@@ -56,27 +80,59 @@ fn a_malformed_case_file_exits_2_naming_file_and_line() {
 #[test]
 fn the_repository_lints_clean_and_lists_json() {
     let out = relaycheck(&["lint"], &repo());
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = relaycheck(&["list", "--json"], &repo());
     let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let cases = listed["cases"].as_array().unwrap();
-    assert_eq!(listed["counts"]["cases"].as_u64().unwrap() as usize, cases.len());
-    assert!(cases.iter().all(|c| c["surface"].is_string() && c["level"].is_string()));
+    assert_eq!(
+        listed["counts"]["cases"].as_u64().unwrap() as usize,
+        cases.len()
+    );
+    assert!(
+        cases
+            .iter()
+            .all(|c| c["surface"].is_string() && c["level"].is_string())
+    );
 }
 
 #[test]
 fn run_writes_the_three_reports_and_ends_with_the_total_line() {
     let out_dir = scratch("out");
     let out = relaycheck(
-        &["run", "--target", "direct", "--shape", "2025-06-18", "--case", "is-error/*", "--out", out_dir.to_str().unwrap()],
+        &[
+            "run",
+            "--target",
+            "direct",
+            "--shape",
+            "2025-06-18",
+            "--case",
+            "is-error/*",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
         &repo(),
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let last = stdout.lines().rev().find(|l| !l.is_empty()).unwrap();
-    assert!(last.starts_with("Total: ") && last.contains(" passed, 0 failed"), "{last}");
+    assert!(
+        last.starts_with("Total: ") && last.contains(" passed, 0 failed"),
+        "{last}"
+    );
     let results = std::fs::read_to_string(out_dir.join("results.jsonl")).unwrap();
-    let events: Vec<serde_json::Value> = results.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let events: Vec<serde_json::Value> = results
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(events.first().unwrap()["event"], "header");
     assert_eq!(events.last().unwrap()["event"], "footer");
     assert!(events.last().unwrap()["counts"]["pass"].as_u64().unwrap() >= 3);
@@ -97,17 +153,31 @@ fn a_target_that_cannot_start_fails_the_run_with_setup_fail() {
     )
     .unwrap();
     let out = relaycheck(
-        &["run", "--target", profile.to_str().unwrap(), "--shape", "2025-06-18", "--case", "is-error/*"],
+        &[
+            "run",
+            "--target",
+            profile.to_str().unwrap(),
+            "--shape",
+            "2025-06-18",
+            "--case",
+            "is-error/*",
+        ],
         &repo(),
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("SETUP-FAIL") && stderr.contains("/nonexistent/gateway"), "{stderr}");
+    assert!(
+        stderr.contains("SETUP-FAIL") && stderr.contains("/nonexistent/gateway"),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn a_glob_that_matches_nothing_is_a_usage_error() {
-    let out = relaycheck(&["run", "--target", "direct", "--case", "no-such/*"], &repo());
+    let out = relaycheck(
+        &["run", "--target", "direct", "--case", "no-such/*"],
+        &repo(),
+    );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("matches no case"));
 }

@@ -12,7 +12,10 @@ fn main() {
     let args = Arguments::from_args();
     let specs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs");
     let catalogue = Catalogue::load(&specs).unwrap_or_else(|errors| panic!("{errors}"));
-    let canary = vec![env!("CARGO_BIN_EXE_relaycheck").to_string(), "canary".to_string()];
+    let canary = vec![
+        env!("CARGO_BIN_EXE_relaycheck").to_string(),
+        "canary".to_string(),
+    ];
     let mut trials = Vec::new();
     for target in ["direct", "direct-http"] {
         let profile = Profile::load(target).unwrap_or_else(|err| panic!("{err}"));
@@ -20,9 +23,13 @@ fn main() {
             let (specs, canary) = (specs.clone(), canary.clone());
             let name = trial.name();
             trials.push(Trial::test(name.clone(), move || {
-                let workdir = std::env::temp_dir()
-                    .join(format!("relaycheck-suite-{}-{}", std::process::id(), name.len() ^ fxhash(&name)));
-                let result = suite::run_trial(&specs, &trial, canary, workdir).map_err(Failed::from)?;
+                let workdir = std::env::temp_dir().join(format!(
+                    "relaycheck-suite-{}-{}",
+                    std::process::id(),
+                    name.len() ^ fxhash(&name)
+                ));
+                let result =
+                    suite::run_trial(&specs, &trial, canary, workdir).map_err(Failed::from)?;
                 suite::verdict(&result).map_err(Failed::from)
             }));
         }

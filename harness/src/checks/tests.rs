@@ -60,7 +60,11 @@ impl Fixture {
                 ..Reply::default()
             }),
             upstream: vec![
-                observation(Direction::In, Some(json!({"name": "tool", "arguments": arguments.clone()})), None),
+                observation(
+                    Direction::In,
+                    Some(json!({"name": "tool", "arguments": arguments.clone()})),
+                    None,
+                ),
                 observation(Direction::Out, None, Some(upstream)),
             ],
             arguments,
@@ -115,9 +119,17 @@ fn text(t: &str) -> Value {
 #[test]
 fn relayed_unchanged_sees_any_difference_but_ignored_ones() {
     let sent = json!({"content": [text("a")], "_meta": {"k": 1}});
-    passes(&Fixture::results(sent.clone(), sent.clone()), "relayed-unchanged", json!({}));
+    passes(
+        &Fixture::results(sent.clone(), sent.clone()),
+        "relayed-unchanged",
+        json!({}),
+    );
     let changed = json!({"content": [text("a")], "_meta": {"k": 2}});
-    let verdict = fails(&Fixture::results(sent.clone(), changed.clone()), "relayed-unchanged", json!({}));
+    let verdict = fails(
+        &Fixture::results(sent.clone(), changed.clone()),
+        "relayed-unchanged",
+        json!({}),
+    );
     assert!(verdict.expected.is_some() && verdict.actual.is_some());
     passes(
         &Fixture::results(sent, changed),
@@ -131,46 +143,100 @@ fn is_error_reads_absent_as_false() {
     let ok = Fixture::results(json!({"content": []}), json!({"content": []}));
     passes(&ok, "is-error", json!({"value": false}));
     fails(&ok, "is-error", json!({"value": true}));
-    let err = Fixture::results(json!({"content": [], "isError": true}), json!({"content": [], "isError": true}));
+    let err = Fixture::results(
+        json!({"content": [], "isError": true}),
+        json!({"content": [], "isError": true}),
+    );
     passes(&err, "is-error", json!({"value": true}));
 }
 
 #[test]
 fn protocol_error_compares_code_and_data() {
     let upstream = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": "m", "data": {"d": 1}}});
-    let same = Fixture::new(upstream.clone(), json!({"jsonrpc": "2.0", "id": 2, "error": {"code": -32603, "message": "m", "data": {"d": 1}}}));
-    passes(&same, "protocol-error", json!({"keeps-data": true, "keeps-message": true}));
-    let recoded = Fixture::new(upstream.clone(), json!({"jsonrpc": "2.0", "id": 2, "error": {"code": -32000, "message": "m", "data": {"d": 1}}}));
+    let same = Fixture::new(
+        upstream.clone(),
+        json!({"jsonrpc": "2.0", "id": 2, "error": {"code": -32603, "message": "m", "data": {"d": 1}}}),
+    );
+    passes(
+        &same,
+        "protocol-error",
+        json!({"keeps-data": true, "keeps-message": true}),
+    );
+    let recoded = Fixture::new(
+        upstream.clone(),
+        json!({"jsonrpc": "2.0", "id": 2, "error": {"code": -32000, "message": "m", "data": {"d": 1}}}),
+    );
     fails(&recoded, "protocol-error", json!({}));
-    let dropped = Fixture::new(upstream.clone(), json!({"jsonrpc": "2.0", "id": 2, "error": {"code": -32603, "message": "m"}}));
+    let dropped = Fixture::new(
+        upstream.clone(),
+        json!({"jsonrpc": "2.0", "id": 2, "error": {"code": -32603, "message": "m"}}),
+    );
     fails(&dropped, "protocol-error", json!({"keeps-data": true}));
-    let as_result = Fixture::new(upstream, json!({"jsonrpc": "2.0", "id": 2, "result": {"content": [text("m")], "isError": true}}));
+    let as_result = Fixture::new(
+        upstream,
+        json!({"jsonrpc": "2.0", "id": 2, "result": {"content": [text("m")], "isError": true}}),
+    );
     fails(&as_result, "protocol-error", json!({}));
 }
 
 #[test]
 fn text_kept_finds_lost_and_changed_text() {
     let sent = json!({"content": [text("one"), text("two")]});
-    passes(&Fixture::results(sent.clone(), json!({"content": [text("two"), text("one"), text("x")]})), "text-kept", json!({}));
-    fails(&Fixture::results(sent, json!({"content": [text("one"), text("tw…")]})), "text-kept", json!({}));
+    passes(
+        &Fixture::results(
+            sent.clone(),
+            json!({"content": [text("two"), text("one"), text("x")]}),
+        ),
+        "text-kept",
+        json!({}),
+    );
+    fails(
+        &Fixture::results(sent, json!({"content": [text("one"), text("tw…")]})),
+        "text-kept",
+        json!({}),
+    );
 }
 
 #[test]
 fn kept_compares_one_place_across_shapes() {
     let sent = json!({"content": [text("a")], "_meta": {"m": 1}});
-    passes(&Fixture::results(sent.clone(), sent.clone()), "kept", json!({}));
+    passes(
+        &Fixture::results(sent.clone(), sent.clone()),
+        "kept",
+        json!({}),
+    );
     let outputs = json!({"resultType": "complete", "outputs": [{"audience": "assistant", "format": "content", "content": [text("a")]}], "_meta": {"m": 1}});
-    passes(&Fixture::results(sent.clone(), outputs), "kept", json!({"pointer": "/content/0/text"}));
-    fails(&Fixture::results(sent.clone(), json!({"content": [text("a")]})), "kept", json!({}));
-    let verdict = fails(&Fixture::results(sent.clone(), sent), "kept", json!({"pointer": "/nothing"}));
+    passes(
+        &Fixture::results(sent.clone(), outputs),
+        "kept",
+        json!({"pointer": "/content/0/text"}),
+    );
+    fails(
+        &Fixture::results(sent.clone(), json!({"content": [text("a")]})),
+        "kept",
+        json!({}),
+    );
+    let verdict = fails(
+        &Fixture::results(sent.clone(), sent),
+        "kept",
+        json!({"pointer": "/nothing"}),
+    );
     assert!(verdict.message.contains("the case is wrong"));
 }
 
 #[test]
 fn equals_and_absent_read_pointers() {
     let fixture = Fixture::results(json!({}), json!({"resultType": "complete", "content": []}));
-    passes(&fixture, "equals", json!({"pointer": "/resultType", "value": "complete"}));
-    fails(&fixture, "equals", json!({"pointer": "/resultType", "value": "task"}));
+    passes(
+        &fixture,
+        "equals",
+        json!({"pointer": "/resultType", "value": "complete"}),
+    );
+    fails(
+        &fixture,
+        "equals",
+        json!({"pointer": "/resultType", "value": "task"}),
+    );
     passes(&fixture, "absent", json!({"pointer": "/structuredContent"}));
     fails(&fixture, "absent", json!({"pointer": "/resultType"}));
 }
@@ -180,19 +246,43 @@ fn content_valid_names_the_broken_block() {
     let good = json!({"content": [text("a"), {"type": "image", "data": "AA==", "mimeType": "image/png"},
         {"type": "resource_link", "uri": "file:///x", "name": "x"},
         {"type": "resource", "resource": {"uri": "file:///y", "text": "y"}}]});
-    passes(&Fixture::results(json!({}), good), "content-valid", json!({}));
+    passes(
+        &Fixture::results(json!({}), good),
+        "content-valid",
+        json!({}),
+    );
     let bad = json!({"content": [text("a"), {"type": "resource_link", "uri": "file:///x"}]});
-    let verdict = fails(&Fixture::results(json!({}), bad), "content-valid", json!({}));
+    let verdict = fails(
+        &Fixture::results(json!({}), bad),
+        "content-valid",
+        json!({}),
+    );
     assert!(verdict.message.contains("block 1"), "{}", verdict.message);
     let both = json!({"content": [{"type": "resource", "resource": {"uri": "u", "text": "t", "blob": "AA=="}}]});
-    fails(&Fixture::results(json!({}), both), "content-valid", json!({}));
-    fails(&Fixture::results(json!({}), json!({"content": [{"type": "video"}]})), "content-valid", json!({}));
+    fails(
+        &Fixture::results(json!({}), both),
+        "content-valid",
+        json!({}),
+    );
+    fails(
+        &Fixture::results(json!({}), json!({"content": [{"type": "video"}]})),
+        "content-valid",
+        json!({}),
+    );
 }
 
 #[test]
 fn sdk_accepts_follows_the_official_model() {
-    passes(&Fixture::results(json!({}), json!({"content": [text("a")], "isError": false})), "sdk-accepts", json!({}));
-    fails(&Fixture::results(json!({}), json!({"content": "not a list"})), "sdk-accepts", json!({}));
+    passes(
+        &Fixture::results(json!({}), json!({"content": [text("a")], "isError": false})),
+        "sdk-accepts",
+        json!({}),
+    );
+    fails(
+        &Fixture::results(json!({}), json!({"content": "not a list"})),
+        "sdk-accepts",
+        json!({}),
+    );
 }
 
 #[test]
@@ -219,14 +309,19 @@ fn max_bytes_and_text_bytes_count_bytes() {
 
 #[test]
 fn schema_valid_uses_the_tools_output_schema() {
-    let mut fixture = Fixture::results(json!({}), json!({"content": [], "structuredContent": {"rows": [1, 2]}}));
+    let mut fixture = Fixture::results(
+        json!({}),
+        json!({"content": [], "structuredContent": {"rows": [1, 2]}}),
+    );
     fails(&fixture, "schema-valid", json!({}));
     fixture.tool = Some(ToolScript {
         name: "tool".into(),
         title: None,
         description: None,
         input_schema: None,
-        output_schema: Some(json!({"type": "object", "properties": {"rows": {"type": "array", "items": {"type": "integer"}}}, "required": ["rows"]})),
+        output_schema: Some(
+            json!({"type": "object", "properties": {"rows": {"type": "array", "items": {"type": "integer"}}}, "required": ["rows"]}),
+        ),
         output_variants: None,
         meta: None,
         extra: Default::default(),
@@ -235,28 +330,56 @@ fn schema_valid_uses_the_tools_output_schema() {
     passes(&fixture, "schema-valid", json!({}));
     let bad = Fixture {
         tool: fixture.tool.clone(),
-        ..Fixture::results(json!({}), json!({"content": [], "structuredContent": {"rows": [1, "[3 more items truncated]"]}}))
+        ..Fixture::results(
+            json!({}),
+            json!({"content": [], "structuredContent": {"rows": [1, "[3 more items truncated]"]}}),
+        )
     };
     fails(&bad, "schema-valid", json!({}));
 }
 
 #[test]
 fn task_handle_tells_forms_apart() {
-    let nested = Fixture::results(json!({}), json!({"task": {"taskId": "t", "status": "working"}}));
+    let nested = Fixture::results(
+        json!({}),
+        json!({"task": {"taskId": "t", "status": "working"}}),
+    );
     passes(&nested, "task-handle", json!({}));
     passes(&nested, "task-handle", json!({"form": "nested"}));
     fails(&nested, "task-handle", json!({"form": "flat"}));
-    fails(&Fixture::results(json!({}), json!({"content": []})), "task-handle", json!({}));
+    fails(
+        &Fixture::results(json!({}), json!({"content": []})),
+        "task-handle",
+        json!({}),
+    );
 }
 
 #[test]
 fn no_secret_looks_in_the_answer_and_the_side_channels() {
-    let mut fixture = Fixture::results(json!({}), json!({"content": [text("key AKIAABCDEFGHIJKLMNOP")]}));
-    fails(&fixture, "no-secret", json!({"secrets": ["AKIAABCDEFGHIJKLMNOP"]}));
+    let mut fixture = Fixture::results(
+        json!({}),
+        json!({"content": [text("key AKIAABCDEFGHIJKLMNOP")]}),
+    );
+    fails(
+        &fixture,
+        "no-secret",
+        json!({"secrets": ["AKIAABCDEFGHIJKLMNOP"]}),
+    );
     fixture = Fixture::results(json!({}), json!({"content": [text("[REDACTED:aws-key]")]}));
-    passes(&fixture, "no-secret", json!({"secrets": ["AKIAABCDEFGHIJKLMNOP"]}));
-    fixture.side.insert("audit".into(), vec!["{\"error\":\"AKIAABCDEFGHIJKLMNOP\"}".into()]);
-    let verdict = fails(&fixture, "no-secret", json!({"secrets": ["AKIAABCDEFGHIJKLMNOP"]}));
+    passes(
+        &fixture,
+        "no-secret",
+        json!({"secrets": ["AKIAABCDEFGHIJKLMNOP"]}),
+    );
+    fixture.side.insert(
+        "audit".into(),
+        vec!["{\"error\":\"AKIAABCDEFGHIJKLMNOP\"}".into()],
+    );
+    let verdict = fails(
+        &fixture,
+        "no-secret",
+        json!({"secrets": ["AKIAABCDEFGHIJKLMNOP"]}),
+    );
     assert!(verdict.message.contains("audit"));
 }
 
@@ -276,7 +399,9 @@ fn progress_counts_notifications_before_the_result() {
     let mut fixture = Fixture::results(json!({}), json!({}));
     fails(&fixture, "progress-before-result", json!({}));
     if let Exchange::Reply(reply) = &mut fixture.exchange {
-        reply.notifications.push(json!({"method": "notifications/progress", "params": {"progress": 1}}));
+        reply
+            .notifications
+            .push(json!({"method": "notifications/progress", "params": {"progress": 1}}));
     }
     passes(&fixture, "progress-before-result", json!({}));
     fails(&fixture, "progress-before-result", json!({"min": 2}));
@@ -305,10 +430,18 @@ fn validation_names_bad_parameters() {
         check: "kept".into(),
         params: json!({"path": "/x"}).as_object().cloned().unwrap(),
     };
-    assert!(validate(&unknown).unwrap_err().contains("no parameter `path`"));
+    assert!(
+        validate(&unknown)
+            .unwrap_err()
+            .contains("no parameter `path`")
+    );
     let missing = Expectation {
         check: "equals".into(),
         params: json!({"pointer": "/x"}).as_object().cloned().unwrap(),
     };
-    assert!(validate(&missing).unwrap_err().contains("needs parameter `value`"));
+    assert!(
+        validate(&missing)
+            .unwrap_err()
+            .contains("needs parameter `value`")
+    );
 }

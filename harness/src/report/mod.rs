@@ -2,9 +2,12 @@
 //! the console. Each renderer is a pure function of the run's data, apart from the stream
 //! writer, which appends as results arrive so a run killed half-way keeps what it did.
 
+pub mod compare;
 pub mod console;
+pub mod html;
 pub mod jsonl;
 pub mod junit;
+pub mod matrix;
 pub mod summary;
 
 use std::collections::BTreeMap;

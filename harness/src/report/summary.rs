@@ -9,6 +9,7 @@ use tabled::builder::Builder;
 use tabled::settings::Style;
 
 use super::{RunInfo, counts, total_line};
+use crate::impact::Impact;
 use crate::result::CaseResult;
 
 /// Passed of applicable for one cell of a matrix.
@@ -46,13 +47,25 @@ impl Cell {
 }
 
 /// Surfaces by shapes: passed of applicable in each cell.
+///
+/// Every surface in `surfaces` and every shape in `shapes` has its row and column, results or
+/// not, so a gap shows as `n/a` rather than as a missing row.
 pub fn surface_matrix(
     results: &[CaseResult],
+    surfaces: &[String],
+    shapes: &[Shape],
 ) -> (Vec<Shape>, BTreeMap<String, BTreeMap<Shape, Cell>>) {
-    let mut shapes: Vec<Shape> = results.iter().map(|r| r.shape).collect();
+    let mut shapes: Vec<Shape> = shapes
+        .iter()
+        .copied()
+        .chain(results.iter().map(|r| r.shape))
+        .collect();
     shapes.sort();
     shapes.dedup();
-    let mut rows: BTreeMap<String, BTreeMap<Shape, Cell>> = BTreeMap::new();
+    let mut rows: BTreeMap<String, BTreeMap<Shape, Cell>> = surfaces
+        .iter()
+        .map(|surface| (surface.clone(), BTreeMap::new()))
+        .collect();
     for result in results {
         rows.entry(result.surface.clone())
             .or_default()
@@ -63,7 +76,15 @@ pub fn surface_matrix(
     (shapes, rows)
 }
 
-pub fn render(info: &RunInfo, results: &[CaseResult]) -> String {
+/// The marker of a cell whose shape moves a field the surface reads or writes.
+pub const MOVES: &str = "◆";
+
+pub fn render(
+    info: &RunInfo,
+    results: &[CaseResult],
+    surfaces: &[String],
+    impact: &Impact,
+) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# relaycheck: `{}`\n", info.target);
     let target = match (&info.target_product, &info.target_version) {
@@ -89,11 +110,12 @@ pub fn render(info: &RunInfo, results: &[CaseResult]) -> String {
     }
     let _ = writeln!(out, "{}\n", totals.build().with(Style::markdown()));
 
-    let (shapes, rows) = surface_matrix(results);
+    let (shapes, rows) = surface_matrix(results, surfaces, &info.shapes);
     let _ = writeln!(out, "## Surfaces by shapes\n");
     let _ = writeln!(
         out,
-        "Each cell: results passed of applicable (bold when any failed; n/a when none applies).\n"
+        "Each cell: results passed of applicable (bold when any failed; n/a when none applies). \
+         {MOVES}: the shape moves a result field the surface reads or writes (predicted impact).\n"
     );
     let mut matrix = Builder::default();
     let mut header = vec!["surface".to_string()];
@@ -101,11 +123,14 @@ pub fn render(info: &RunInfo, results: &[CaseResult]) -> String {
     matrix.push_record(header);
     for (surface, cells) in &rows {
         let mut row = vec![surface.clone()];
-        row.extend(
-            shapes
-                .iter()
-                .map(|shape| cells.get(shape).copied().unwrap_or_default().render()),
-        );
+        row.extend(shapes.iter().map(|shape| {
+            let cell = cells.get(shape).copied().unwrap_or_default().render();
+            if impact.moves(surface, *shape) {
+                format!("{cell} {MOVES}")
+            } else {
+                cell
+            }
+        }));
         matrix.push_record(row);
     }
     let _ = writeln!(out, "{}\n", matrix.build().with(Style::markdown()));

@@ -1,0 +1,228 @@
+//! `report.html`: one self-contained page (no network): the run's header, the matrix of
+//! surfaces by shapes, and per cell the cases behind it (request, both sides' JSON, the diff,
+//! the requirement). The data is embedded once as JSON; the page renders from it, and every
+//! failure is also written out as static HTML so the page reads without scripts.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use serde_json::json;
+
+use super::jsonl::CaseEvent;
+use super::summary::{MOVES, surface_matrix};
+use super::{RunInfo, total_line};
+use crate::impact::Impact;
+use crate::result::CaseResult;
+
+pub fn render(
+    info: &RunInfo,
+    results: &[CaseResult],
+    cases: &[CaseEvent],
+    surfaces: &[String],
+    impact: &Impact,
+) -> String {
+    let (shapes, rows) = surface_matrix(results, surfaces, &info.shapes);
+    let case_index: BTreeMap<&str, &CaseEvent> = cases.iter().map(|c| (c.id.as_str(), c)).collect();
+    let data = json!({
+        "results": results,
+        "cases": case_index,
+    });
+    let embedded = serde_json::to_string(&data)
+        .unwrap_or_else(|_| "{}".into())
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026");
+
+    let mut out = String::new();
+    out.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n");
+    let _ = writeln!(out, "<title>relaycheck: {}</title>", escape(&info.target));
+    out.push_str(STYLE);
+    out.push_str("</head><body>\n");
+    let _ = writeln!(
+        out,
+        "<h1>relaycheck: <code>{}</code></h1>",
+        escape(&info.target)
+    );
+    let product = match (&info.target_product, &info.target_version) {
+        (Some(p), Some(v)) => format!("{p} {v}"),
+        (Some(p), None) => p.clone(),
+        _ => info.target.clone(),
+    };
+    let shape_names: Vec<&str> = info.shapes.iter().map(|s| s.as_str()).collect();
+    let _ = writeln!(
+        out,
+        "<p class=\"meta\">target {} · relaycheck {} · shapes {}{} · started {}<br><code>{}</code></p>",
+        escape(&product),
+        escape(&info.tool_version),
+        escape(&shape_names.join(", ")),
+        if info.forced { " (forced)" } else { "" },
+        escape(&info.started),
+        escape(&info.command)
+    );
+    let _ = writeln!(
+        out,
+        "<p class=\"total\" id=\"total\">{}</p>",
+        escape(&total_line(results))
+    );
+
+    out.push_str("<h2>Surfaces by shapes</h2>\n<p class=\"legend\">Each cell: results passed of applicable; click a cell for its cases. ");
+    let _ = writeln!(
+        out,
+        "{MOVES} the shape moves a result field the surface reads or writes (predicted impact).</p>"
+    );
+    out.push_str("<table id=\"matrix\"><thead><tr><th>surface</th>");
+    for shape in &shapes {
+        let _ = write!(out, "<th>{shape}</th>");
+    }
+    out.push_str("</tr></thead><tbody>\n");
+    for (surface, cells) in &rows {
+        let _ = write!(out, "<tr><th class=\"surface\">{}</th>", escape(surface));
+        for shape in &shapes {
+            let cell = cells.get(shape).copied().unwrap_or_default();
+            let class = if cell.applicable == 0 {
+                "na"
+            } else if cell.failed > 0 {
+                "fail"
+            } else {
+                "pass"
+            };
+            let moved = impact.fields(surface, *shape);
+            let marker = if moved.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " <span class=\"moves\" title=\"moves: {}\">{MOVES}</span>",
+                    escape(&moved.join(", "))
+                )
+            };
+            let label = if cell.applicable == 0 {
+                "n/a".to_string()
+            } else {
+                format!("{}/{}", cell.passed, cell.applicable)
+            };
+            let _ = write!(
+                out,
+                "<td class=\"cell {class}\" data-surface=\"{}\" data-shape=\"{shape}\"><button type=\"button\">{label}</button>{marker}</td>",
+                escape(surface)
+            );
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody></table>\n<section id=\"detail\" hidden><h2 id=\"detail-title\"></h2><div id=\"detail-body\"></div></section>\n");
+
+    let failures: Vec<&CaseResult> = results.iter().filter(|r| r.outcome.is_failure()).collect();
+    let _ = writeln!(out, "<h2>Failures ({})</h2>", failures.len());
+    if failures.is_empty() {
+        out.push_str("<p>None.</p>\n");
+    }
+    for result in failures {
+        out.push_str(&static_result(
+            result,
+            case_index.get(result.case.as_str()).copied(),
+        ));
+    }
+    let _ = writeln!(
+        out,
+        "<script type=\"application/json\" id=\"data\">{embedded}</script>"
+    );
+    out.push_str(SCRIPT);
+    out.push_str("</body></html>\n");
+    out
+}
+
+fn static_result(result: &CaseResult, case: Option<&CaseEvent>) -> String {
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<details class=\"result {}\"><summary><code>{}</code> [{} {}] <b>{}</b> ({})</summary>",
+        result.outcome,
+        escape(&result.case),
+        result.shape,
+        escape(&result.route),
+        result.outcome,
+        result.level
+    );
+    if let Some(case) = case {
+        let _ = write!(
+            out,
+            "<p class=\"req\">{}</p><p class=\"src\">source: {}</p>",
+            escape(&case.requirement),
+            escape(&case.source)
+        );
+    }
+    let _ = write!(out, "<p class=\"msg\">{}</p>", escape(&result.message));
+    if let Some(diff) = &result.diff {
+        let _ = write!(out, "<pre class=\"diff\">{}</pre>", escape(diff));
+    }
+    out.push_str("</details>\n");
+    out
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+const STYLE: &str = r#"<style>
+body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1d232a;max-width:1200px}
+code,pre{font:12px/1.4 ui-monospace,monospace}
+.meta{color:#555}.total{font-weight:600}
+table{border-collapse:collapse;margin:8px 0}
+th,td{border:1px solid #d4d8dd;padding:4px 8px;text-align:center}
+th.surface{text-align:left;font-weight:500}
+td.pass{background:#e6f4ea}td.fail{background:#fce8e6}td.na{background:#f1f3f4;color:#777}
+td.cell button{border:0;background:none;font:inherit;cursor:pointer;padding:2px 6px}
+td.fail button{font-weight:700;color:#a50e0e}
+td.selected{outline:2px solid #1a73e8}
+.moves{color:#b06000}
+details.result{border:1px solid #d4d8dd;border-radius:4px;margin:6px 0;padding:4px 8px}
+details.fail,details.error,details.timeout,details.setup-fail{border-color:#d93025}
+pre{background:#f8f9fa;padding:8px;overflow:auto;max-height:360px}
+pre.diff{background:#fff8e1}
+.req{font-style:italic}.src{color:#555}
+.sides{display:grid;grid-template-columns:repeat(3,minmax(0,1fr));gap:8px}
+</style>
+"#;
+
+const SCRIPT: &str = r#"<script>
+(function(){
+  const data = JSON.parse(document.getElementById('data').textContent);
+  const detail = document.getElementById('detail');
+  const title = document.getElementById('detail-title');
+  const body = document.getElementById('detail-body');
+  function el(tag, cls, text){ const e=document.createElement(tag); if(cls) e.className=cls; if(text!==undefined) e.textContent=text; return e; }
+  function json(v){ return v===undefined||v===null ? '(none)' : JSON.stringify(v, null, 2); }
+  function show(surface, shape, td){
+    document.querySelectorAll('td.selected').forEach(x=>x.classList.remove('selected'));
+    td.classList.add('selected');
+    const rows = data.results.filter(r => r.surface===surface && r.shape===shape);
+    title.textContent = surface + ' in ' + shape + ': ' + rows.length + ' result(s)';
+    body.replaceChildren();
+    for (const r of rows){
+      const d = el('details', 'result ' + r.outcome);
+      d.open = !['pass','observed','skip','not-applicable','expected-fail'].includes(r.outcome);
+      const s = el('summary'); s.append(el('code', null, r.case), ' [' + r.route + '] ', el('b', null, r.outcome), ' (' + r.level + ')');
+      d.append(s);
+      const c = data.cases[r.case];
+      if (c){ d.append(el('p','req',c.requirement), el('p','src','source: ' + c.source)); }
+      d.append(el('p','msg', r.message));
+      if (r.checks){ const ul=el('ul'); for (const v of r.checks){ ul.append(el('li', v.passed?'ok':'ko', (v.passed?'✓ ':'✗ ') + v.check + ': ' + v.message)); } d.append(ul); }
+      if (r.diff){ d.append(el('pre','diff', r.diff)); }
+      const sides = el('div','sides');
+      for (const [label, v] of [['request', r.request], ['client got', r.north], ['upstream sent', r.upstream]]){
+        const box = el('div'); box.append(el('b', null, label), el('pre', 'json', json(v))); sides.append(box);
+      }
+      d.append(sides);
+      body.append(d);
+    }
+    detail.hidden = false;
+    detail.scrollIntoView({block:'start'});
+  }
+  document.querySelectorAll('td.cell').forEach(td => {
+    td.querySelector('button').addEventListener('click', () => show(td.dataset.surface, td.dataset.shape, td));
+  });
+})();
+</script>
+"#;

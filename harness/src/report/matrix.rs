@@ -1,0 +1,87 @@
+//! The gap matrix across runs: for each run, surfaces by shapes; across runs, surfaces by
+//! targets for each shape (one column per target, so a row reads as "who breaks here").
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use relaycheck_model::Shape;
+use tabled::builder::Builder;
+use tabled::settings::Style;
+
+use super::summary::{Cell, MOVES, surface_matrix};
+use crate::impact::Impact;
+use crate::result::CaseResult;
+
+/// One run's results under the name of its target.
+pub struct Run<'a> {
+    pub target: String,
+    pub results: &'a [CaseResult],
+}
+
+pub fn render(runs: &[Run<'_>], surfaces: &[String], impact: &Impact) -> String {
+    let mut out = String::from("# relaycheck gap matrix\n\n");
+    let _ = writeln!(
+        out,
+        "Cells: results passed of applicable (bold when any failed; n/a when none applies). \
+         {MOVES}: the shape moves a result field the surface reads or writes.\n"
+    );
+    for run in runs {
+        let (shapes, rows) = surface_matrix(run.results, surfaces, &[]);
+        let _ = writeln!(out, "## `{}`: surfaces by shapes\n", run.target);
+        let mut table = Builder::default();
+        let mut header = vec!["surface".to_string()];
+        header.extend(shapes.iter().map(|s| s.to_string()));
+        table.push_record(header);
+        for (surface, cells) in &rows {
+            let mut row = vec![surface.clone()];
+            for shape in &shapes {
+                let cell = cells.get(shape).copied().unwrap_or_default().render();
+                row.push(if impact.moves(surface, *shape) {
+                    format!("{cell} {MOVES}")
+                } else {
+                    cell
+                });
+            }
+            table.push_record(row);
+        }
+        let _ = writeln!(out, "{}\n", table.build().with(Style::markdown()));
+    }
+    if runs.len() > 1 {
+        let mut shapes: Vec<Shape> = runs
+            .iter()
+            .flat_map(|r| r.results.iter().map(|x| x.shape))
+            .collect();
+        shapes.sort();
+        shapes.dedup();
+        for shape in shapes {
+            let mut cells: BTreeMap<String, BTreeMap<usize, Cell>> = surfaces
+                .iter()
+                .map(|surface| (surface.clone(), BTreeMap::new()))
+                .collect();
+            for (index, run) in runs.iter().enumerate() {
+                for result in run.results.iter().filter(|r| r.shape == shape) {
+                    cells
+                        .entry(result.surface.clone())
+                        .or_default()
+                        .entry(index)
+                        .or_default()
+                        .add(result.outcome);
+                }
+            }
+            let _ = writeln!(out, "## Targets by surfaces in {shape}\n");
+            let mut table = Builder::default();
+            let mut header = vec!["surface".to_string()];
+            header.extend(runs.iter().map(|r| r.target.clone()));
+            table.push_record(header);
+            for (surface, by_run) in &cells {
+                let mut row = vec![surface.clone()];
+                row.extend(
+                    (0..runs.len()).map(|i| by_run.get(&i).copied().unwrap_or_default().render()),
+                );
+                table.push_record(row);
+            }
+            let _ = writeln!(out, "{}\n", table.build().with(Style::markdown()));
+        }
+    }
+    out
+}
