@@ -43,6 +43,9 @@ enum Command {
         #[arg(long)]
         specs: Option<PathBuf>,
     },
+    /// Normalize one tool result (a JSON-RPC response or a bare result, on stdin) into the
+    /// reference envelope, printed as JSON.
+    Normalize(NormalizeArgs),
     /// Render the gap matrix of one or more runs' results.jsonl.
     Matrix {
         results: Vec<PathBuf>,
@@ -53,6 +56,25 @@ enum Command {
     Compare { before: PathBuf, after: PathBuf },
     /// Serve the canary upstream (the same as `relaycheck-canary`), for gateways to spawn.
     Canary(relaycheck_canary::cli::Cli),
+}
+
+#[derive(clap::Args)]
+struct NormalizeArgs {
+    /// Byte budget of the payload.
+    #[arg(long, default_value_t = relaycheck_reference::DEFAULT_BUDGET_BYTES)]
+    budget: usize,
+    /// Read stdin as a legacy-form result and render it into this shape first.
+    #[arg(long)]
+    shape: Option<Shape>,
+    /// The tool's outputSchema (a JSON file), for schema-aware cuts.
+    #[arg(long)]
+    schema: Option<PathBuf>,
+    #[arg(long, default_value = "upstream")]
+    server: String,
+    #[arg(long, default_value = "tool")]
+    tool: String,
+    #[arg(long, default_value = "local-user")]
+    identity: String,
 }
 
 #[derive(clap::Args)]
@@ -99,6 +121,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run_command(args),
         Command::List { json, specs } => list(json, specs),
         Command::Lint { specs } => lint(specs),
+        Command::Normalize(args) => normalize(args),
         Command::Matrix { results, specs } => matrix(&results, specs),
         Command::Compare { before, after } => compare(&before, &after),
         Command::Canary(args) => relaycheck_canary::cli::run(args).map(|()| ExitCode::SUCCESS),
@@ -447,5 +470,37 @@ fn compare(before: &Path, after: &Path) -> anyhow::Result<ExitCode> {
             &after.display().to_string()
         )
     );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn normalize(args: NormalizeArgs) -> anyhow::Result<ExitCode> {
+    use std::io::Read;
+    let mut input = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut input)
+        .context("cannot read stdin")?;
+    if let Some(shape) = args.shape {
+        let legacy: serde_json::Value =
+            serde_json::from_slice(&input).context("--shape needs stdin to be a JSON result")?;
+        let legacy = legacy.get("result").cloned().unwrap_or(legacy);
+        let rendered = relaycheck_model::render::render_result(&legacy, shape, None);
+        input = serde_json::to_vec(&rendered)?;
+    }
+    let mut context = relaycheck_reference::Context::new(
+        args.server,
+        args.tool,
+        "cli",
+        relaycheck_reference::Identity::new(args.identity),
+    )
+    .with_budget(args.budget);
+    if let Some(path) = &args.schema {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let schema =
+            serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
+        context = context.with_schema(schema);
+    }
+    let envelope = relaycheck_reference::normalize_bytes(&input, &context);
+    println!("{}", serde_json::to_string_pretty(&envelope)?);
     Ok(ExitCode::SUCCESS)
 }

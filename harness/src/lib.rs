@@ -8,6 +8,7 @@ pub mod baseline;
 pub mod catalogue;
 pub mod checks;
 pub mod client;
+pub mod drive;
 pub mod glob;
 pub mod impact;
 pub mod observe;

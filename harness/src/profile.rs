@@ -136,9 +136,13 @@ pub struct North {
     /// For HTTP: the MCP endpoint, with placeholders (`{url}` from a listening line).
     #[serde(default)]
     pub url: Option<String>,
-    /// For HTTP: answers as SSE when the target chooses; the runner reads both.
+    /// Headers sent with every HTTP request (the caller's credentials, for example).
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// Other callers, by name: the headers that make a request come from them (HTTP only).
+    /// `other` is the identity confinement checks use.
+    #[serde(default)]
+    pub identities: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -150,19 +154,66 @@ pub struct CanarySide {
 }
 
 /// How a call reaches an upstream tool through the target.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// `flat` and `batch` make one call. `continuation`, `tasks` and `resources-read` follow up the
+/// answer of the route named in `via`: fetching a retained result by its handle, polling a
+/// task to its end, reading the links the answer handed out.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Route {
+    /// The route whose answer this one follows up.
+    #[serde(default)]
+    pub via: Option<String>,
     /// The north tool name; `{tool}` is the upstream tool's name.
-    pub tool: String,
-    /// Argument template; a string value exactly `{arguments}` becomes the call's arguments
-    /// object and `{tool}` inside strings the upstream tool's name.
+    #[serde(default)]
+    pub tool: Option<String>,
+    /// Argument template: a string value exactly `{arguments}` becomes the call's arguments
+    /// object, exactly `{handle}` the continuation handle; `{tool}` inside strings is the
+    /// upstream tool's name.
     #[serde(default)]
     pub arguments: Option<Value>,
-    /// JSON pointer into the north result where the upstream's answer is found.
+    /// JSON pointer into the north result where the upstream's result is found.
     #[serde(default)]
     pub pick: Option<String>,
+    /// JSON pointer into the north result where the upstream's JSON-RPC error is found, for
+    /// targets that answer a batch call with a result holding per-call errors.
+    #[serde(default)]
+    pub pick_error: Option<String>,
+    /// JSON pointer to the per-call entry (the target's envelope) in the north result.
+    #[serde(default)]
+    pub entry: Option<String>,
+    /// Named parts of the entry, as JSON pointers relative to it: `status`, `reason`,
+    /// `handle`, `marker`, `items_kept`, `items_total`, `bytes_kept`, `bytes_total`,
+    /// `provenance_server`, `provenance_tool`, `provenance_time`, `provenance_meta`,
+    /// `redactions`, `data_mark`, `instruction_flags`. A check that needs a part the target
+    /// does not show is not applicable.
+    #[serde(default)]
+    pub fields: BTreeMap<String, String>,
+    /// Continuation: the tool that frees a retained result, and its argument template.
+    #[serde(default)]
+    pub delete_tool: Option<String>,
+    #[serde(default)]
+    pub delete_arguments: Option<Value>,
 }
+
+/// The entry fields a profile can name.
+pub const ENTRY_FIELDS: [&str; 15] = [
+    "status",
+    "reason",
+    "handle",
+    "marker",
+    "items_kept",
+    "items_total",
+    "bytes_kept",
+    "bytes_total",
+    "provenance_server",
+    "provenance_tool",
+    "provenance_time",
+    "provenance_meta",
+    "redactions",
+    "data_mark",
+    "instruction_flags",
+];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -256,6 +307,35 @@ impl Profile {
             }
         }
         for (name, route) in &self.routes {
+            let follow_up = matches!(name.as_str(), "continuation" | "tasks" | "resources-read");
+            if follow_up {
+                match &route.via {
+                    Some(via) if self.routes.contains_key(via) && via != name => {}
+                    Some(via) => {
+                        return Err(invalid(
+                            &format!("routes.{name}.via"),
+                            &format!("names no other route of this profile: `{via}`"),
+                        ));
+                    }
+                    None => {
+                        return Err(invalid(
+                            &format!("routes.{name}.via"),
+                            "a follow-up route names the route it follows",
+                        ));
+                    }
+                }
+            }
+            if (!follow_up || name == "continuation") && route.tool.is_none() {
+                return Err(invalid(&format!("routes.{name}.tool"), "is required"));
+            }
+            for field in route.fields.keys() {
+                if !ENTRY_FIELDS.contains(&field.as_str()) {
+                    return Err(invalid(
+                        &format!("routes.{name}.fields.{field}"),
+                        &format!("unknown field (known: {})", ENTRY_FIELDS.join(", ")),
+                    ));
+                }
+            }
             if !crate::routes::KNOWN_ROUTES.contains(&name.as_str()) {
                 return Err(invalid(
                     &format!("routes.{name}"),

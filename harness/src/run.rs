@@ -15,9 +15,9 @@ use tokio::sync::Semaphore;
 use crate::catalogue::{Catalogue, LoadedCase};
 use crate::checks::{self, Evidence};
 use crate::client::Exchange;
+use crate::drive::drive;
 use crate::profile::Profile;
 use crate::result::{CaseResult, json_diff};
-use crate::routes::{View, call_params};
 use crate::session::preview;
 use crate::target::{self, Launch, Target};
 
@@ -146,7 +146,7 @@ async fn run_batch(
         let case = case.clone();
         let target = target.clone();
         let semaphore = semaphore.clone();
-        let profile_route = plan.profile.routes.get(&route).cloned();
+        let profile = plan.profile.clone();
         let timeout = case
             .spec
             .timeout_ms
@@ -154,18 +154,7 @@ async fn run_batch(
             .unwrap_or(plan.case_timeout);
         tasks.spawn(async move {
             let _permit = semaphore.acquire().await;
-            match profile_route {
-                Some(profile_route) => {
-                    run_one(&case, &route, &profile_route, shape, &target, timeout).await
-                }
-                None => CaseResult::without_run(
-                    &case,
-                    &route,
-                    shape,
-                    Outcome::NotApplicable,
-                    "no such route",
-                ),
-            }
+            run_one(&case, &route, &profile, shape, &target, timeout).await
         });
     }
     while let Some(joined) = tasks.join_next().await {
@@ -228,7 +217,7 @@ fn is_isolated(case: &LoadedCase) -> bool {
 async fn run_one(
     case: &LoadedCase,
     route: &str,
-    profile_route: &crate::profile::Route,
+    profile: &Profile,
     shape: Shape,
     target: &Target,
     timeout: Duration,
@@ -241,54 +230,62 @@ async fn run_one(
     );
     let mut arguments: Map<String, Value> = case.spec.tool.arguments.clone();
     arguments.insert(NONCE_ARG.into(), Value::String(nonce.clone()));
-    let mut params = call_params(profile_route, &case.spec.tool_name(), &arguments);
+    let mut extra = Map::new();
     if shape == Shape::Sep3279 {
         // Ask for both views, so checks on structured values have one to look at.
-        params["requestedOutputs"] = serde_json::json!([
-            {"audience": "assistant", "format": "content"},
-            {"audience": "programmatic", "format": "structured"}
-        ]);
+        extra.insert(
+            "requestedOutputs".into(),
+            serde_json::json!([
+                {"audience": "assistant", "format": "content"},
+                {"audience": "programmatic", "format": "structured"}
+            ]),
+        );
     }
-    let call = target.session.call("tools/call", params, timeout).await;
-    let patience = match call.exchange {
+    let drive = drive(
+        profile,
+        route,
+        &target.session,
+        &case.spec.tool_name(),
+        &arguments,
+        &extra,
+        timeout,
+    )
+    .await;
+    let patience = match drive.exchange {
         Exchange::Timeout => Duration::from_millis(50),
         _ => Duration::from_millis(1000),
     };
     let upstream = target.observations.settle(&nonce, patience).await;
-    let side_channels = read_side_channels(target, &nonce);
-    let view = match &call.exchange {
-        Exchange::Reply(reply) => View::of(&reply.message, profile_route),
-        _ => View::default(),
-    };
+    let side_channels = read_side_channels(target);
     let tool_script = case.spec.tool_script();
     let arguments = Value::Object(arguments);
     let evidence = Evidence {
         shape,
         arguments: &arguments,
-        exchange: &call.exchange,
-        view: &view,
+        exchange: &drive.exchange,
+        view: &drive.view,
         upstream: &upstream,
         tool: tool_script.as_ref(),
         side_channels: &side_channels,
+        route: &drive.route,
+        follow_ups: &drive.follow_ups,
     };
     let mut result = CaseResult::without_run(case, route, shape, Outcome::Pass, "");
-    result.request = Some(call.request.clone());
-    result.north = north_value(&call.exchange);
+    result.request = Some(drive.request.clone());
+    result.north = north_value(&drive.exchange);
     result.upstream = evidence.upstream_answer().cloned();
 
-    if call.exchange.reply().is_none() && !checks::expects_fault(&case.spec.expect) {
-        result.outcome = match call.exchange {
+    if drive.exchange.reply().is_none() && !checks::expects_fault(&case.spec.expect) {
+        result.outcome = match drive.exchange {
             Exchange::Timeout => Outcome::Timeout,
             _ => Outcome::Error,
         };
-        result.message = match &call.exchange {
+        result.message = match &drive.exchange {
             Exchange::Timeout => format!("no answer within {} ms", timeout.as_millis()),
-            Exchange::Malformed { raw, problem } => {
-                format!(
-                    "the target answered with something that is not a response ({problem}): {}",
-                    preview(raw)
-                )
-            }
+            Exchange::Malformed { raw, problem } => format!(
+                "the target answered with something that is not a response ({problem}): {}",
+                preview(raw)
+            ),
             Exchange::Closed { detail } => format!("the target's stream ended: {detail}"),
             Exchange::Reply(_) => unreachable!("handled above"),
         };
@@ -302,17 +299,21 @@ async fn run_one(
         .iter()
         .map(|expectation| checks::evaluate(expectation, &evidence))
         .collect();
-    let failed: Vec<&checks::Verdict> = result.checks.iter().filter(|v| !v.passed).collect();
-    if let Some(first) = failed.first() {
+    let failed = result.checks.iter().find(|v| v.applicable && !v.passed);
+    let missing = result.checks.iter().find(|v| !v.applicable);
+    if let Some(first) = failed {
         result.message = format!("{}: {}", first.check, first.message);
         if first.expected.is_some() || first.actual.is_some() {
             result.diff = Some(json_diff(&first.expected, &first.actual));
         }
         result.outcome = Outcome::Fail;
+    } else if let Some(missing) = missing {
+        result.message = format!("{}: {}", missing.check, missing.message);
+        result.outcome = Outcome::NotApplicable;
     } else {
         result.message = format!("{} check(s) passed", result.checks.len());
     }
-    if case.spec.level == Level::Observe {
+    if case.spec.level == Level::Observe && result.outcome != Outcome::NotApplicable {
         result.outcome = Outcome::Observed;
     }
     result.duration_ms = started.elapsed().as_millis() as u64;
@@ -332,19 +333,16 @@ fn north_value(exchange: &Exchange) -> Option<Value> {
     }
 }
 
-/// Lines of each side channel that mention the nonce.
-fn read_side_channels(target: &Target, nonce: &str) -> BTreeMap<String, Vec<String>> {
+/// The lines of each side channel, as they stand after the call. Checks look for the call's
+/// nonce or for secrets in them; reading whole files keeps a leak on a line without the nonce
+/// in view.
+fn read_side_channels(target: &Target) -> BTreeMap<String, Vec<String>> {
     target
         .side_channels
         .iter()
         .map(|(name, path)| {
             let lines = std::fs::read_to_string(path)
-                .map(|text| {
-                    text.lines()
-                        .filter(|line| line.contains(nonce))
-                        .map(str::to_string)
-                        .collect()
-                })
+                .map(|text| text.lines().map(str::to_string).collect())
                 .unwrap_or_default();
             (name.clone(), lines)
         })

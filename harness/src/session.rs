@@ -126,6 +126,32 @@ impl Session {
 
     /// Sends an already built request.
     pub async fn send(&self, request: &Value, timeout: Duration) -> Exchange {
+        self.send_with(request, timeout, &[]).await
+    }
+
+    /// Makes a call as another caller, by the headers that identify them. `None` over stdio,
+    /// where a session has exactly one caller.
+    pub async fn call_as(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+        identity: &[(String, String)],
+    ) -> Option<Call> {
+        if matches!(self.north, North::Stdio(_)) {
+            return None;
+        }
+        let request = self.build(method, params);
+        let exchange = self.send_with(&request, timeout, identity).await;
+        Some(Call { request, exchange })
+    }
+
+    async fn send_with(
+        &self,
+        request: &Value,
+        timeout: Duration,
+        identity: &[(String, String)],
+    ) -> Exchange {
         match &self.north {
             North::Stdio(client) => client.request(request, timeout).await,
             North::Http {
@@ -133,7 +159,11 @@ impl Session {
                 session_id,
                 headers,
             } => {
-                let headers = self.http_headers(request, session_id, headers);
+                let mut headers = self.http_headers(request, session_id, headers);
+                for (name, value) in identity {
+                    headers.retain(|(existing, _)| !existing.eq_ignore_ascii_case(name));
+                    headers.push((name.clone(), value.clone()));
+                }
                 let posted = client
                     .post(
                         Post {

@@ -162,4 +162,84 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "at least `min` (default 1) progress notifications reached the client before the result",
         params: &[("min", ParamKind::Integer, false)],
     },
+    CheckDef {
+        name: "entry-status",
+        asserts: "the target's per-call entry has the explicit status `status` (ok, tool_error, protocol_error, transport_error, unknown, task)",
+        params: &[(
+            "status",
+            ParamKind::Word(&[
+                "ok",
+                "tool_error",
+                "protocol_error",
+                "transport_error",
+                "unknown",
+                "task",
+            ]),
+            true,
+        )],
+    },
+    CheckDef {
+        name: "reason-given",
+        asserts: "the entry carries a short reason saying what failed",
+        params: &[],
+    },
+    CheckDef {
+        name: "truncation-marked",
+        asserts: "a cut is never silent: a marker in the result the model reads, kept-of-total counts of items and bytes, and a handle to the full result",
+        params: &[],
+    },
+    CheckDef {
+        name: "provenance-kept",
+        asserts: "server, tool and retrieval time travel with the result, and the upstream's _meta is kept whole",
+        params: &[],
+    },
+    CheckDef {
+        name: "redactions-recorded",
+        asserts: "the entry records what was redacted (kind and count), never the secret itself",
+        params: &[("secrets", ParamKind::Strings, false)],
+    },
+    CheckDef {
+        name: "marked-as-data",
+        asserts: "the entry marks the upstream's content as data, not direction",
+        params: &[],
+    },
+    CheckDef {
+        name: "instructions-flagged",
+        asserts: "instruction-like text inside the result is flagged",
+        params: &[],
+    },
+    CheckDef {
+        name: "serialized-once",
+        asserts: "the target's own result does not carry the same JSON twice (as a text block and as structuredContent)",
+        params: &[],
+    },
+    CheckDef {
+        name: "continuation-returns-original",
+        asserts: "the handle in the entry fetches the upstream's original, full result",
+        params: &[],
+    },
+    CheckDef {
+        name: "continuation-confined",
+        asserts: "the handle read by another identity returns nothing of the result",
+        params: &[],
+    },
+    CheckDef {
+        name: "continuation-deletable",
+        asserts: "after the delete tool frees the handle, fetching it returns nothing of the result",
+        params: &[],
+    },
+    CheckDef {
+        name: "task-completes",
+        asserts: "the task handle the client got can be followed to `status` (default completed), and its final result is the upstream's, unchanged",
+        params: &[(
+            "status",
+            ParamKind::Word(&["completed", "failed", "cancelled"]),
+            false,
+        )],
+    },
+    CheckDef {
+        name: "links-resolve",
+        asserts: "every resource_link and embedded resource URI in the client's result resolves through resources/read",
+        params: &[],
+    },
 ];

@@ -4,7 +4,7 @@ use relaycheck_model::case::Expectation;
 use relaycheck_model::render::read_result;
 use serde_json::{Map, Value};
 
-use super::{Evidence, Verdict};
+use super::{Evidence, Verdict, envelope, follow};
 use crate::client::Exchange;
 
 pub fn evaluate(expectation: &Expectation, evidence: &Evidence<'_>) -> Verdict {
@@ -21,6 +21,16 @@ pub fn evaluate(expectation: &Expectation, evidence: &Evidence<'_>) -> Verdict {
     }
     if name == "no-secret" {
         return no_secret(name, params, evidence);
+    }
+    match name {
+        "continuation-returns-original" => {
+            return follow::continuation_returns_original(name, evidence);
+        }
+        "continuation-confined" => return follow::continuation_confined(name, evidence),
+        "continuation-deletable" => return follow::continuation_deletable(name, evidence),
+        "task-completes" => return follow::task_completes(name, params, evidence),
+        "links-resolve" => return follow::links_resolve(name, evidence),
+        _ => {}
     }
     let Exchange::Reply(reply) = evidence.exchange else {
         return Verdict::fail(
@@ -52,6 +62,14 @@ pub fn evaluate(expectation: &Expectation, evidence: &Evidence<'_>) -> Verdict {
         "task-handle" => task_handle(name, params, evidence),
         "progress-before-result" => progress(name, params, &reply.notifications),
         "text-bytes" => text_bytes(name, params, evidence),
+        "entry-status" => envelope::entry_status(name, params, evidence),
+        "reason-given" => envelope::reason_given(name, evidence),
+        "truncation-marked" => envelope::truncation_marked(name, evidence),
+        "provenance-kept" => envelope::provenance_kept(name, evidence),
+        "redactions-recorded" => envelope::redactions_recorded(name, params, evidence),
+        "marked-as-data" => envelope::marked_as_data(name, evidence),
+        "instructions-flagged" => envelope::instructions_flagged(name, evidence),
+        "serialized-once" => envelope::serialized_once(name, evidence),
         other => Verdict::fail(other, "no such check (lint should have refused it)"),
     }
 }

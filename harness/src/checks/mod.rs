@@ -4,7 +4,9 @@
 //! log, never from the target), so a target cannot pass by describing itself.
 
 mod defs;
+mod envelope;
 mod eval;
+mod follow;
 
 use std::collections::BTreeMap;
 
@@ -19,6 +21,18 @@ use crate::routes::View;
 
 pub use defs::{CHECKS, CheckDef, ParamKind};
 
+/// One follow-up request of a multi-step route (a continuation fetch, a task poll, a link
+/// read) and its answer.
+#[derive(Debug, Clone)]
+pub struct FollowUp {
+    /// `fetch`, `fetch-as-other`, `delete`, `fetch-after-delete`, `tasks/get`,
+    /// `tasks/result`, `resources/read`.
+    pub step: String,
+    pub request: Value,
+    pub exchange: Exchange,
+    pub view: View,
+}
+
 /// What one call left behind, for the checks to judge.
 pub struct Evidence<'a> {
     pub shape: Shape,
@@ -30,11 +44,19 @@ pub struct Evidence<'a> {
     pub upstream: &'a [Observation],
     /// The case's own tool, when it has one (for its outputSchema).
     pub tool: Option<&'a ToolScript>,
-    /// Side-channel lines that mention the nonce, by channel name.
+    /// Side-channel lines, by channel name.
     pub side_channels: &'a BTreeMap<String, Vec<String>>,
+    /// The route whose entry `view` holds (for its field pointers).
+    pub route: &'a crate::profile::Route,
+    pub follow_ups: &'a [FollowUp],
 }
 
 impl Evidence<'_> {
+    /// The follow-ups of one step, in order.
+    pub fn steps(&self, step: &str) -> Vec<&FollowUp> {
+        self.follow_ups.iter().filter(|f| f.step == step).collect()
+    }
+
     /// The JSON-RPC message the canary answered `tools/call` with.
     pub fn upstream_answer(&self) -> Option<&Value> {
         self.upstream
@@ -61,6 +83,10 @@ impl Evidence<'_> {
 pub struct Verdict {
     pub check: String,
     pub passed: bool,
+    /// False when the target does not show what the check needs: the case is then
+    /// not applicable to it, never passed.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub applicable: bool,
     pub message: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected: Option<Value>,
@@ -68,10 +94,26 @@ pub struct Verdict {
     pub actual: Option<Value>,
 }
 
+fn yes() -> bool {
+    true
+}
+
+fn is_true(value: &bool) -> bool {
+    *value
+}
+
 impl Verdict {
+    pub fn not_applicable(check: &str, message: impl Into<String>) -> Verdict {
+        Verdict {
+            applicable: false,
+            ..Verdict::pass(check, message)
+        }
+    }
+
     pub fn pass(check: &str, message: impl Into<String>) -> Verdict {
         Verdict {
             check: check.into(),
+            applicable: true,
             passed: true,
             message: message.into(),
             expected: None,
@@ -82,6 +124,7 @@ impl Verdict {
     pub fn fail(check: &str, message: impl Into<String>) -> Verdict {
         Verdict {
             check: check.into(),
+            applicable: true,
             passed: false,
             message: message.into(),
             expected: None,

@@ -41,17 +41,15 @@ struct Fixture {
     upstream: Vec<Observation>,
     tool: Option<ToolScript>,
     side: BTreeMap<String, Vec<String>>,
+    route: crate::profile::Route,
+    follow_ups: Vec<super::FollowUp>,
 }
 
 impl Fixture {
     fn new(upstream: Value, north: Value) -> Fixture {
         let arguments = json!({"nonce": "n", "q": 1});
         let raw = serde_json::to_vec(&north).unwrap();
-        let route = crate::profile::Route {
-            tool: "{tool}".into(),
-            arguments: None,
-            pick: None,
-        };
+        let route = crate::profile::Route::default();
         Fixture {
             view: View::of(&north, &route),
             exchange: Exchange::Reply(Reply {
@@ -70,7 +68,70 @@ impl Fixture {
             arguments,
             tool: None,
             side: BTreeMap::new(),
+            route: crate::profile::Route::default(),
+            follow_ups: Vec::new(),
         }
+    }
+
+    /// A batch-style answer: the client's result wraps an entry holding the envelope.
+    fn batch(upstream: Value, entry: Value) -> Fixture {
+        let fields: BTreeMap<String, String> = [
+            ("status", "/status"),
+            ("reason", "/reason"),
+            ("handle", "/handle"),
+            ("marker", "/marker"),
+            ("items_kept", "/items_kept"),
+            ("items_total", "/items_total"),
+            ("bytes_kept", "/bytes_kept"),
+            ("bytes_total", "/bytes_total"),
+            ("provenance_server", "/server"),
+            ("provenance_tool", "/tool"),
+            ("provenance_time", "/time"),
+            ("provenance_meta", "/meta"),
+            ("redactions", "/redactions"),
+            ("data_mark", "/data"),
+            ("instruction_flags", "/flags"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let route = crate::profile::Route {
+            tool: Some("relay_batch".into()),
+            pick: Some("/structuredContent/results/0/result".into()),
+            entry: Some("/structuredContent/results/0".into()),
+            fields,
+            ..crate::profile::Route::default()
+        };
+        let north = json!({"jsonrpc": "2.0", "id": 9, "result": {
+            "content": [text("summary")],
+            "structuredContent": {"results": [entry]}
+        }});
+        let mut fixture = Fixture::new(
+            json!({"jsonrpc": "2.0", "id": 1, "result": upstream}),
+            north.clone(),
+        );
+        fixture.view = View::of(&north, &route);
+        fixture.route = route;
+        fixture
+    }
+
+    fn follow(&mut self, step: &str, message: Value) {
+        self.follow_ups.push(super::FollowUp {
+            step: step.into(),
+            request: json!({"params": {"uri": "relay://canary/x"}}),
+            view: View::of(
+                &message,
+                &crate::profile::Route {
+                    pick: Some("/structuredContent/result".into()),
+                    ..Default::default()
+                },
+            ),
+            exchange: Exchange::Reply(Reply {
+                raw: serde_json::to_vec(&message).unwrap(),
+                message,
+                ..Reply::default()
+            }),
+        });
     }
 
     fn results(upstream: Value, north: Value) -> Fixture {
@@ -96,6 +157,8 @@ impl Fixture {
                 upstream: &self.upstream,
                 tool: self.tool.as_ref(),
                 side_channels: &self.side,
+                route: &self.route,
+                follow_ups: &self.follow_ups,
             },
         )
     }
@@ -405,6 +468,173 @@ fn progress_counts_notifications_before_the_result() {
     }
     passes(&fixture, "progress-before-result", json!({}));
     fails(&fixture, "progress-before-result", json!({"min": 2}));
+}
+
+fn envelope(extra: Value) -> Value {
+    let mut entry = json!({
+        "status": "ok", "reason": null, "handle": "h-1", "marker": "[40 of 900 rows; 2 KB of 90 KB]",
+        "items_kept": 40, "items_total": 900, "bytes_kept": 2000, "bytes_total": 90000,
+        "server": "canary", "tool": "rows", "time": "2026-11-30T00:00:00Z", "meta": {"m": 1},
+        "redactions": [{"kind": "email", "count": 1}], "data": true, "flags": [],
+        "result": {"content": [text("rows…"), text("[40 of 900 rows; 2 KB of 90 KB]")]}
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        entry[k] = v.clone();
+    }
+    entry
+}
+
+#[test]
+fn entry_checks_read_the_profiles_fields() {
+    let upstream = json!({"content": [text("rows")], "_meta": {"m": 1}});
+    let good = Fixture::batch(upstream.clone(), envelope(json!({})));
+    passes(&good, "entry-status", json!({"status": "ok"}));
+    fails(&good, "entry-status", json!({"status": "tool_error"}));
+    passes(&good, "truncation-marked", json!({}));
+    passes(&good, "provenance-kept", json!({}));
+    passes(
+        &good,
+        "redactions-recorded",
+        json!({"secrets": ["ops@example.com"]}),
+    );
+    passes(&good, "marked-as-data", json!({}));
+    fails(&good, "instructions-flagged", json!({}));
+    fails(&good, "reason-given", json!({}));
+
+    let silent = Fixture::batch(
+        upstream.clone(),
+        envelope(json!({"result": {"content": [text("rows…")]}})),
+    );
+    let verdict = fails(&silent, "truncation-marked", json!({}));
+    assert!(
+        verdict.message.contains("not in the result"),
+        "{}",
+        verdict.message
+    );
+    let no_handle = Fixture::batch(upstream.clone(), envelope(json!({"handle": null})));
+    fails(&no_handle, "truncation-marked", json!({}));
+    let lost_meta = Fixture::batch(upstream.clone(), envelope(json!({"meta": {"m": 2}})));
+    fails(&lost_meta, "provenance-kept", json!({}));
+    let leaky = Fixture::batch(
+        upstream.clone(),
+        envelope(json!({"redactions": [{"kind": "email", "value": "ops@example.com"}]})),
+    );
+    fails(
+        &leaky,
+        "redactions-recorded",
+        json!({"secrets": ["ops@example.com"]}),
+    );
+    let flagged = Fixture::batch(
+        upstream.clone(),
+        envelope(json!({"flags": [{"at": "/content/0"}], "reason": "cut", "data": false})),
+    );
+    passes(&flagged, "instructions-flagged", json!({}));
+    passes(&flagged, "reason-given", json!({}));
+    fails(&flagged, "marked-as-data", json!({}));
+
+    let mut unshown = Fixture::batch(upstream, envelope(json!({})));
+    unshown.route.fields.remove("handle");
+    let verdict = unshown.check("truncation-marked", json!({}));
+    assert!(
+        !verdict.applicable,
+        "a part the target does not show makes the check not applicable"
+    );
+}
+
+#[test]
+fn serialized_once_finds_the_duplicated_batch() {
+    let once = Fixture::results(
+        json!({}),
+        json!({"content": [text("2 calls")], "structuredContent": {"a": [1]}}),
+    );
+    passes(&once, "serialized-once", json!({}));
+    let twice = Fixture::results(
+        json!({}),
+        json!({"content": [text("{\n  \"a\": [1]\n}")], "structuredContent": {"a": [1]}}),
+    );
+    fails(&twice, "serialized-once", json!({}));
+}
+
+#[test]
+fn continuation_checks_follow_the_handle() {
+    let upstream = json!({"content": [text("the full result")]});
+    let mut fixture = Fixture::batch(upstream.clone(), envelope(json!({})));
+    fails(&fixture, "continuation-returns-original", json!({}));
+    fixture.follow(
+        "fetch",
+        json!({"result": {"structuredContent": {"found": true, "result": upstream.clone()}}}),
+    );
+    passes(&fixture, "continuation-returns-original", json!({}));
+    let verdict = fixture.check("continuation-confined", json!({}));
+    assert!(!verdict.applicable);
+    fixture.follow(
+        "fetch-as-other",
+        json!({"result": {"isError": true, "structuredContent": {"found": false}}}),
+    );
+    passes(&fixture, "continuation-confined", json!({}));
+    fixture.follow(
+        "fetch-after-delete",
+        json!({"result": {"structuredContent": {"found": true, "result": upstream.clone()}}}),
+    );
+    fails(&fixture, "continuation-deletable", json!({}));
+    let mut leaky = Fixture::batch(upstream.clone(), envelope(json!({})));
+    leaky.follow(
+        "fetch",
+        json!({"result": {"structuredContent": {"found": true, "result": {"content": []}}}}),
+    );
+    fails(&leaky, "continuation-returns-original", json!({}));
+    leaky.follow(
+        "fetch-as-other",
+        json!({"result": {"structuredContent": {"found": true, "result": upstream}}}),
+    );
+    fails(&leaky, "continuation-confined", json!({}));
+    leaky.follow(
+        "fetch-after-delete",
+        json!({"result": {"structuredContent": {"found": false}}}),
+    );
+    passes(&leaky, "continuation-deletable", json!({}));
+}
+
+#[test]
+fn task_and_link_checks_follow_up() {
+    let final_result = json!({"content": [text("done")]});
+    let mut fixture = Fixture::results(
+        json!({"task": {"taskId": "t"}}),
+        json!({"task": {"taskId": "t"}}),
+    );
+    fails(&fixture, "task-completes", json!({}));
+    fixture.follow(
+        "tasks/get",
+        json!({"result": {"status": "completed", "result": final_result.clone()}}),
+    );
+    // the canary's last tasks/get carried the inline result
+    fixture.upstream.push(Observation {
+        method: Some("tasks/get".into()),
+        ..observation(
+            Direction::Out,
+            None,
+            Some(json!({"result": {"status": "completed", "result": final_result.clone()}})),
+        )
+    });
+    fixture.follow_ups[0].view.result =
+        Some(json!({"status": "completed", "result": final_result}));
+    passes(&fixture, "task-completes", json!({}));
+    fails(&fixture, "task-completes", json!({"status": "failed"}));
+
+    let mut links = Fixture::results(json!({}), json!({}));
+    fails(&links, "links-resolve", json!({}));
+    links.follow(
+        "resources/read",
+        json!({"result": {"contents": [{"uri": "relay://canary/x", "text": "x"}]}}),
+    );
+    links.follow_ups[0].view.result =
+        Some(json!({"contents": [{"uri": "relay://canary/x", "text": "x"}]}));
+    passes(&links, "links-resolve", json!({}));
+    links.follow(
+        "resources/read",
+        json!({"error": {"code": -32602, "message": "not found"}}),
+    );
+    fails(&links, "links-resolve", json!({}));
 }
 
 #[test]

@@ -1,0 +1,189 @@
+//! Checks on multi-step routes: a continuation returns the original to its owner only, a task
+//! is followed to its end, every link handed out resolves.
+
+use relaycheck_model::observation::Direction;
+use serde_json::{Map, Value};
+
+use super::{Evidence, Verdict};
+use crate::client::Exchange;
+
+fn upstream_result<'a>(evidence: &'a Evidence<'_>) -> Option<&'a Value> {
+    evidence.upstream_answer()?.get("result")
+}
+
+pub fn continuation_returns_original(name: &str, evidence: &Evidence<'_>) -> Verdict {
+    let Some(sent) = upstream_result(evidence) else {
+        return Verdict::fail(name, "the canary logged no result for this call");
+    };
+    let Some(fetch) = evidence.steps("fetch").into_iter().next() else {
+        return Verdict::fail(
+            name,
+            "the entry carried no continuation handle to fetch with",
+        );
+    };
+    match &fetch.view.result {
+        Some(got) if got == sent => {
+            Verdict::pass(name, "the continuation returned the original result")
+        }
+        got => Verdict::fail(name, "the continuation did not return the original result")
+            .compared(Some(sent.clone()), got.clone()),
+    }
+}
+
+/// Whether a follow-up answer holds the original result.
+fn reveals(step: &super::FollowUp, sent: &Value) -> bool {
+    match &step.exchange {
+        Exchange::Reply(reply) => reply.message.to_string().contains(&sent.to_string()),
+        _ => false,
+    }
+}
+
+pub fn continuation_confined(name: &str, evidence: &Evidence<'_>) -> Verdict {
+    let Some(sent) = upstream_result(evidence) else {
+        return Verdict::fail(name, "the canary logged no result for this call");
+    };
+    if evidence.steps("fetch").is_empty() {
+        return Verdict::fail(
+            name,
+            "the entry carried no continuation handle to fetch with",
+        );
+    }
+    let Some(other) = evidence.steps("fetch-as-other").into_iter().next() else {
+        return Verdict::not_applicable(
+            name,
+            "the profile declares no second identity (north.identities.other) to fetch as",
+        );
+    };
+    if reveals(other, sent) {
+        Verdict::fail(
+            name,
+            "another identity read the retained result with the handle",
+        )
+    } else {
+        Verdict::pass(name, "another identity read nothing with the handle")
+    }
+}
+
+pub fn continuation_deletable(name: &str, evidence: &Evidence<'_>) -> Verdict {
+    let Some(sent) = upstream_result(evidence) else {
+        return Verdict::fail(name, "the canary logged no result for this call");
+    };
+    let Some(after) = evidence.steps("fetch-after-delete").into_iter().next() else {
+        return Verdict::not_applicable(name, "the target's continuation route has no delete tool");
+    };
+    if reveals(after, sent) {
+        Verdict::fail(
+            name,
+            "the result could still be fetched after it was deleted",
+        )
+    } else {
+        Verdict::pass(name, "after delete the handle reads nothing")
+    }
+}
+
+/// The final result of a task as the client got it: `tasks/result` (2025-11-25) or the inline
+/// `result` of the last `tasks/get` (tasks extension).
+fn final_result<'a>(evidence: &'a Evidence<'_>) -> Option<&'a Value> {
+    if let Some(step) = evidence.steps("tasks/result").into_iter().last() {
+        return step.view.result.as_ref();
+    }
+    evidence
+        .steps("tasks/get")
+        .into_iter()
+        .last()
+        .and_then(|step| step.view.result.as_ref())
+        .and_then(|r| r.get("result"))
+}
+
+/// The final result the canary sent for the task, from its observation log.
+fn upstream_final<'a>(evidence: &'a Evidence<'_>) -> Option<&'a Value> {
+    let answers: Vec<&Value> = evidence
+        .upstream
+        .iter()
+        .filter(|o| o.direction == Direction::Out)
+        .filter_map(|o| match o.method.as_deref() {
+            Some("tasks/result") => o.message.as_ref()?.get("result"),
+            Some("tasks/get") => o.message.as_ref()?.pointer("/result/result"),
+            _ => None,
+        })
+        .collect();
+    answers.last().copied()
+}
+
+pub fn task_completes(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+    let want = params
+        .get("status")
+        .and_then(Value::as_str)
+        .unwrap_or("completed");
+    let polls = evidence.steps("tasks/get");
+    let Some(last) = polls.last() else {
+        return Verdict::fail(name, "the client got no task handle to follow");
+    };
+    let status = last
+        .view
+        .result
+        .as_ref()
+        .and_then(|r| r.get("status"))
+        .and_then(Value::as_str)
+        .unwrap_or("(none)");
+    if status != want {
+        return Verdict::fail(
+            name,
+            format!(
+                "after {} poll(s) the task is `{status}`, expected `{want}`",
+                polls.len()
+            ),
+        );
+    }
+    if want != "completed" {
+        return Verdict::pass(name, format!("the task ended `{status}`"));
+    }
+    match (upstream_final(evidence), final_result(evidence)) {
+        (Some(sent), Some(got)) if sent == got => Verdict::pass(
+            name,
+            "the task completed and its result reached the client unchanged",
+        ),
+        (None, _) => Verdict::fail(name, "the canary logged no final result for the task"),
+        (Some(sent), got) => {
+            Verdict::fail(name, "the task's final result differs from the upstream's")
+                .compared(Some(sent.clone()), got.cloned())
+        }
+    }
+}
+
+pub fn links_resolve(name: &str, evidence: &Evidence<'_>) -> Verdict {
+    let reads = evidence.steps("resources/read");
+    if reads.is_empty() {
+        return Verdict::fail(name, "the client's result handed out no links to read");
+    }
+    let mut broken = Vec::new();
+    for read in &reads {
+        let uri = read
+            .request
+            .pointer("/params/uri")
+            .and_then(Value::as_str)
+            .unwrap_or("?");
+        let contents = read
+            .view
+            .result
+            .as_ref()
+            .and_then(|r| r.get("contents"))
+            .and_then(Value::as_array);
+        if !contents.is_some_and(|c| !c.is_empty()) {
+            broken.push(format!("{uri} ({})", read.exchange.kind()));
+        }
+    }
+    if broken.is_empty() {
+        Verdict::pass(name, format!("all {} link(s) resolve", reads.len()))
+    } else {
+        Verdict::fail(
+            name,
+            format!(
+                "{} of {} link(s) do not resolve: {}",
+                broken.len(),
+                reads.len(),
+                broken.join(", ")
+            ),
+        )
+    }
+}

@@ -1,0 +1,278 @@
+//! Driving one upstream call through a route: the call itself, then for a follow-up route the
+//! steps that follow its answer (fetch by handle, poll the task, read the links).
+
+use std::time::Duration;
+
+use relaycheck_model::render::read_task_handle;
+use relaycheck_model::script::HandleForm;
+use serde_json::{Map, Value, json};
+
+use crate::checks::FollowUp;
+use crate::client::Exchange;
+use crate::profile::{Profile, Route};
+use crate::routes::{View, call_params, handle_params};
+use crate::session::Session;
+
+/// Everything a route produced for one call.
+pub struct Drive {
+    pub request: Value,
+    pub exchange: Exchange,
+    /// The first call's view, read with `route`'s pointers.
+    pub view: View,
+    /// The route whose pointers `view` was read with (a follow-up route's `via`).
+    pub route: Route,
+    pub follow_ups: Vec<FollowUp>,
+}
+
+/// Most `tasks/get` polls before the runner gives up on a task.
+const MAX_POLLS: usize = 40;
+
+pub async fn drive(
+    profile: &Profile,
+    route_name: &str,
+    session: &Session,
+    tool: &str,
+    arguments: &Map<String, Value>,
+    extra_params: &Map<String, Value>,
+    timeout: Duration,
+) -> Drive {
+    let route = profile.routes.get(route_name).cloned().unwrap_or_default();
+    let first_route = match &route.via {
+        Some(via) => profile.routes.get(via).cloned().unwrap_or_default(),
+        None => route.clone(),
+    };
+    let mut params = call_params(&first_route, tool, arguments);
+    for (key, value) in extra_params {
+        params[key] = value.clone();
+    }
+    let call = session.call("tools/call", params, timeout).await;
+    let view = match &call.exchange {
+        Exchange::Reply(reply) => View::of(&reply.message, &first_route),
+        _ => View::default(),
+    };
+    let mut drive = Drive {
+        request: call.request,
+        exchange: call.exchange,
+        view,
+        route: first_route,
+        follow_ups: Vec::new(),
+    };
+    if drive.exchange.reply().is_none() {
+        return drive;
+    }
+    match route_name {
+        "continuation" => continuation(profile, &route, session, &mut drive, timeout).await,
+        "tasks" => tasks(session, &mut drive, timeout).await,
+        "resources-read" => resources(session, &mut drive, timeout).await,
+        _ => {}
+    }
+    drive
+}
+
+async fn step(
+    session: &Session,
+    step: &str,
+    method: &str,
+    params: Value,
+    route: &Route,
+    timeout: Duration,
+) -> FollowUp {
+    let call = session.call(method, params, timeout).await;
+    follow_up(step, call.request, call.exchange, route)
+}
+
+fn follow_up(step: &str, request: Value, exchange: Exchange, route: &Route) -> FollowUp {
+    let view = match &exchange {
+        Exchange::Reply(reply) => View::of(&reply.message, route),
+        _ => View::default(),
+    };
+    FollowUp {
+        step: step.to_string(),
+        request,
+        exchange,
+        view,
+    }
+}
+
+async fn continuation(
+    profile: &Profile,
+    route: &Route,
+    session: &Session,
+    drive: &mut Drive,
+    timeout: Duration,
+) {
+    let handle = match drive.view.field(&drive.route, "handle") {
+        Ok(Some(Value::String(handle))) => handle.clone(),
+        _ => return,
+    };
+    let Some(tool) = route.tool.as_deref() else {
+        return;
+    };
+    let fetch_params = handle_params(tool, route.arguments.as_ref(), &handle);
+    drive.follow_ups.push(
+        step(
+            session,
+            "fetch",
+            "tools/call",
+            fetch_params.clone(),
+            route,
+            timeout,
+        )
+        .await,
+    );
+    if let Some(other) = profile.north.identities.get("other") {
+        let headers: Vec<(String, String)> =
+            other.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let params = handle_params(tool, route.arguments.as_ref(), &handle);
+        if let Some(call) = session
+            .call_as("tools/call", params, timeout, &headers)
+            .await
+        {
+            drive.follow_ups.push(follow_up(
+                "fetch-as-other",
+                call.request,
+                call.exchange,
+                route,
+            ));
+        }
+    }
+    if let Some(delete) = route.delete_tool.as_deref() {
+        let params = handle_params(delete, route.delete_arguments.as_ref(), &handle);
+        drive
+            .follow_ups
+            .push(step(session, "delete", "tools/call", params, route, timeout).await);
+        drive.follow_ups.push(
+            step(
+                session,
+                "fetch-after-delete",
+                "tools/call",
+                fetch_params,
+                route,
+                timeout,
+            )
+            .await,
+        );
+    }
+}
+
+async fn tasks(session: &Session, drive: &mut Drive, timeout: Duration) {
+    let Some((form, task_id)) = drive.view.result.as_ref().and_then(read_task_handle) else {
+        return;
+    };
+    let plain = Route::default();
+    let poll_ms = drive
+        .view
+        .result
+        .as_ref()
+        .and_then(|r| {
+            r.pointer("/task/pollInterval")
+                .or_else(|| r.get("pollIntervalMs"))
+        })
+        .and_then(Value::as_u64)
+        .unwrap_or(50)
+        .clamp(10, 200);
+    for _ in 0..MAX_POLLS {
+        let poll = step(
+            session,
+            "tasks/get",
+            "tasks/get",
+            json!({"taskId": task_id}),
+            &plain,
+            timeout,
+        )
+        .await;
+        let status = poll
+            .view
+            .result
+            .as_ref()
+            .and_then(|r| r.get("status"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let answered = poll.exchange.reply().is_some();
+        drive.follow_ups.push(poll);
+        match status.as_deref() {
+            Some("completed" | "failed" | "cancelled") => break,
+            Some(_) if answered => tokio::time::sleep(Duration::from_millis(poll_ms)).await,
+            _ => return,
+        }
+    }
+    if form == HandleForm::Nested {
+        drive.follow_ups.push(
+            step(
+                session,
+                "tasks/result",
+                "tasks/result",
+                json!({"taskId": task_id}),
+                &plain,
+                timeout,
+            )
+            .await,
+        );
+    }
+}
+
+async fn resources(session: &Session, drive: &mut Drive, timeout: Duration) {
+    let mut uris = Vec::new();
+    if let Some(result) = &drive.view.result {
+        collect_links(result, &mut uris);
+    }
+    let plain = Route::default();
+    for uri in uris {
+        drive.follow_ups.push(
+            step(
+                session,
+                "resources/read",
+                "resources/read",
+                json!({"uri": uri}),
+                &plain,
+                timeout,
+            )
+            .await,
+        );
+    }
+}
+
+/// Every resource_link URI and embedded resource URI in a result, at any depth.
+pub fn collect_links(value: &Value, uris: &mut Vec<String>) {
+    match value {
+        Value::Object(fields) => {
+            if fields.get("type").and_then(Value::as_str) == Some("resource_link")
+                && let Some(uri) = fields.get("uri").and_then(Value::as_str)
+            {
+                uris.push(uri.to_string());
+            }
+            if fields.get("type").and_then(Value::as_str) == Some("resource")
+                && let Some(uri) = fields
+                    .get("resource")
+                    .and_then(|r| r.get("uri"))
+                    .and_then(Value::as_str)
+            {
+                uris.push(uri.to_string());
+            }
+            for child in fields.values() {
+                collect_links(child, uris);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|item| collect_links(item, uris)),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_are_found_at_any_depth() {
+        let result = json!({
+            "content": [
+                {"type": "resource_link", "uri": "a://1", "name": "1"},
+                {"type": "resource", "resource": {"uri": "a://2", "text": "t"}}
+            ],
+            "structuredContent": {"deep": [{"x": {"type": "resource_link", "uri": "a://3", "name": "3"}}]}
+        });
+        let mut uris = Vec::new();
+        collect_links(&result, &mut uris);
+        assert_eq!(uris, ["a://1", "a://2", "a://3"]);
+    }
+}
