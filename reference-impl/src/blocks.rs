@@ -22,3 +22,33 @@ pub fn is_valid_block(b: &Value) -> bool {
         _ => true,
     }
 }
+
+/// Clones a block except its (possibly huge) text, which the caller is about to replace:
+/// copying 50 MB only to overwrite it would cost as much as parsing it.
+pub fn clone_without_text(block: &Value, in_resource: bool) -> Value {
+    let Value::Object(m) = block else {
+        return block.clone();
+    };
+    let mut out = serde_json::Map::new();
+    for (k, v) in m {
+        if !in_resource && k == "text" {
+            out.insert(k.clone(), Value::Null);
+        } else if in_resource && k == "resource" {
+            let mut r = serde_json::Map::new();
+            if let Value::Object(rm) = v {
+                for (rk, rv) in rm {
+                    let rv = if rk == "text" {
+                        Value::Null
+                    } else {
+                        rv.clone()
+                    };
+                    r.insert(rk.clone(), rv);
+                }
+            }
+            out.insert(k.clone(), Value::Object(r));
+        } else {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    Value::Object(out)
+}

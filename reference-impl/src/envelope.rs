@@ -129,7 +129,8 @@ pub struct Truncation {
     pub items_kept: u64,
     pub items_total: u64,
     pub items_unit: Unit,
-    /// Compact-JSON bytes of the payload versus of the full result.
+    /// Compact-JSON bytes of the payload versus of the full result (for
+    /// [`crate::normalize_bytes`], the length of the response as received).
     pub bytes_kept: u64,
     pub bytes_total: u64,
     /// The exact text written into the payload as the last content block.

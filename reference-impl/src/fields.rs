@@ -3,20 +3,34 @@
 /// Identifier-like fields are what the next call needs as arguments; a reduction that drops
 /// one produces a failure that only shows up a turn later, so they are always kept whole.
 pub fn is_identifier(key: &str) -> bool {
-    let lower = key.to_ascii_lowercase();
-    if matches!(
-        lower.as_str(),
-        "id" | "ids" | "uuid" | "guid" | "uri" | "uris" | "url" | "urls" | "href" | "cursor"
-    ) {
+    // Allocation-free: this runs for every key of every result.
+    let eq = |a: &str| key.eq_ignore_ascii_case(a);
+    let ends = |suf: &str| {
+        key.len() >= suf.len()
+            && key.is_char_boundary(key.len() - suf.len())
+            && key[key.len() - suf.len()..].eq_ignore_ascii_case(suf)
+    };
+    if [
+        "id", "ids", "uuid", "guid", "uri", "uris", "url", "urls", "href", "cursor",
+    ]
+    .iter()
+    .any(|k| eq(k))
+    {
         return true;
     }
-    if lower.ends_with("cursor") || lower.ends_with("pagetoken") || lower.ends_with("page_token") {
-        return true;
-    }
-    if lower.ends_with("_id") || lower.ends_with("_ids") || lower.ends_with("-id") {
-        return true;
-    }
-    if lower.ends_with("_uri") || lower.ends_with("_url") {
+    if [
+        "cursor",
+        "pagetoken",
+        "page_token",
+        "_id",
+        "_ids",
+        "-id",
+        "_uri",
+        "_url",
+    ]
+    .iter()
+    .any(|s| ends(s))
+    {
         return true;
     }
     // camelCase suffixes: userId, userIDs, resourceUri, imageURIs, homeUrl.
@@ -29,30 +43,35 @@ pub fn is_identifier(key: &str) -> bool {
 
 /// Keys whose whole string value is a secret regardless of what it looks like.
 pub fn is_secret_field(key: &str) -> bool {
-    let norm: String = key
-        .chars()
-        .filter(|c| *c != '_' && *c != '-')
-        .map(|c| c.to_ascii_lowercase())
-        .collect();
-    matches!(
-        norm.as_str(),
-        "password"
-            | "passwd"
-            | "pwd"
-            | "secret"
-            | "clientsecret"
-            | "apikey"
-            | "xapikey"
-            | "apisecret"
-            | "accesstoken"
-            | "refreshtoken"
-            | "authtoken"
-            | "sessiontoken"
-            | "privatekey"
-            | "secretkey"
-            | "secretaccesskey"
-            | "authorization"
-    )
+    const NAMES: &[&str] = &[
+        "password",
+        "passwd",
+        "pwd",
+        "secret",
+        "clientsecret",
+        "apikey",
+        "xapikey",
+        "apisecret",
+        "accesstoken",
+        "refreshtoken",
+        "authtoken",
+        "sessiontoken",
+        "privatekey",
+        "secretkey",
+        "secretaccesskey",
+        "authorization",
+    ];
+    if key.len() > 24 {
+        return false;
+    }
+    let mut buf = [0u8; 24];
+    let mut n = 0;
+    for b in key.bytes().filter(|b| *b != b'_' && *b != b'-') {
+        buf[n] = b.to_ascii_lowercase();
+        n += 1;
+    }
+    let norm = &buf[..n];
+    NAMES.iter().any(|k| k.as_bytes() == norm)
 }
 
 #[cfg(test)]

@@ -70,11 +70,23 @@ impl std::io::Write for Counter {
 
 /// Size of `s` as a JSON string literal, quotes included.
 pub fn str_json_size(s: &str) -> usize {
-    let mut n = s.len() + 2;
-    for &b in s.as_bytes() {
-        n += escape_extra(b);
-    }
-    n
+    // Branch-free per byte so the loop vectorizes: +1 for two-byte escapes, +5 for \u00XX.
+    let extra: usize = s
+        .as_bytes()
+        .chunks(255)
+        .map(|chunk| {
+            chunk
+                .iter()
+                .map(|&c| {
+                    let ctrl = c < 0x20;
+                    let short = matches!(c, b'\n' | b'\r' | b'\t' | 0x08 | 0x0c);
+                    let special = ctrl | (c == b'"') | (c == b'\\');
+                    u16::from(special) + 4 * u16::from(ctrl & !short)
+                })
+                .sum::<u16>() as usize
+        })
+        .sum();
+    s.len() + 2 + extra
 }
 
 #[inline]

@@ -10,6 +10,24 @@ use crate::jsonsize::json_size;
 
 /// Indices of `text` blocks whose text is exactly a serialization of `structured`.
 pub fn find_mirrors(content: &[Value], structured: &Value) -> Vec<usize> {
+    // Sizing the structured value is a walk over all of it: only pay for it when some text
+    // could be its serialization at all.
+    let could_be = |t: &str| {
+        let first = t.trim_start().as_bytes().first().copied();
+        match structured {
+            Value::Object(_) => first == Some(b'{'),
+            Value::Array(_) => first == Some(b'['),
+            Value::String(_) => first == Some(b'"'),
+            _ => true,
+        }
+    };
+    let any = content.iter().any(|b| {
+        b.get("type").and_then(Value::as_str) == Some("text")
+            && b.get("text").and_then(Value::as_str).is_some_and(could_be)
+    });
+    if !any {
+        return Vec::new();
+    }
     let compact_len = json_size(structured);
     let mut compact: Option<String> = None;
     let mut hits = Vec::new();
@@ -30,17 +48,12 @@ pub fn find_mirrors(content: &[Value], structured: &Value) -> Vec<usize> {
         }
         // Other serializers (pretty, Python's ", " separators, \u escapes) produce longer
         // text; parse only texts that could be one, so prose is never parsed.
-        if t.len() >= compact_len && t.len() <= compact_len.saturating_mul(4).saturating_add(16) {
-            let first = t.trim_start().as_bytes().first().copied();
-            let plausible = match structured {
-                Value::Object(_) => first == Some(b'{'),
-                Value::Array(_) => first == Some(b'['),
-                Value::String(_) => first == Some(b'"'),
-                _ => true,
-            };
-            if plausible && serde_json::from_str::<Value>(t).is_ok_and(|v| v == *structured) {
-                hits.push(i);
-            }
+        if t.len() >= compact_len
+            && t.len() <= compact_len.saturating_mul(4).saturating_add(16)
+            && could_be(t)
+            && serde_json::from_str::<Value>(t).is_ok_and(|v| v == *structured)
+        {
+            hits.push(i);
         }
     }
     hits

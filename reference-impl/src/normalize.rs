@@ -6,7 +6,7 @@
 //! deterministic, so a text mirror and the structured value it repeats stay comparable.
 //! Reduction runs last, on references, so only what survives the budget is ever copied.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use time::format_description::well_known::Rfc3339;
 
 use crate::budget::{self, BlockIn, ReduceIn, marker};
@@ -42,7 +42,12 @@ pub fn normalize(end: &CallEnd, ctx: &Context) -> Envelope {
 
 /// As [`normalize`], without copying the response first (it is redacted in place).
 pub fn normalize_owned(end: CallEnd, ctx: &Context) -> Envelope {
+    run(end, ctx, None)
+}
+
+fn run(end: CallEnd, ctx: &Context, raw_len: Option<usize>) -> Envelope {
     let mut b = Builder::new(ctx);
+    b.raw_len = raw_len;
     match end {
         CallEnd::Response { body } => b.response(body),
         CallEnd::TransportFailure { kind, detail } => b.transport(kind, &detail),
@@ -79,7 +84,7 @@ pub fn normalize_bytes(bytes: &[u8], ctx: &Context) -> Envelope {
         );
     }
     match serde_json::from_slice::<Value>(bytes) {
-        Ok(body) => normalize_owned(CallEnd::Response { body }, ctx),
+        Ok(body) => run(CallEnd::Response { body }, ctx, Some(bytes.len())),
         Err(e) => normalize_owned(
             CallEnd::TransportFailure {
                 kind: TransportKind::Malformed,
@@ -109,6 +114,9 @@ struct Builder<'c> {
     outputs: Vec<OutputNote>,
     rpc_error: Option<RpcErrorInfo>,
     from_upstream: bool,
+    /// Length of the raw response, when normalizing bytes: the full result's size without
+    /// another walk over it.
+    raw_len: Option<usize>,
 }
 
 /// Where in the (redacted) full result the payload comes from.
@@ -144,6 +152,7 @@ impl<'c> Builder<'c> {
             outputs: Vec::new(),
             rpc_error: None,
             from_upstream: false,
+            raw_len: None,
         }
     }
 
@@ -688,13 +697,15 @@ impl<'c> Builder<'c> {
             ));
         }
         if !cuts.is_empty() {
-            let bytes_total = json_size(&full);
+            let bytes_total = self.raw_len.unwrap_or_else(|| json_size(&full));
             let (handle, handle_note) = match &self.ctx.store {
                 None => (None, Some("no result store configured".to_string())),
-                Some(store) => match store.put(&self.ctx.caller, Retained::Result(full)) {
-                    Ok(h) => (Some(h), None),
-                    Err(e) => (None, Some(e.to_string())),
-                },
+                Some(store) => {
+                    match store.put_sized(&self.ctx.caller, Retained::Result(full), bytes_total) {
+                        Ok(h) => (Some(h), None),
+                        Err(e) => (None, Some(e.to_string())),
+                    }
+                }
             };
             if reduced.structured_replaced {
                 let total = cuts
@@ -803,7 +814,7 @@ impl<'c> Builder<'c> {
         }
         // Entities can spell out what the source-level pass could not see.
         let text = redact_str(&out.text, false, &mut self.tally).unwrap_or(out.text);
-        let mut nb = b.clone_shallow_without_text(in_resource);
+        let mut nb = crate::blocks::clone_without_text(b, in_resource);
         if in_resource {
             if let Some(Value::Object(r)) = nb.get_mut("resource") {
                 r.insert("text".into(), Value::String(text));
@@ -910,43 +921,6 @@ impl<'c> Builder<'c> {
                 rpc_error: self.rpc_error,
             },
         }
-    }
-}
-
-trait ShallowClone {
-    fn clone_shallow_without_text(&self, in_resource: bool) -> Value;
-}
-
-impl ShallowClone for Value {
-    /// Clones a block except its (possibly huge) text, which the caller replaces anyway.
-    fn clone_shallow_without_text(&self, in_resource: bool) -> Value {
-        let Value::Object(m) = self else {
-            return self.clone();
-        };
-        let mut out = Map::new();
-        for (k, v) in m {
-            if !in_resource && k == "text" {
-                out.insert(k.clone(), Value::Null);
-            } else if in_resource && k == "resource" {
-                let mut r = Map::new();
-                if let Value::Object(rm) = v {
-                    for (rk, rv) in rm {
-                        r.insert(
-                            rk.clone(),
-                            if rk == "text" {
-                                Value::Null
-                            } else {
-                                rv.clone()
-                            },
-                        );
-                    }
-                }
-                out.insert(k.clone(), Value::Object(r));
-            } else {
-                out.insert(k.clone(), v.clone());
-            }
-        }
-        Value::Object(out)
     }
 }
 

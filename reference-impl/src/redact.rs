@@ -118,7 +118,7 @@ const PATTERN: &str = concat!(
     r"|(?P<jwt>eyJ[A-Za-z0-9_\-]{4,}\.eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{8,})",
     r"|(?P<aws>(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?-u:\b))",
     r"|(?P<awsskey>(?i:aws_?secret_?access_?key)[\x22']?[ \t]*[:=][ \t]*[\x22']?)(?P<awss>[A-Za-z0-9/+=]{40})(?-u:\b)",
-    r"|(?P<gh>(?:(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{50,255})(?-u:\b))",
+    r"|(?P<gh>(?:(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{50,})(?-u:\b))",
     r"|(?P<slackwh>https://hooks\.slack\.com/services/[A-Za-z0-9/]{16,})",
     r"|(?P<slack>xox[abposr]-[A-Za-z0-9\-]{10,})",
     r"|(?:(?-u:\b)|\\[nrt])(?P<openai>sk-(?:proj-|svcacct-|admin-|ant-)?[A-Za-z0-9_\-]{20,})",
@@ -129,14 +129,29 @@ const PATTERN: &str = concat!(
 
 fn regex() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(PATTERN).expect("redaction pattern is a valid regex"))
+    RE.get_or_init(|| {
+        regex::RegexBuilder::new(PATTERN)
+            .dfa_size_limit(16 << 20)
+            .build()
+            .expect("redaction pattern is a valid regex")
+    })
 }
 
 /// Returns the redacted text, or `None` when nothing matched (the common case, no copy).
 /// `in_identifier` suppresses only card-number matching: a 16-digit id that happens to
 /// pass Luhn must survive, or the next call that needs it fails.
 pub fn redact_str(s: &str, in_identifier: bool, tally: &mut Tally) -> Option<String> {
+    // Every pattern needs 13+ bytes or an `@` (e-mail, URL credentials): most short values
+    // (codes, enums, ids) skip the regex entirely.
+    if s.len() < 13 && !s.contains('@') {
+        return None;
+    }
     let re = regex();
+    // The DFA-only check is several times cheaper than a capture search; nearly all strings
+    // stop here.
+    if !re.is_match(s) {
+        return None;
+    }
     let mut out: Option<String> = None;
     let mut last = 0usize;
     for caps in re.captures_iter(s) {

@@ -89,6 +89,17 @@ impl Store {
     /// Retains `item` for `owner`; returns its handle.
     pub fn put(&self, owner: &Identity, item: Retained) -> Result<String, StoreError> {
         let size = item.size();
+        self.put_sized(owner, item, size)
+    }
+
+    /// As [`Store::put`] when the caller already knows the item's size (saves a walk over a
+    /// large result).
+    pub(crate) fn put_sized(
+        &self,
+        owner: &Identity,
+        item: Retained,
+        size: usize,
+    ) -> Result<String, StoreError> {
         if size > self.cap_bytes {
             return Err(StoreError::TooLarge {
                 size,
@@ -164,22 +175,30 @@ impl Store {
     }
 }
 
+/// Removes the entry; its slot in `order` is skipped lazily by `purge_expired` and eviction.
 fn remove(inner: &mut Inner, handle: &str) {
     if let Some(e) = inner.entries.remove(handle) {
         inner.bytes -= e.size;
-        inner.order.retain(|h| h != handle);
     }
 }
 
+/// Every entry gets the same TTL, so expiry order is insertion order: purging from the
+/// front is enough, and keeps `put` O(1) amortized however many entries are held.
 fn purge_expired(inner: &mut Inner, now: Instant) {
-    let expired: Vec<String> = inner
-        .entries
-        .iter()
-        .filter(|(_, e)| e.expires <= now)
-        .map(|(h, _)| h.clone())
-        .collect();
-    for h in expired {
-        remove(inner, &h);
+    while let Some(front) = inner.order.front() {
+        match inner.entries.get(front) {
+            Some(e) if e.expires > now => break,
+            Some(e) => {
+                let size = e.size;
+                let h = inner.order.pop_front().unwrap_or_default();
+                inner.entries.remove(&h);
+                inner.bytes -= size;
+            }
+            // Already removed (deleted or read after expiry): drop the stale order entry.
+            None => {
+                inner.order.pop_front();
+            }
+        }
     }
 }
 

@@ -67,7 +67,7 @@ pub fn fit_content(
         }
         let rem = budget.saturating_sub(used + sep);
         if rem >= MIN_TEXT
-            && let Some(c) = cut_text_block(b, sizes[i], rem, cuts)
+            && let Some(c) = cut_text_block(b, rem, cuts)
         {
             used += sep + json_size(&c);
             count += 1;
@@ -90,9 +90,9 @@ pub fn fit_content(
     keep.into_iter().flatten().collect()
 }
 
-fn cut_text_block(b: &BlockIn<'_>, size: usize, rem: usize, cuts: &mut Vec<Cut>) -> Option<Value> {
+fn cut_text_block(b: &BlockIn<'_>, rem: usize, cuts: &mut Vec<Cut>) -> Option<Value> {
     let (text, in_resource) = text_field(b.block)?;
-    let overhead = size - str_json_size(text);
+    let overhead = block_overhead(b.block, in_resource);
     let text_budget = rem.checked_sub(overhead + 2)?.checked_add(2)?;
     if text_budget < MIN_TEXT / 2 {
         return None;
@@ -104,7 +104,7 @@ fn cut_text_block(b: &BlockIn<'_>, size: usize, rem: usize, cuts: &mut Vec<Cut>)
     };
     let new_text = cut_json_text(text, text_budget, &text_path, cuts)
         .unwrap_or_else(|| cut_plain_text(text, text_budget, &text_path, b.html_rows_total, cuts));
-    let mut out = b.block.clone();
+    let mut out = crate::blocks::clone_without_text(b.block, in_resource);
     let slot = if in_resource {
         out.get_mut("resource").and_then(|r| r.get_mut("text"))
     } else {
@@ -114,6 +114,27 @@ fn cut_text_block(b: &BlockIn<'_>, size: usize, rem: usize, cuts: &mut Vec<Cut>)
         *slot = Value::String(new_text);
     }
     Some(out)
+}
+
+/// Size of the block without its text string (walks everything but the text).
+fn block_overhead(block: &Value, in_resource: bool) -> usize {
+    let Value::Object(m) = block else { return 0 };
+    let mut n = 2 + m.len().saturating_sub(1);
+    for (k, v) in m {
+        n += str_json_size(k) + 1;
+        n += match (k.as_str(), in_resource, v) {
+            ("text", false, _) => 0,
+            ("resource", true, Value::Object(r)) => {
+                let mut rn = 2 + r.len().saturating_sub(1);
+                for (rk, rv) in r {
+                    rn += str_json_size(rk) + 1 + if rk == "text" { 0 } else { json_size(rv) };
+                }
+                rn
+            }
+            _ => json_size(v),
+        };
+    }
+    n
 }
 
 /// JSON carried as text (common for tools without structuredContent) is cut as JSON, so the
@@ -159,7 +180,7 @@ fn cut_plain_text(
     let (k, t, unit) = match html_rows_total {
         Some(total) if total > 0 => (table_rows(kept) as u64, total as u64, Unit::Rows),
         _ => {
-            let total_lines = text.lines().count();
+            let total_lines = line_count(text);
             if total_lines > 1 {
                 (kept.lines().count() as u64, total_lines as u64, Unit::Lines)
             } else {
@@ -175,6 +196,14 @@ fn cut_plain_text(
         unit,
     });
     kept.to_string()
+}
+
+/// Same as `str::lines().count()`, as a vectorizable byte count.
+fn line_count(s: &str) -> usize {
+    if s.is_empty() {
+        return 0;
+    }
+    s.bytes().filter(|b| *b == b'\n').count() + usize::from(!s.ends_with('\n'))
 }
 
 /// Markdown table rows in converted HTML (header rows count, separator lines do not).

@@ -1,0 +1,177 @@
+//! The gateway's shared state: upstreams, pinned catalogues, the retained-result store, the
+//! task map and the side channels, plus who is calling and in which shape.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use relaycheck_model::Shape;
+use relaycheck_reference::{Identity, Store};
+use serde_json::Value;
+use tokio::sync::{Mutex, broadcast};
+
+use crate::audit::Audit;
+use crate::config::{Config, IdentityConfig, Limits};
+use crate::continuation::Retention;
+use crate::error::{ServeError, UpstreamError};
+use crate::mutant::Mutation;
+use crate::schema_pin::{Catalog, Pin};
+use crate::tasks::TaskMap;
+use crate::upstream::Upstream;
+
+/// Retained full results: generous, because a handle that expires before the model asks
+/// for it makes the cut unsafe after all.
+const STORE_CAP_BYTES: usize = 256 * 1024 * 1024;
+const STORE_TTL: Duration = Duration::from_secs(3600);
+
+pub const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+
+/// Who sent a request, and in which shape it must be answered.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub identity: Identity,
+    pub shape: Shape,
+    pub version: String,
+    /// The request carried the 2026-07-28 stateless envelope.
+    pub stateless: bool,
+    /// The request's `params._meta`, passed on upstream so the upstream answers in the
+    /// client's shape.
+    pub meta: Option<Value>,
+    pub transport: &'static str,
+}
+
+/// How a north request is answered.
+#[derive(Debug, Clone)]
+pub enum Answer {
+    /// A result the gateway made: stateless clients get `resultType` on it.
+    Own(Value),
+    /// An upstream's result, relayed as it is.
+    Relayed(Value),
+    /// A JSON-RPC error object.
+    Error(Value),
+}
+
+pub fn rpc_error(code: i64, message: impl Into<String>) -> Answer {
+    Answer::Error(serde_json::json!({"code": code, "message": message.into()}))
+}
+
+pub struct Gateway {
+    pub limits: Limits,
+    pub identity: IdentityConfig,
+    pub mutation: Mutation,
+    pub upstreams: Vec<Arc<Upstream>>,
+    catalogs: Mutex<HashMap<String, Arc<Catalog>>>,
+    pub store: Arc<Store>,
+    pub retention: Retention,
+    pub tasks: TaskMap,
+    pub audit: Audit,
+    pub notifications: broadcast::Sender<Value>,
+    counter: AtomicU64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Upstream(#[from] UpstreamError),
+    #[error(transparent)]
+    Serve(#[from] ServeError),
+}
+
+impl Gateway {
+    /// Opens the side channels, connects every upstream and pins its tools.
+    pub async fn start(config: &Config, mutation: Mutation) -> Result<Arc<Gateway>, StartError> {
+        let audit = Audit::open(
+            config.audit.jsonl.as_deref(),
+            config.audit.cef.as_deref(),
+            config.log.path.as_deref(),
+        )?;
+        let (notifications, _) = broadcast::channel(256);
+        let limit = if mutation.is(crate::mutant::Mutant::UnboundedRead) {
+            usize::MAX
+        } else {
+            config.limits.max_response_bytes
+        };
+        let timeout = Duration::from_millis(config.limits.call_timeout_ms);
+        let mut upstreams = Vec::new();
+        for cfg in &config.upstreams {
+            let up = Upstream::connect(cfg, limit, timeout.max(Duration::from_secs(10)), notifications.clone()).await?;
+            upstreams.push(Arc::new(up));
+        }
+        let gw = Arc::new(Gateway {
+            limits: config.limits.clone(),
+            identity: config.identity.clone(),
+            mutation,
+            upstreams,
+            catalogs: Mutex::new(HashMap::new()),
+            store: Arc::new(Store::new(STORE_CAP_BYTES, STORE_TTL)),
+            retention: Retention::default(),
+            tasks: TaskMap::default(),
+            audit,
+            notifications,
+            counter: AtomicU64::new(1),
+        });
+        // Pin the handshake listing now: a broken upstream shows at start, not at first call.
+        let mut pins = Vec::new();
+        for up in &gw.upstreams {
+            for def in up.list_tools(None, timeout.max(Duration::from_secs(10))).await? {
+                pins.extend(Pin::new(&up.name, def).map(Arc::new));
+            }
+        }
+        gw.catalogs
+            .lock()
+            .await
+            .insert(HANDSHAKE_KEY.into(), Arc::new(Catalog { pins }));
+        Ok(gw)
+    }
+
+    pub fn upstream(&self, name: &str) -> Option<&Arc<Upstream>> {
+        self.upstreams.iter().find(|u| u.name == name)
+    }
+
+    pub fn timeout(&self) -> Duration {
+        Duration::from_millis(self.limits.call_timeout_ms)
+    }
+
+    pub fn next_call_id(&self) -> String {
+        format!("call-{}", self.counter.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// The pinned listing for the caller's protocol version: stateless versions list
+    /// differently (SEP-3279 tools carry outputVariants), so each is pinned on first use.
+    pub async fn catalog(&self, caller: &Caller) -> Arc<Catalog> {
+        let key = if caller.stateless {
+            caller.version.clone()
+        } else {
+            HANDSHAKE_KEY.to_string()
+        };
+        let mut catalogs = self.catalogs.lock().await;
+        if let Some(c) = catalogs.get(&key) {
+            return c.clone();
+        }
+        let mut pins = Vec::new();
+        let mut complete = true;
+        for up in &self.upstreams {
+            match up.list_tools(caller.meta.as_ref(), self.timeout()).await {
+                Ok(defs) => pins.extend(defs.into_iter().filter_map(|d| Pin::new(&up.name, d).map(Arc::new))),
+                Err(err) => {
+                    complete = false;
+                    eprintln!("relaycheck-gateway: {err}");
+                }
+            }
+        }
+        let catalog = Arc::new(Catalog { pins });
+        if complete {
+            catalogs.insert(key, catalog.clone());
+        }
+        catalog
+    }
+
+    pub fn shutdown(&self) {
+        for up in &self.upstreams {
+            up.shutdown();
+        }
+    }
+}
+
+const HANDSHAKE_KEY: &str = "handshake";

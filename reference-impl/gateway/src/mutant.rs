@@ -1,0 +1,242 @@
+//! Deliberate defects. Each one is a named branch at the one place its defect lives, so a
+//! case that fails on the mutant fails for the reason the mutant names and nothing else.
+//! Several reproduce the findings of the MCP Hangar inventory (seed 000).
+
+use std::fmt;
+use std::str::FromStr;
+
+/// One deliberate defect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mutant {
+    TruncatorMisreadsPayload,
+    MetaCutApart,
+    TaskMetaDropped,
+    AuditErrorUnredacted,
+    BatchSerializedTwice,
+    ProtocolErrorAsIsError,
+    ErrorCodeRewritten,
+    ErrorDataDropped,
+    UnknownFieldsDropped,
+    MetaMerged,
+    OutputSchemaStripped,
+    SchemaNotValidated,
+    SilentTruncation,
+    StringMarkerInArray,
+    LinkMetadataDropped,
+    ContinuationAnyIdentity,
+    LinksUnresolvable,
+    RedactionOff,
+    IsErrorDropped,
+    UnboundedRead,
+}
+
+/// (mutant, name, surface, defect)
+const TABLE: &[(Mutant, &str, &str, &str)] = &[
+    (
+        Mutant::TruncatorMisreadsPayload,
+        "truncator-misreads-payload",
+        "batch",
+        "the budget cut looks for a `result` key the payload does not have, so nothing is ever cut and an over-budget entry floods the batch",
+    ),
+    (
+        Mutant::MetaCutApart,
+        "meta-cut-apart",
+        "batch",
+        "over budget, content, structuredContent and _meta are cut independently: _meta values are truncated like any string",
+    ),
+    (
+        Mutant::TaskMetaDropped,
+        "task-meta-dropped",
+        "tasks",
+        "the upstream's _meta on a task handle is dropped when the handle is relayed",
+    ),
+    (
+        Mutant::AuditErrorUnredacted,
+        "audit-error-unredacted",
+        "audit",
+        "error text is written to the audit and the log without redaction",
+    ),
+    (
+        Mutant::BatchSerializedTwice,
+        "batch-serialized-twice",
+        "batch",
+        "relay_batch content is the JSON text of its structuredContent",
+    ),
+    (
+        Mutant::ProtocolErrorAsIsError,
+        "protocol-error-as-is-error",
+        "flat",
+        "an upstream JSON-RPC error becomes an isError result with the message as text",
+    ),
+    (
+        Mutant::ErrorCodeRewritten,
+        "error-code-rewritten",
+        "flat",
+        "every upstream JSON-RPC error code becomes -32603",
+    ),
+    (
+        Mutant::ErrorDataDropped,
+        "error-data-dropped",
+        "flat",
+        "the data member of an upstream JSON-RPC error is dropped",
+    ),
+    (
+        Mutant::UnknownFieldsDropped,
+        "unknown-fields-dropped",
+        "flat",
+        "flat results pass through a typed model that drops unknown members",
+    ),
+    (
+        Mutant::MetaMerged,
+        "meta-merged",
+        "flat",
+        "gateway keys are merged into the upstream result's _meta",
+    ),
+    (
+        Mutant::OutputSchemaStripped,
+        "output-schema-stripped",
+        "tools-list",
+        "tools/list drops outputSchema while structuredContent is still relayed",
+    ),
+    (
+        Mutant::SchemaNotValidated,
+        "schema-not-validated",
+        "flat",
+        "structuredContent is relayed without validation against the pinned outputSchema",
+    ),
+    (
+        Mutant::SilentTruncation,
+        "silent-truncation",
+        "batch",
+        "an over-budget entry is cut without a marker, truncation meta or handle",
+    ),
+    (
+        Mutant::StringMarkerInArray,
+        "string-marker-in-array",
+        "batch",
+        "a \"[N more items truncated]\" string is appended inside a typed array of structuredContent",
+    ),
+    (
+        Mutant::LinkMetadataDropped,
+        "link-metadata-dropped",
+        "links",
+        "rewritten resource_links lose their title and annotations",
+    ),
+    (
+        Mutant::ContinuationAnyIdentity,
+        "continuation-any-identity",
+        "continuation",
+        "relay_fetch returns a retained result to any identity, not only its owner",
+    ),
+    (
+        Mutant::LinksUnresolvable,
+        "links-unresolvable",
+        "links",
+        "links are rewritten but resources/read of a rewritten link fails",
+    ),
+    (
+        Mutant::RedactionOff,
+        "redaction-off",
+        "redaction",
+        "no redaction of results, audit or logs (the normalizer's envelope stays redacted)",
+    ),
+    (
+        Mutant::IsErrorDropped,
+        "is-error-dropped",
+        "flat",
+        "isError is removed from flat results",
+    ),
+    (
+        Mutant::UnboundedRead,
+        "unbounded-read",
+        "upstream-read",
+        "max_response_bytes is not enforced: any upstream response is read whole",
+    ),
+];
+
+impl Mutant {
+    pub fn all() -> impl Iterator<Item = Mutant> {
+        TABLE.iter().map(|row| row.0)
+    }
+
+    fn row(self) -> &'static (Mutant, &'static str, &'static str, &'static str) {
+        // Every variant has a row; `all_have_rows` below keeps it so.
+        TABLE
+            .iter()
+            .find(|row| row.0 == self)
+            .unwrap_or(&TABLE[0])
+    }
+
+    pub fn name(self) -> &'static str {
+        self.row().1
+    }
+
+    pub fn surface(self) -> &'static str {
+        self.row().2
+    }
+
+    pub fn defect(self) -> &'static str {
+        self.row().3
+    }
+
+    /// `name<TAB>surface<TAB>defect` lines, for `--list-mutants`.
+    pub fn listing() -> String {
+        TABLE
+            .iter()
+            .map(|(_, name, surface, defect)| format!("{name}\t{surface}\t{defect}\n"))
+            .collect()
+    }
+}
+
+impl fmt::Display for Mutant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A mutant name that is not in the table.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown mutant `{0}` (known: {known})", known = known_names())]
+pub struct UnknownMutant(pub String);
+
+fn known_names() -> String {
+    TABLE.iter().map(|r| r.1).collect::<Vec<_>>().join(", ")
+}
+
+impl FromStr for Mutant {
+    type Err = UnknownMutant;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        TABLE
+            .iter()
+            .find(|row| row.1 == s)
+            .map(|row| row.0)
+            .ok_or_else(|| UnknownMutant(s.to_string()))
+    }
+}
+
+/// The defect this gateway runs with, if any. Passed everywhere a defect may live.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Mutation(pub Option<Mutant>);
+
+impl Mutation {
+    pub fn is(self, m: Mutant) -> bool {
+        self.0 == Some(m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_have_rows_and_round_trip() {
+        for m in Mutant::all() {
+            assert_eq!(m.name().parse::<Mutant>(), Ok(m));
+            assert!(!m.defect().is_empty());
+        }
+        assert_eq!(Mutant::all().count(), 20);
+        let err = "nope".parse::<Mutant>().unwrap_err().to_string();
+        assert!(err.contains("meta-cut-apart"), "{err}");
+        assert_eq!(Mutant::listing().lines().count(), 20);
+    }
+}

@@ -1,0 +1,235 @@
+//! The north side: the MCP server clients talk to. One transport-free dispatcher
+//! ([`handle`]) answers every message; [`stdio`] and [`http`] only move bytes.
+
+pub mod http;
+pub mod stdio;
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use relaycheck_model::Shape;
+use relaycheck_reference::Identity;
+use serde_json::{Map, Value, json};
+
+use crate::audit::log_fields;
+use crate::gateway::{Answer, Caller, Gateway, META_VERSION, rpc_error};
+use crate::{batch, continuation, links, relay, resources, tasks_relay};
+
+/// Versions an `initialize` can settle on.
+pub const HANDSHAKE_VERSIONS: [&str; 3] = ["2025-03-26", "2025-06-18", "2025-11-25"];
+pub const LATEST_HANDSHAKE: &str = "2025-11-25";
+pub const SERVER_NAME: &str = "relaycheck-gateway";
+
+/// What one connection (stdio) or session (HTTP) settled on.
+#[derive(Debug, Default)]
+pub struct ConnState {
+    negotiated: Mutex<Option<String>>,
+}
+
+impl ConnState {
+    fn negotiated(&self) -> Option<String> {
+        self.negotiated
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn negotiate(&self, v: &str) {
+        *self.negotiated.lock().unwrap_or_else(|e| e.into_inner()) = Some(v.to_string());
+    }
+}
+
+pub fn response(id: &Value, answer: Answer, caller: &Caller) -> Value {
+    match answer {
+        Answer::Relayed(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        Answer::Own(result) => {
+            json!({"jsonrpc": "2.0", "id": id, "result": own_result(result, caller)})
+        }
+        Answer::Error(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
+    }
+}
+
+/// A result the gateway made, in the caller's shape: 2026-07-28 requires `resultType`.
+fn own_result(result: Value, caller: &Caller) -> Value {
+    match result {
+        Value::Object(fields) if caller.stateless && !fields.contains_key("resultType") => {
+            let mut out = Map::new();
+            out.insert("resultType".into(), json!("complete"));
+            out.extend(fields);
+            Value::Object(out)
+        }
+        other => other,
+    }
+}
+
+/// Who is calling and in which shape: the stateless envelope's version wins, then the
+/// connection's handshake, then the oldest shape.
+pub fn caller_of(params: Option<&Value>, conn: &ConnState, identity: &Identity, transport: &'static str) -> Caller {
+    let meta = params.and_then(|p| p.get("_meta")).cloned();
+    let envelope = meta
+        .as_ref()
+        .and_then(|m| m.get(META_VERSION))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let (version, stateless) = match envelope {
+        Some(v) => (v, true),
+        None => (conn.negotiated().unwrap_or_else(|| "2025-06-18".into()), false),
+    };
+    Caller {
+        identity: identity.clone(),
+        shape: Shape::from_protocol_version(&version),
+        version,
+        stateless,
+        meta,
+        transport,
+    }
+}
+
+/// Answers one message; `None` for notifications and responses.
+pub async fn handle(gw: &Arc<Gateway>, msg: Value, conn: &ConnState, identity: &Identity, transport: &'static str) -> Option<Value> {
+    let started = Instant::now();
+    let Some(fields) = msg.as_object() else {
+        return Some(json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": "Invalid Request: not a JSON-RPC object"}}));
+    };
+    let method = fields.get("method").and_then(Value::as_str)?.to_string();
+    let params = fields.get("params");
+    let caller = caller_of(params, conn, identity, transport);
+    let Some(id) = fields.get("id") else {
+        return None; // notifications: initialized, cancelled, ... need no answer
+    };
+    let answer = dispatch(gw, &method, params, conn, &caller).await;
+    let mut log = log_fields(&identity.0, transport, &method, Some(id), started.elapsed().as_millis() as u64);
+    log["protocol_version"] = json!(caller.version);
+    if let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) {
+        log["tool"] = json!(name);
+    }
+    if let Some(n) = params
+        .and_then(|p| p.get("arguments"))
+        .and_then(|a| a.get(relaycheck_model::NONCE_ARG))
+        .and_then(Value::as_str)
+    {
+        log["nonce"] = json!(n);
+    }
+    match &answer {
+        Answer::Error(e) => {
+            log["outcome"] = json!("error");
+            log["error_code"] = e.get("code").cloned().unwrap_or(Value::Null);
+            log["error"] = e.get("message").cloned().unwrap_or(Value::Null);
+        }
+        Answer::Own(r) | Answer::Relayed(r) => {
+            let is_error = r.get("isError").and_then(Value::as_bool) == Some(true);
+            log["outcome"] = json!(if is_error { "is_error" } else { "result" });
+            if is_error {
+                log["error"] = json!(relay::first_text(r));
+            }
+        }
+    }
+    gw.audit.log(log, gw.mutation);
+    Some(response(id, answer, &caller))
+}
+
+async fn dispatch(gw: &Arc<Gateway>, method: &str, params: Option<&Value>, conn: &ConnState, caller: &Caller) -> Answer {
+    let empty = json!({});
+    let params = params.unwrap_or(&empty);
+    match method {
+        "initialize" => {
+            let asked = params.get("protocolVersion").and_then(Value::as_str).unwrap_or(LATEST_HANDSHAKE);
+            let version = if HANDSHAKE_VERSIONS.contains(&asked) { asked } else { LATEST_HANDSHAKE };
+            conn.negotiate(version);
+            let mut capabilities = json!({"tools": {"listChanged": false}, "resources": {}});
+            if version == "2025-11-25" {
+                capabilities["tasks"] = json!({"cancel": {}, "requests": {"tools": {"call": {}}}});
+            }
+            Answer::Relayed(json!({
+                "protocolVersion": version,
+                "capabilities": capabilities,
+                "serverInfo": server_info(),
+            }))
+        }
+        "ping" => Answer::Own(json!({})),
+        "server/discover" => Answer::Own(json!({
+            "supportedVersions": ["2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"],
+            "capabilities": {"tools": {"listChanged": false}, "resources": {},
+                "extensions": {"io.modelcontextprotocol/tasks": {}}},
+            "serverInfo": server_info(),
+        })),
+        "tools/list" => {
+            let catalog = gw.catalog(caller).await;
+            let mut tools: Vec<Value> = catalog.pins.iter().map(|p| p.listed(gw.mutation)).collect();
+            tools.extend(own_tools());
+            Answer::Own(json!({"tools": tools}))
+        }
+        "tools/call" => call(gw, params, caller).await,
+        "resources/list" => resources::list(gw, caller).await,
+        "resources/templates/list" => Answer::Own(json!({"resourceTemplates": []})),
+        "resources/read" => resources::read(gw, caller, params).await,
+        "tasks/get" | "tasks/result" | "tasks/cancel" => tasks_relay::follow_up(gw, caller, method, params).await,
+        _ => rpc_error(-32601, format!("Method not found: {method}")),
+    }
+}
+
+async fn call(gw: &Arc<Gateway>, params: &Value, caller: &Caller) -> Answer {
+    let Some(name) = params.get("name").and_then(Value::as_str) else {
+        return rpc_error(-32602, "Invalid params: missing string `name`");
+    };
+    let empty = json!({});
+    let args = params.get("arguments").unwrap_or(&empty);
+    match name {
+        "relay_batch" => batch::batch(gw, caller, params).await,
+        "relay_fetch" => continuation::fetch(gw, caller, args),
+        "relay_delete" => continuation::delete(gw, caller, args),
+        _ => {
+            let Some((server, tool)) = name.split_once('.') else {
+                return rpc_error(-32602, format!("Unknown tool: {name}"));
+            };
+            let Some(up) = gw.upstream(server) else {
+                return rpc_error(-32602, format!("Unknown tool: {name}"));
+            };
+            let up = up.clone();
+            let catalog = gw.catalog(caller).await;
+            let pin = catalog.find(name).cloned();
+            relay::flat(gw, caller, &up, tool, pin.as_deref(), params).await
+        }
+    }
+}
+
+fn server_info() -> Value {
+    json!({"name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION")})
+}
+
+/// The gateway's own tools. Their results are serialized once: JSON in structuredContent,
+/// words in content.
+fn own_tools() -> Vec<Value> {
+    vec![
+        json!({
+            "name": "relay_batch",
+            "description": "Calls several upstream tools at once. Each entry of structuredContent.results carries the call's status, a short reason, the result as the model should see it (reduced to a shared byte budget, the cut marked), the upstream's JSON-RPC error when there is one, and the normalized envelope. A cut result is retained: fetch it with relay_fetch and the handle in `continuation`.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "calls": {"type": "array", "items": {"type": "object", "properties": {
+                        "server": {"type": "string"}, "tool": {"type": "string"}, "arguments": {"type": "object"}
+                    }, "required": ["server", "tool"]}},
+                    "budget_bytes": {"type": "integer", "minimum": 0}
+                },
+                "required": ["calls"]
+            },
+            "outputSchema": {"type": "object", "properties": {"results": {"type": "array"}}, "required": ["results"]}
+        }),
+        json!({
+            "name": "relay_fetch",
+            "description": "Returns the full result retained behind a handle, to the identity that made the call.",
+            "inputSchema": {"type": "object", "properties": {"handle": {"type": "string"}}, "required": ["handle"]},
+        }),
+        json!({
+            "name": "relay_delete",
+            "description": "Deletes a retained result.",
+            "inputSchema": {"type": "object", "properties": {"handle": {"type": "string"}}, "required": ["handle"]},
+        }),
+    ]
+}
+
+/// Rewritten link URIs name their upstream; used by [`resources`].
+pub fn upstream_of_link(uri: &str) -> Option<(String, String)> {
+    links::parse_relay_uri(uri)
+}

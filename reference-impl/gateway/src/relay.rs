@@ -1,0 +1,330 @@
+//! The flat route: `<upstream>.<tool>` answered with the upstream's result whole, and the
+//! rules every route shares for reading an upstream's answer (redaction only where a secret
+//! is found, link projection, outputSchema validation, task relay, audit facts).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use relaycheck_model::NONCE_ARG;
+use relaycheck_model::render::read_task_handle;
+use relaycheck_reference::{CallEnd, Context, TransportKind, normalize_owned};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::audit::{CallRecord, clip, now_rfc3339};
+use crate::gateway::{Answer, Caller, Gateway};
+use crate::mutant::{Mutant, Mutation};
+use crate::schema_pin::Pin;
+use crate::upstream::{Ending, Upstream};
+use crate::{links, secrets, tasks};
+
+/// One upstream `tools/call`, as it ended.
+pub struct Called {
+    pub call_id: String,
+    pub server: String,
+    pub tool: String,
+    pub nonce: Option<String>,
+    pub ending: Ending,
+    pub duration_ms: u64,
+}
+
+/// An upstream answer after the gateway's rules.
+pub enum Outcome {
+    /// A result to relay; `own` when the gateway replaced it (schema violation).
+    Result { result: Value, own: bool },
+    /// A task handle, already in the client's form.
+    Task { handle: Value },
+    RpcError { error: Value },
+    Failed { text: String },
+}
+
+/// What the audit says about a call: status, code, and the raw (unredacted) reason; the
+/// audit writer redacts it.
+pub struct Facts {
+    pub status: &'static str,
+    pub error_code: Option<i64>,
+    pub reason: Option<String>,
+}
+
+/// The upstream params of a call: the client's own params (arguments untouched, `_meta`
+/// with the client's protocol version and capabilities) under the upstream's tool name.
+pub fn upstream_params(params: &Value, tool: &str) -> Value {
+    let mut out = match params {
+        Value::Object(m) => m.clone(),
+        _ => Map::new(),
+    };
+    out.insert("name".into(), json!(tool));
+    Value::Object(out)
+}
+
+pub async fn call(
+    gw: &Gateway,
+    up: &Arc<Upstream>,
+    tool: &str,
+    params: Value,
+) -> Called {
+    let nonce = params
+        .get("arguments")
+        .and_then(|a| a.get(NONCE_ARG))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let started = Instant::now();
+    let ending = up.request("tools/call", params, gw.timeout()).await;
+    Called {
+        call_id: gw.next_call_id(),
+        server: up.name.clone(),
+        tool: tool.to_string(),
+        nonce,
+        ending,
+        duration_ms: started.elapsed().as_millis() as u64,
+    }
+}
+
+/// Reads an ending the way every route must, consuming it.
+pub fn process(gw: &Gateway, caller: &Caller, called: &mut Called, pin: Option<&Pin>) -> (Outcome, Facts) {
+    let mutation = gw.mutation;
+    let ending = std::mem::replace(
+        &mut called.ending,
+        Ending::Timeout { elapsed_ms: 0 },
+    );
+    match ending {
+        Ending::Response { mut message, .. } => {
+            if let Some(mut error) = message.get_mut("error").map(Value::take) {
+                let facts = Facts {
+                    status: "protocol_error",
+                    error_code: error.get("code").and_then(Value::as_i64),
+                    reason: Some(clip(&rpc_message(&error))),
+                };
+                secrets::redact(&mut error, mutation);
+                return (Outcome::RpcError { error }, facts);
+            }
+            let Some(mut result) = message.get_mut("result").map(Value::take) else {
+                let text = failure_text(gw, called, TransportKind::Malformed, "a JSON-RPC response without result or error");
+                return (Outcome::Failed { text: text.clone() }, Facts { status: "transport_error", error_code: None, reason: Some(text) });
+            };
+            if let Some((form, upstream_id)) = read_task_handle(&result) {
+                secrets::redact(&mut result, mutation);
+                let id = gw.tasks.register(&called.server, &upstream_id, &caller.identity);
+                let handle = tasks::relay_handle(&result, form, &id, tasks::form_for(caller.shape), mutation);
+                let status = result
+                    .get("status")
+                    .or_else(|| result.get("task").and_then(|t| t.get("status")))
+                    .and_then(Value::as_str)
+                    .unwrap_or("unknown");
+                let facts = Facts {
+                    status: "task",
+                    error_code: None,
+                    reason: Some(format!("task {id} {status}")),
+                };
+                return (Outcome::Task { handle }, facts);
+            }
+            let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
+            let raw_reason = is_error.then(|| clip(&first_text(&result)));
+            secrets::redact(&mut result, mutation);
+            links::rewrite(&mut result, &called.server, mutation);
+            let violation = if mutation.is(Mutant::SchemaNotValidated) {
+                None
+            } else {
+                pin.and_then(|p| p.violation(&result))
+            };
+            if let Some(v) = violation {
+                let result = json!({"content": [{"type": "text", "text": v}], "isError": true});
+                let facts = Facts {
+                    status: "tool_error",
+                    error_code: None,
+                    reason: Some(format!("schema violation: {v}")),
+                };
+                return (Outcome::Result { result, own: true }, facts);
+            }
+            let facts = Facts {
+                status: if is_error { "tool_error" } else { "ok" },
+                error_code: None,
+                reason: raw_reason,
+            };
+            (Outcome::Result { result, own: false }, facts)
+        }
+        Ending::Oversized { limit } => {
+            let text = format!(
+                "The upstream response exceeded the limit of {limit} bytes and was not read: the tool ran but its result was discarded. Ask for less (filters, pagination, fewer fields)."
+            );
+            let facts = Facts {
+                status: "transport_error",
+                error_code: None,
+                reason: Some(Ending::oversized_detail(limit)),
+            };
+            (Outcome::Failed { text }, facts)
+        }
+        Ending::Transport { kind, detail } => {
+            let text = failure_text(gw, called, kind, &detail);
+            (Outcome::Failed { text }, Facts { status: "transport_error", error_code: None, reason: Some(detail) })
+        }
+        Ending::Timeout { elapsed_ms } => {
+            let end = CallEnd::Timeout { elapsed_ms };
+            let env = normalize_owned(end, &Context::new(&called.server, &called.tool, &called.call_id, caller.identity.clone()));
+            let text = env.reason.unwrap_or_else(|| "the outcome is unknown".into());
+            let facts = Facts {
+                status: "unknown",
+                error_code: None,
+                reason: Some(format!("no response within {elapsed_ms} ms")),
+            };
+            (Outcome::Failed { text }, facts)
+        }
+    }
+}
+
+fn failure_text(gw: &Gateway, called: &Called, kind: TransportKind, detail: &str) -> String {
+    let _ = gw;
+    let end = CallEnd::TransportFailure { kind, detail: detail.to_string() };
+    let ctx = Context::new(&called.server, &called.tool, &called.call_id, relaycheck_reference::Identity::new(""));
+    normalize_owned(end, &ctx)
+        .reason
+        .unwrap_or_else(|| detail.to_string())
+}
+
+fn rpc_message(error: &Value) -> String {
+    match error.get("message") {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    }
+}
+
+/// The text of the first text block: what an error result says.
+pub fn first_text(result: &Value) -> String {
+    result
+        .get("content")
+        .and_then(Value::as_array)
+        .and_then(|blocks| {
+            blocks
+                .iter()
+                .find_map(|b| b.get("text").and_then(Value::as_str))
+        })
+        .unwrap_or("(isError without text)")
+        .to_string()
+}
+
+pub fn audit(gw: &Gateway, caller: &Caller, called: &Called, facts: &Facts, result_bytes: usize) {
+    let record = CallRecord {
+        time: now_rfc3339(),
+        identity: caller.identity.0.clone(),
+        server: called.server.clone(),
+        tool: called.tool.clone(),
+        call_id: called.call_id.clone(),
+        nonce: called.nonce.clone(),
+        status: facts.status.to_string(),
+        error_code: facts.error_code,
+        reason: facts.reason.clone(),
+        duration_ms: called.duration_ms,
+        result_bytes,
+    };
+    gw.audit.call(&record, gw.mutation);
+}
+
+/// A result the gateway makes for a call that produced none it can relay.
+pub fn error_result(text: &str) -> Value {
+    json!({"content": [{"type": "text", "text": text}], "isError": true})
+}
+
+/// `tools/call` of `<upstream>.<tool>`.
+pub async fn flat(gw: &Gateway, caller: &Caller, up: &Arc<Upstream>, tool: &str, pin: Option<&Pin>, params: &Value) -> Answer {
+    let mut called = call(gw, up, tool, upstream_params(params, tool)).await;
+    let bytes = called.ending.bytes();
+    let (outcome, facts) = process(gw, caller, &mut called, pin);
+    audit(gw, caller, &called, &facts, bytes);
+    let mutation = gw.mutation;
+    match outcome {
+        Outcome::Result { result, own: true } => Answer::Own(result),
+        Outcome::Result { mut result, own: false } => {
+            flat_mutants(&mut result, &called, mutation);
+            Answer::Relayed(result)
+        }
+        Outcome::Task { handle } => Answer::Relayed(handle),
+        Outcome::RpcError { mut error } => {
+            if mutation.is(Mutant::ProtocolErrorAsIsError) {
+                return Answer::Own(error_result(&rpc_message(&error)));
+            }
+            error_mutants(&mut error, mutation);
+            Answer::Error(error)
+        }
+        Outcome::Failed { text } => Answer::Own(error_result(&text)),
+    }
+}
+
+/// Mutants that damage a relayed error (shared with the batch route's `entry.error`).
+pub fn error_mutants(error: &mut Value, mutation: Mutation) {
+    if mutation.is(Mutant::ErrorCodeRewritten) {
+        error["code"] = json!(-32603);
+    }
+    if mutation.is(Mutant::ErrorDataDropped)
+        && let Some(map) = error.as_object_mut()
+    {
+        map.shift_remove("data");
+    }
+}
+
+fn flat_mutants(result: &mut Value, called: &Called, mutation: Mutation) {
+    if mutation.is(Mutant::UnknownFieldsDropped) {
+        *result = typed_round_trip(result);
+    }
+    if mutation.is(Mutant::MetaMerged) {
+        if !result.get("_meta").is_some_and(Value::is_object) {
+            result["_meta"] = json!({});
+        }
+        result["_meta"]["dev.relaycheck.gateway/call_id"] = json!(called.call_id);
+        result["_meta"]["dev.relaycheck.gateway/upstream"] = json!(called.server);
+    }
+    if mutation.is(Mutant::IsErrorDropped)
+        && let Some(map) = result.as_object_mut()
+    {
+        map.shift_remove("isError");
+    }
+}
+
+/// The `unknown-fields-dropped` mutant's typed model: what a gateway built on typed structs
+/// keeps of a result.
+#[derive(Serialize, Deserialize)]
+struct TypedResult {
+    #[serde(rename = "resultType", skip_serializing_if = "Option::is_none")]
+    result_type: Option<String>,
+    #[serde(default)]
+    content: Vec<TypedBlock>,
+    #[serde(rename = "structuredContent", skip_serializing_if = "Option::is_none")]
+    structured_content: Option<Value>,
+    #[serde(rename = "isError", skip_serializing_if = "Option::is_none")]
+    is_error: Option<bool>,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    meta: Option<Value>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct TypedBlock {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<String>,
+    #[serde(rename = "mimeType", skip_serializing_if = "Option::is_none")]
+    mime_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    uri: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    title: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resource: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    annotations: Option<Value>,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    meta: Option<Value>,
+}
+
+fn typed_round_trip(result: &Value) -> Value {
+    serde_json::from_value::<TypedResult>(result.clone())
+        .ok()
+        .and_then(|t| serde_json::to_value(t).ok())
+        .unwrap_or_else(|| result.clone())
+}

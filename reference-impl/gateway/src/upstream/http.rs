@@ -1,0 +1,297 @@
+//! A streamable HTTP upstream: one POST per message, answered as JSON or as an event stream,
+//! read in chunks and abandoned as soon as it passes the byte limit.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use base64::Engine;
+use relaycheck_reference::TransportKind;
+use serde_json::{Value, json};
+
+use super::Ending;
+use crate::error::UpstreamError;
+
+const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+
+pub struct HttpConn {
+    name: String,
+    url: String,
+    http: reqwest::Client,
+    limit: usize,
+    session: Mutex<Option<String>>,
+    version: Mutex<Option<String>>,
+    next_id: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl HttpConn {
+    pub fn new(name: &str, url: &str, limit: usize) -> Result<HttpConn, UpstreamError> {
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .map_err(|err| UpstreamError::Client {
+                name: name.into(),
+                detail: err.to_string(),
+            })?;
+        Ok(HttpConn {
+            name: name.into(),
+            url: url.into(),
+            http,
+            limit,
+            session: Mutex::new(None),
+            version: Mutex::new(None),
+            next_id: AtomicU64::new(1),
+        })
+    }
+
+    pub fn set_protocol_version(&self, v: &str) {
+        *lock(&self.version) = Some(v.to_string());
+    }
+
+    pub async fn request(&self, method: &str, params: Value) -> Ending {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.post(&msg, Some(id)).await
+    }
+
+    pub async fn notify(&self, method: &str, params: Value) {
+        let msg = json!({"jsonrpc": "2.0", "method": method, "params": params});
+        let _ = self.post(&msg, None).await;
+    }
+
+    /// Headers the 2026-07-28 rules require to agree with the body, plus the session.
+    fn headers(&self, msg: &Value) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
+        let params = msg.get("params");
+        let stateless = params
+            .and_then(|p| p.get("_meta"))
+            .and_then(|m| m.get(META_VERSION))
+            .and_then(Value::as_str);
+        match stateless {
+            Some(version) => {
+                out.push(("mcp-protocol-version".into(), version.to_string()));
+                out.push(("mcp-method".into(), method.to_string()));
+                let key = match method {
+                    "tools/call" | "prompts/get" => Some("name"),
+                    "resources/read" => Some("uri"),
+                    m if m.starts_with("tasks/") && m != "tasks/list" => Some("taskId"),
+                    _ => None,
+                };
+                if let Some(key) = key {
+                    let name = params
+                        .and_then(|p| p.get(key))
+                        .and_then(Value::as_str)
+                        .unwrap_or("");
+                    out.push(("mcp-name".into(), header_safe(name)));
+                }
+            }
+            None => {
+                if let Some(v) = lock(&self.version).clone() {
+                    out.push(("mcp-protocol-version".into(), v));
+                }
+            }
+        }
+        if let Some(s) = lock(&self.session).clone() {
+            out.push(("mcp-session-id".into(), s));
+        }
+        out
+    }
+
+    async fn post(&self, msg: &Value, id: Option<u64>) -> Ending {
+        let body = match serde_json::to_vec(msg) {
+            Ok(b) => b,
+            Err(err) => {
+                return Ending::Transport {
+                    kind: TransportKind::Other,
+                    detail: format!("cannot encode the request: {err}"),
+                };
+            }
+        };
+        let mut req = self
+            .http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body);
+        for (k, v) in self.headers(msg) {
+            req = req.header(k, v);
+        }
+        let mut resp = match req.send().await {
+            Ok(r) => r,
+            Err(err) => {
+                let kind = if err.is_connect() {
+                    TransportKind::Refused
+                } else {
+                    TransportKind::Other
+                };
+                return Ending::Transport {
+                    kind,
+                    detail: format!("POST to upstream {} failed: {err}", self.name),
+                };
+            }
+        };
+        if let Some(s) = resp
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+        {
+            lock(&self.session).get_or_insert_with(|| s.to_string());
+        }
+        let status = resp.status().as_u16();
+        let is_sse = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.starts_with("text/event-stream"));
+        let Some(id) = id else {
+            return Ending::Response {
+                message: Value::Null,
+                bytes: 0,
+            };
+        };
+        let mut body: Vec<u8> = Vec::new();
+        let mut scanned = 0usize;
+        loop {
+            match resp.chunk().await {
+                Ok(Some(chunk)) => {
+                    if body.len() + chunk.len() > self.limit {
+                        return Ending::Oversized { limit: self.limit };
+                    }
+                    body.extend_from_slice(&chunk);
+                    if is_sse && let Some(found) = scan_sse(&body, &mut scanned, id) {
+                        return found;
+                    }
+                }
+                Ok(None) => break,
+                Err(err) => {
+                    return Ending::Transport {
+                        kind: TransportKind::Closed,
+                        detail: format!(
+                            "the body broke off after {} bytes (HTTP {status}): {err}",
+                            body.len()
+                        ),
+                    };
+                }
+            }
+        }
+        if is_sse {
+            body.extend_from_slice(b"\n\n");
+            return scan_sse(&body, &mut scanned, id).unwrap_or(Ending::Transport {
+                kind: TransportKind::Closed,
+                detail: format!("the event stream (HTTP {status}) ended without an answer"),
+            });
+        }
+        if body.iter().all(u8::is_ascii_whitespace) {
+            return Ending::Transport {
+                kind: TransportKind::Http(status),
+                detail: format!("HTTP {status} with an empty body"),
+            };
+        }
+        classify(&body)
+    }
+}
+
+/// Non-ASCII or control characters go in the `=?base64?…?=` form the spec gives for them.
+fn header_safe(v: &str) -> String {
+    if v.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        v.to_string()
+    } else {
+        let enc = base64::engine::general_purpose::STANDARD.encode(v.as_bytes());
+        format!("=?base64?{enc}?=")
+    }
+}
+
+fn classify(bytes: &[u8]) -> Ending {
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(message) if message.get("result").is_some() && message.get("error").is_some() => {
+            Ending::Transport {
+                kind: TransportKind::Malformed,
+                detail: "the response carries both result and error".into(),
+            }
+        }
+        Ok(message) => Ending::Response {
+            message,
+            bytes: bytes.len(),
+        },
+        Err(err) => Ending::Transport {
+            kind: TransportKind::Malformed,
+            detail: format!("not valid JSON: {err}"),
+        },
+    }
+}
+
+/// Complete events after `scanned`; the answer to `id` once it has arrived.
+fn scan_sse(body: &[u8], scanned: &mut usize, id: u64) -> Option<Ending> {
+    loop {
+        let rest = &body[*scanned..];
+        let end = find_event_end(rest)?;
+        let event = &rest[..end.0];
+        *scanned += end.1;
+        let mut data: Vec<u8> = Vec::new();
+        for line in event.split(|b| *b == b'\n') {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if let Some(d) = line.strip_prefix(b"data:") {
+                let d = d.strip_prefix(b" ").unwrap_or(d);
+                if !data.is_empty() {
+                    data.push(b'\n');
+                }
+                data.extend_from_slice(d);
+            }
+        }
+        if data.iter().all(u8::is_ascii_whitespace) {
+            continue; // priming event
+        }
+        match serde_json::from_slice::<Value>(&data) {
+            Ok(msg) if msg.get("id").and_then(Value::as_u64) == Some(id) => {
+                return Some(classify(&data));
+            }
+            Ok(_) => continue, // a notification or a request of the upstream
+            Err(err) => {
+                return Some(Ending::Transport {
+                    kind: TransportKind::Malformed,
+                    detail: format!("an event that is not JSON: {err}"),
+                });
+            }
+        }
+    }
+}
+
+/// (end of the event, end of its separator)
+fn find_event_end(b: &[u8]) -> Option<(usize, usize)> {
+    let mut i = 0;
+    while i + 1 < b.len() {
+        if b[i] == b'\n' && b[i + 1] == b'\n' {
+            return Some((i, i + 2));
+        }
+        if i + 3 < b.len() && &b[i..i + 4] == b"\r\n\r\n" {
+            return Some((i, i + 4));
+        }
+        i += 1;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sse_skips_priming_and_notifications() {
+        let body = b"data:\n\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{}}\n\n";
+        let mut scanned = 0;
+        match scan_sse(body, &mut scanned, 4) {
+            Some(Ending::Response { message, .. }) => assert_eq!(message["id"], 4),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn unsafe_header_values_are_encoded() {
+        assert_eq!(header_safe("echo"), "echo");
+        assert!(header_safe("naïve").starts_with("=?base64?"));
+    }
+}

@@ -1,0 +1,205 @@
+//! The south side: one connection per configured upstream, over stdio or streamable HTTP,
+//! and the four ways a request to it can end.
+
+pub mod bounded;
+pub mod http;
+pub mod stdio;
+
+use std::time::{Duration, Instant};
+
+use relaycheck_reference::TransportKind;
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+
+use crate::config::UpstreamConfig;
+use crate::error::UpstreamError;
+
+/// The version the gateway asks upstreams for in `initialize`: the newest handshake version,
+/// so nested task handles and `tasks/*` work; stateless clients' requests carry their own
+/// version in `_meta`, which the upstream answers in.
+pub const HANDSHAKE_VERSION: &str = "2025-11-25";
+pub const CLIENT_NAME: &str = "relaycheck-gateway";
+
+/// How one upstream request ended. Kept apart from any interpretation: the normalizer and
+/// the flat relay each read it their own way.
+#[derive(Debug, Clone)]
+pub enum Ending {
+    /// A JSON-RPC response, and its size on the wire.
+    Response { message: Value, bytes: usize },
+    /// The response was larger than the limit; it was not held.
+    Oversized { limit: usize },
+    Transport { kind: TransportKind, detail: String },
+    Timeout { elapsed_ms: u64 },
+}
+
+impl Ending {
+    pub fn bytes(&self) -> usize {
+        match self {
+            Ending::Response { bytes, .. } => *bytes,
+            _ => 0,
+        }
+    }
+
+    /// Oversized is a transport failure for the normalizer, with the limit in its detail.
+    pub fn oversized_detail(limit: usize) -> String {
+        format!("the upstream response exceeded {limit} bytes")
+    }
+}
+
+enum Conn {
+    Stdio(stdio::StdioConn),
+    Http(http::HttpConn),
+}
+
+/// A connected, initialized upstream.
+pub struct Upstream {
+    pub name: String,
+    conn: Conn,
+    pub negotiated: String,
+    pub server_info: Option<Value>,
+}
+
+impl Upstream {
+    /// Spawns or connects, then performs the `initialize` handshake.
+    pub async fn connect(
+        cfg: &UpstreamConfig,
+        max_response_bytes: usize,
+        timeout: Duration,
+        notifications: broadcast::Sender<Value>,
+    ) -> Result<Upstream, UpstreamError> {
+        let conn = match (&cfg.command, &cfg.url) {
+            (Some(argv), _) => Conn::Stdio(stdio::StdioConn::spawn(
+                &cfg.name,
+                argv,
+                max_response_bytes,
+                notifications,
+            )?),
+            (None, Some(url)) => {
+                Conn::Http(http::HttpConn::new(&cfg.name, url, max_response_bytes)?)
+            }
+            (None, None) => {
+                return Err(UpstreamError::Handshake {
+                    name: cfg.name.clone(),
+                    step: "configuration",
+                    detail: "neither command nor url".into(),
+                });
+            }
+        };
+        let mut up = Upstream {
+            name: cfg.name.clone(),
+            conn,
+            negotiated: HANDSHAKE_VERSION.into(),
+            server_info: None,
+        };
+        let init = up
+            .request(
+                "initialize",
+                json!({
+                    "protocolVersion": HANDSHAKE_VERSION,
+                    "capabilities": {},
+                    "clientInfo": {"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")},
+                }),
+                timeout,
+            )
+            .await;
+        let result = expect_result(&up.name, "initialize", init)?;
+        if let Some(v) = result.get("protocolVersion").and_then(Value::as_str) {
+            up.negotiated = v.to_string();
+        }
+        up.server_info = result.get("serverInfo").cloned();
+        if let Conn::Http(h) = &up.conn {
+            h.set_protocol_version(&up.negotiated);
+        }
+        up.notify("notifications/initialized", json!({})).await;
+        Ok(up)
+    }
+
+    /// Lists every tool (following `nextCursor`), with `meta` as the request `_meta` so a
+    /// stateless client sees the listing of its own version.
+    pub async fn list_tools(
+        &self,
+        meta: Option<&Value>,
+        timeout: Duration,
+    ) -> Result<Vec<Value>, UpstreamError> {
+        let mut tools = Vec::new();
+        let mut cursor: Option<Value> = None;
+        for _ in 0..100 {
+            let mut params = json!({});
+            if let Some(c) = &cursor {
+                params["cursor"] = c.clone();
+            }
+            if let Some(m) = meta {
+                params["_meta"] = m.clone();
+            }
+            let ending = self.request("tools/list", params, timeout).await;
+            let result = expect_result(&self.name, "tools/list", ending)?;
+            if let Some(list) = result.get("tools").and_then(Value::as_array) {
+                tools.extend(list.iter().cloned());
+            }
+            cursor = result.get("nextCursor").filter(|c| !c.is_null()).cloned();
+            if cursor.is_none() {
+                break;
+            }
+        }
+        Ok(tools)
+    }
+
+    /// One request; never fails, every ending is an [`Ending`].
+    pub async fn request(&self, method: &str, params: Value, timeout: Duration) -> Ending {
+        let started = Instant::now();
+        let fut = async {
+            match &self.conn {
+                Conn::Stdio(c) => c.request(method, params).await,
+                Conn::Http(c) => c.request(method, params).await,
+            }
+        };
+        match tokio::time::timeout(timeout, fut).await {
+            Ok(ending) => ending,
+            Err(_) => Ending::Timeout {
+                elapsed_ms: started.elapsed().as_millis() as u64,
+            },
+        }
+    }
+
+    pub async fn notify(&self, method: &str, params: Value) {
+        match &self.conn {
+            Conn::Stdio(c) => c.notify(method, params).await,
+            Conn::Http(c) => c.notify(method, params).await,
+        }
+    }
+
+    /// Ends the upstream: a stdio child's whole process group is killed.
+    pub fn shutdown(&self) {
+        if let Conn::Stdio(c) = &self.conn {
+            c.kill();
+        }
+    }
+}
+
+impl Drop for Upstream {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn expect_result(name: &str, step: &'static str, ending: Ending) -> Result<Value, UpstreamError> {
+    let fail = |detail: String| UpstreamError::Handshake {
+        name: name.to_string(),
+        step,
+        detail,
+    };
+    match ending {
+        Ending::Response { mut message, .. } => {
+            if let Some(err) = message.get("error") {
+                return Err(fail(format!("JSON-RPC error {err}")));
+            }
+            match message.get_mut("result").map(Value::take) {
+                Some(r) => Ok(r),
+                None => Err(fail("a response without result".into())),
+            }
+        }
+        Ending::Oversized { limit } => Err(fail(Ending::oversized_detail(limit))),
+        Ending::Transport { detail, .. } => Err(fail(detail)),
+        Ending::Timeout { elapsed_ms } => Err(fail(format!("no answer in {elapsed_ms} ms"))),
+    }
+}

@@ -1,0 +1,327 @@
+//! A stdio upstream: a child in its own process group, newline JSON-RPC, answers matched to
+//! requests by id so that any number of calls can be in flight at once.
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use relaycheck_reference::TransportKind;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{ChildStdin, ChildStdout, Command};
+use tokio::sync::{Mutex as AsyncMutex, broadcast, oneshot};
+
+use super::Ending;
+use super::bounded::sniff_id;
+use crate::error::UpstreamError;
+
+type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Ending>>>>;
+
+/// How much of an oversized line is kept to find its id.
+const SNIFF_BYTES: usize = 4096;
+
+pub struct StdioConn {
+    name: String,
+    stdin: Arc<AsyncMutex<ChildStdin>>,
+    pending: Pending,
+    closed: Arc<Mutex<Option<String>>>,
+    next_id: AtomicU64,
+    pgid: Option<i32>,
+}
+
+impl StdioConn {
+    pub fn spawn(
+        name: &str,
+        argv: &[String],
+        max_response_bytes: usize,
+        notifications: broadcast::Sender<Value>,
+    ) -> Result<StdioConn, UpstreamError> {
+        let (program, args) = argv.split_first().ok_or_else(|| UpstreamError::Handshake {
+            name: name.into(),
+            step: "spawn",
+            detail: "empty command".into(),
+        })?;
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            // Its own group, so the gateway can end the upstream and anything it started.
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|source| UpstreamError::Spawn {
+                name: name.into(),
+                program: program.clone(),
+                source,
+            })?;
+        let pgid = child.id().map(|p| p as i32);
+        let missing = |what: &str| UpstreamError::Handshake {
+            name: name.into(),
+            step: "spawn",
+            detail: format!("{what} not piped"),
+        };
+        let stdin = child.stdin.take().ok_or_else(|| missing("stdin"))?;
+        let stdout = child.stdout.take().ok_or_else(|| missing("stdout"))?;
+        let stdin = Arc::new(AsyncMutex::new(stdin));
+        let pending: Pending = Arc::default();
+        let closed: Arc<Mutex<Option<String>>> = Arc::default();
+        let reader = Reader {
+            name: name.to_string(),
+            pending: pending.clone(),
+            closed: closed.clone(),
+            stdin: stdin.clone(),
+            limit: max_response_bytes,
+            notifications,
+        };
+        tokio::spawn(async move {
+            reader.run(stdout).await;
+            // Reap the child so it does not linger as a zombie.
+            let _ = child.wait().await;
+        });
+        Ok(StdioConn {
+            name: name.to_string(),
+            stdin,
+            pending,
+            closed,
+            next_id: AtomicU64::new(1),
+            pgid,
+        })
+    }
+
+    pub async fn request(&self, method: &str, params: Value) -> Ending {
+        if let Some(reason) = lock(&self.closed).clone() {
+            return Ending::Transport {
+                kind: TransportKind::Refused,
+                detail: format!("upstream {} is not running ({reason})", self.name),
+            };
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        lock(&self.pending).insert(id, tx);
+        let guard = PendingGuard {
+            pending: &self.pending,
+            id,
+        };
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        if let Err(err) = self.write(&msg).await {
+            return Ending::Transport {
+                kind: TransportKind::Closed,
+                detail: format!("cannot write to upstream {}: {err}", self.name),
+            };
+        }
+        let ending = rx.await.unwrap_or_else(|_| Ending::Transport {
+            kind: TransportKind::Closed,
+            detail: format!("upstream {} went away", self.name),
+        });
+        drop(guard);
+        ending
+    }
+
+    pub async fn notify(&self, method: &str, params: Value) {
+        let msg = json!({"jsonrpc": "2.0", "method": method, "params": params});
+        let _ = self.write(&msg).await;
+    }
+
+    async fn write(&self, msg: &Value) -> std::io::Result<()> {
+        let mut line = serde_json::to_vec(msg).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        let mut stdin = self.stdin.lock().await;
+        stdin.write_all(&line).await?;
+        stdin.flush().await
+    }
+
+    pub fn kill(&self) {
+        if let Some(pgid) = self.pgid
+            && pgid > 0
+        {
+            // SAFETY: kill(2) with a negative pid signals that process group; no memory is
+            // touched. The group is the child's own (process_group(0)).
+            unsafe {
+                libc::kill(-pgid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+/// Removes a request's slot when its caller stops waiting (timeout or cancel).
+struct PendingGuard<'a> {
+    pending: &'a Pending,
+    id: u64,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        lock(self.pending).remove(&self.id);
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+struct Reader {
+    name: String,
+    pending: Pending,
+    closed: Arc<Mutex<Option<String>>>,
+    stdin: Arc<AsyncMutex<ChildStdin>>,
+    limit: usize,
+    notifications: broadcast::Sender<Value>,
+}
+
+impl Reader {
+    async fn run(self, stdout: ChildStdout) {
+        let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+        let mut line: Vec<u8> = Vec::new();
+        // Set while the rest of an oversized line is skipped.
+        let mut skipping = false;
+        loop {
+            let buf = match reader.fill_buf().await {
+                Ok(buf) => buf,
+                Err(err) => {
+                    self.close(format!("read error: {err}"));
+                    return;
+                }
+            };
+            if buf.is_empty() {
+                self.close("the upstream closed its stdout".into());
+                return;
+            }
+            let (chunk, newline) = match buf.iter().position(|b| *b == b'\n') {
+                Some(i) => (&buf[..i], Some(i + 1)),
+                None => (buf, None),
+            };
+            if !skipping {
+                if line.len() + chunk.len() > self.limit {
+                    let keep = SNIFF_BYTES.saturating_sub(line.len()).min(chunk.len());
+                    line.extend_from_slice(&chunk[..keep]);
+                    self.oversized(&line);
+                    line.clear();
+                    skipping = true;
+                } else {
+                    line.extend_from_slice(chunk);
+                }
+            }
+            let consumed = newline.unwrap_or(chunk.len());
+            reader.consume(consumed);
+            if newline.is_some() {
+                if !skipping && !line.is_empty() {
+                    let bytes = std::mem::take(&mut line);
+                    self.line(bytes).await;
+                }
+                line.clear();
+                skipping = false;
+            }
+        }
+    }
+
+    fn oversized(&self, prefix: &[u8]) {
+        let id = sniff_id(prefix).and_then(|v| v.as_u64());
+        let target = match id {
+            Some(id) => lock(&self.pending).remove(&id),
+            None => self.only_pending(),
+        };
+        match target {
+            Some(tx) => {
+                let _ = tx.send(Ending::Oversized { limit: self.limit });
+            }
+            None => eprintln!(
+                "relaycheck-gateway: upstream {}: an oversized line answered no pending request",
+                self.name
+            ),
+        }
+    }
+
+    /// The one request in flight, when there is exactly one: the only honest owner of a line
+    /// that cannot be read.
+    fn only_pending(&self) -> Option<oneshot::Sender<Ending>> {
+        let mut pending = lock(&self.pending);
+        if pending.len() == 1 {
+            let id = *pending.keys().next()?;
+            pending.remove(&id)
+        } else {
+            None
+        }
+    }
+
+    async fn line(&self, bytes: Vec<u8>) {
+        let size = bytes.len();
+        let message: Value = match serde_json::from_slice(&bytes) {
+            Ok(v) => v,
+            Err(err) => {
+                if bytes.iter().all(u8::is_ascii_whitespace) {
+                    return;
+                }
+                let detail = format!("not valid JSON: {err}");
+                match self.only_pending() {
+                    Some(tx) => {
+                        let _ = tx.send(Ending::Transport {
+                            kind: TransportKind::Malformed,
+                            detail,
+                        });
+                    }
+                    None => eprintln!("relaycheck-gateway: upstream {}: {detail}", self.name),
+                }
+                return;
+            }
+        };
+        let has_method = message.get("method").is_some();
+        let id = message.get("id").cloned();
+        if has_method {
+            match id {
+                // The upstream asks something of the gateway; it serves nothing upstream.
+                Some(id) => {
+                    let answer = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "Method not found: the gateway serves no requests from upstreams"}});
+                    if let Ok(mut line) = serde_json::to_vec(&answer) {
+                        line.push(b'\n');
+                        let mut stdin = self.stdin.lock().await;
+                        let _ = stdin.write_all(&line).await;
+                        let _ = stdin.flush().await;
+                    }
+                }
+                None => {
+                    let _ = self.notifications.send(message);
+                }
+            }
+            return;
+        }
+        let Some(id) = id.as_ref().and_then(Value::as_u64) else {
+            eprintln!(
+                "relaycheck-gateway: upstream {}: a response with an id the gateway never sent",
+                self.name
+            );
+            return;
+        };
+        let Some(tx) = lock(&self.pending).remove(&id) else {
+            eprintln!(
+                "relaycheck-gateway: upstream {}: a response to request {id}, which nobody awaits",
+                self.name
+            );
+            return;
+        };
+        let ending = if message.get("result").is_some() && message.get("error").is_some() {
+            Ending::Transport {
+                kind: TransportKind::Malformed,
+                detail: "the response carries both result and error".into(),
+            }
+        } else {
+            Ending::Response {
+                message,
+                bytes: size,
+            }
+        };
+        let _ = tx.send(ending);
+    }
+
+    fn close(&self, reason: String) {
+        *lock(&self.closed) = Some(reason.clone());
+        let drained: Vec<_> = lock(&self.pending).drain().collect();
+        for (_, tx) in drained {
+            let _ = tx.send(Ending::Transport {
+                kind: TransportKind::Closed,
+                detail: format!("upstream {}: {reason}", self.name),
+            });
+        }
+    }
+}
