@@ -7,14 +7,21 @@ use serde_json::{Map, Value};
 use super::{Evidence, Verdict};
 
 /// A field of the entry, or the verdict to give when it cannot be had.
-fn field<'a>(name: &str, evidence: &'a Evidence<'_>, part: &str) -> Result<&'a Value, Verdict> {
+fn field<'a>(
+    name: &str,
+    evidence: &'a Evidence<'_>,
+    part: &str,
+) -> Result<&'a Value, Box<Verdict>> {
     match evidence.view.field(evidence.route, part) {
-        Err(reason) => Err(Verdict::not_applicable(name, reason)),
-        Ok(None) if evidence.view.entry.is_none() => Err(Verdict::fail(
+        Err(reason) => Err(Box::new(Verdict::not_applicable(name, reason))),
+        Ok(None) if evidence.view.entry.is_none() => Err(Box::new(Verdict::fail(
             name,
             "the target's answer has no per-call entry where its route says one is",
-        )),
-        Ok(None) => Err(Verdict::fail(name, format!("the entry has no `{part}`"))),
+        ))),
+        Ok(None) => Err(Box::new(Verdict::fail(
+            name,
+            format!("the entry has no `{part}`"),
+        ))),
         Ok(Some(value)) => Ok(value),
     }
 }
@@ -23,7 +30,7 @@ pub fn entry_status(name: &str, params: &Map<String, Value>, evidence: &Evidence
     let want = params.get("status").and_then(Value::as_str).unwrap_or("ok");
     let got = match field(name, evidence, "status") {
         Ok(got) => got,
-        Err(verdict) => return verdict,
+        Err(verdict) => return *verdict,
     };
     if got.as_str() == Some(want) {
         Verdict::pass(name, format!("status `{want}`"))
@@ -39,15 +46,18 @@ pub fn reason_given(name: &str, evidence: &Evidence<'_>) -> Verdict {
             Verdict::pass(name, format!("reason: {reason}"))
         }
         Ok(other) => Verdict::fail(name, format!("the reason is not a text: {other}")),
-        Err(verdict) => verdict,
+        Err(verdict) => *verdict,
     }
 }
 
-fn number(name: &str, evidence: &Evidence<'_>, part: &str) -> Result<u64, Verdict> {
+fn number(name: &str, evidence: &Evidence<'_>, part: &str) -> Result<u64, Box<Verdict>> {
     let value = field(name, evidence, part)?;
-    value
-        .as_u64()
-        .ok_or_else(|| Verdict::fail(name, format!("`{part}` is not a count: {value}")))
+    value.as_u64().ok_or_else(|| {
+        Box::new(Verdict::fail(
+            name,
+            format!("`{part}` is not a count: {value}"),
+        ))
+    })
 }
 
 /// Truncation is never silent: a marker in the payload the model reads, counts of what was
@@ -56,7 +66,7 @@ pub fn truncation_marked(name: &str, evidence: &Evidence<'_>) -> Verdict {
     let marker = match field(name, evidence, "marker") {
         Ok(Value::String(marker)) if !marker.is_empty() => marker.clone(),
         Ok(other) => return Verdict::fail(name, format!("the marker is not a text: {other}")),
-        Err(verdict) => return verdict,
+        Err(verdict) => return *verdict,
     };
     let text = evidence
         .view
@@ -75,7 +85,7 @@ pub fn truncation_marked(name: &str, evidence: &Evidence<'_>) -> Verdict {
         let (kept_n, total_n) = match (number(name, evidence, kept), number(name, evidence, total))
         {
             (Ok(k), Ok(t)) => (k, t),
-            (Err(verdict), _) | (_, Err(verdict)) => return verdict,
+            (Err(verdict), _) | (_, Err(verdict)) => return *verdict,
         };
         if kept_n > total_n {
             return Verdict::fail(name, format!("{kept} {kept_n} exceeds {total} {total_n}"));
@@ -86,7 +96,7 @@ pub fn truncation_marked(name: &str, evidence: &Evidence<'_>) -> Verdict {
             Verdict::pass(name, format!("marked `{marker}`, with a handle"))
         }
         Ok(other) => Verdict::fail(name, format!("the handle is not a text: {other}")),
-        Err(verdict) => verdict,
+        Err(verdict) => *verdict,
     }
 }
 
@@ -101,7 +111,7 @@ pub fn provenance_kept(name: &str, evidence: &Evidence<'_>) -> Verdict {
         match field(name, evidence, part) {
             Ok(Value::String(text)) if !text.is_empty() => {}
             Ok(other) => return Verdict::fail(name, format!("`{part}` is not a text: {other}")),
-            Err(verdict) => return verdict,
+            Err(verdict) => return *verdict,
         }
     }
     let upstream_meta = evidence
@@ -114,7 +124,7 @@ pub fn provenance_kept(name: &str, evidence: &Evidence<'_>) -> Verdict {
                 return Verdict::fail(name, "the upstream's _meta is not kept in the provenance")
                     .compared(Some(sent.clone()), Some(kept.clone()));
             }
-            Err(verdict) => return verdict,
+            Err(verdict) => return *verdict,
         }
     }
     Verdict::pass(
@@ -131,7 +141,7 @@ pub fn redactions_recorded(
     let list = match field(name, evidence, "redactions") {
         Ok(Value::Array(list)) => list,
         Ok(other) => return Verdict::fail(name, format!("redactions is not a list: {other}")),
-        Err(verdict) => return verdict,
+        Err(verdict) => return *verdict,
     };
     let recorded = list.to_vec();
     let text = serde_json::to_string(&recorded).unwrap_or_default();
@@ -157,7 +167,7 @@ pub fn marked_as_data(name: &str, evidence: &Evidence<'_>) -> Verdict {
     match field(name, evidence, "data_mark") {
         Ok(Value::Bool(true)) => Verdict::pass(name, "marked as data, not direction"),
         Ok(other) => Verdict::fail(name, format!("the data mark is {other}")),
-        Err(verdict) => verdict,
+        Err(verdict) => *verdict,
     }
 }
 
@@ -168,7 +178,7 @@ pub fn instructions_flagged(name: &str, evidence: &Evidence<'_>) -> Verdict {
             format!("{} instruction-like passage(s) flagged", flags.len()),
         ),
         Ok(other) => Verdict::fail(name, format!("no instruction-like text flagged: {other}")),
-        Err(verdict) => verdict,
+        Err(verdict) => *verdict,
     }
 }
 

@@ -169,7 +169,7 @@ pub fn links_resolve(name: &str, evidence: &Evidence<'_>) -> Verdict {
             .as_ref()
             .and_then(|r| r.get("contents"))
             .and_then(Value::as_array);
-        if !contents.is_some_and(|c| !c.is_empty()) {
+        if contents.is_none_or(|c| c.is_empty()) {
             broken.push(format!("{uri} ({})", read.exchange.kind()));
         }
     }
