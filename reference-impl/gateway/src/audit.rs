@@ -140,32 +140,28 @@ pub fn cef_line(record: &Value) -> String {
     ]
     .map(|h| cef_header(&h))
     .join("|");
-    let ext = [
-        ("rt", s("time")),
-        ("suser", s("identity")),
-        ("cs1Label", "server".into()),
-        ("cs1", s("server")),
-        ("cs2Label", "tool".into()),
-        ("cs2", s("tool")),
-        ("cs3Label", "callId".into()),
-        ("cs3", s("call_id")),
-        ("cs4Label", "nonce".into()),
-        ("cs4", s("nonce")),
-        ("outcome", status.clone()),
-        ("cs5Label", "reason".into()),
-        ("cs5", s("reason")),
-        ("cn1Label", "errorCode".into()),
-        ("cn1", s("error_code")),
-        ("cn2Label", "durationMs".into()),
-        ("cn2", s("duration_ms")),
-        ("cn3Label", "resultBytes".into()),
-        ("cn3", s("result_bytes")),
-    ]
-    .iter()
-    .filter(|(_, v)| !v.is_empty())
-    .map(|(k, v)| format!("{k}={}", cef_ext(v)))
-    .collect::<Vec<_>>()
-    .join(" ");
+    let mut ext = vec![
+        format!("rt={}", cef_ext(&s("time"))),
+        format!("suser={}", cef_ext(&s("identity"))),
+        format!("outcome={}", cef_ext(&status)),
+    ];
+    let labelled = [
+        ("cs1", "server", "server"),
+        ("cs2", "tool", "tool"),
+        ("cs3", "callId", "call_id"),
+        ("cs4", "nonce", "nonce"),
+        ("cs5", "reason", "reason"),
+        ("cn1", "errorCode", "error_code"),
+        ("cn2", "durationMs", "duration_ms"),
+        ("cn3", "resultBytes", "result_bytes"),
+    ];
+    for (key, label, field) in labelled {
+        let value = s(field);
+        if !value.is_empty() {
+            ext.push(format!("{key}Label={label} {key}={}", cef_ext(&value)));
+        }
+    }
+    let ext = ext.join(" ");
     format!("CEF:0|{header}|{ext}")
 }
 
@@ -205,10 +201,17 @@ mod tests {
 
     #[test]
     fn cef_escapes_per_the_standard() {
-        let line = cef_line(&json!({"status": "tool_error", "reason": "a=b\nc\\d|e", "tool": "t|x"}));
-        assert!(line.starts_with("CEF:0|relaycheck|relaycheck-gateway|"), "{line}");
+        let line =
+            cef_line(&json!({"status": "tool_error", "reason": "a=b\nc\\d|e", "tool": "t|x"}));
+        assert!(
+            line.starts_with("CEF:0|relaycheck|relaycheck-gateway|"),
+            "{line}"
+        );
         assert!(line.contains("cs5=a\\=b\\nc\\\\d|e"), "{line}");
-        assert!(line.contains("|tool-call-tool_error|tools/call tool_error|5|"), "{line}");
+        assert!(
+            line.contains("|tool-call-tool_error|tools/call tool_error|5|"),
+            "{line}"
+        );
     }
 
     #[test]

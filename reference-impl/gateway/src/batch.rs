@@ -7,7 +7,9 @@
 use relaycheck_reference::budget::marker::MARKER_META_KEY;
 use relaycheck_reference::envelope::CutKind;
 use relaycheck_reference::jsonsize::json_size;
-use relaycheck_reference::{CallEnd, Context, Envelope, ReductionPolicy, TransportKind, normalize_owned};
+use relaycheck_reference::{
+    CallEnd, Context, Envelope, ReductionPolicy, TransportKind, normalize_owned,
+};
 use serde_json::{Map, Value, json};
 
 use crate::gateway::{Answer, Caller, Gateway, rpc_error};
@@ -79,9 +81,7 @@ pub async fn batch(gw: &Gateway, caller: &Caller, params: &Value) -> Answer {
     let catalog = gw.catalog(caller).await;
 
     let calls = specs.iter().map(|spec| async move {
-        let Some(up) = gw.upstream(&spec.server) else {
-            return None;
-        };
+        let up = gw.upstream(&spec.server)?;
         let mut p = match params {
             Value::Object(m) => m.clone(),
             _ => Map::new(),
@@ -112,7 +112,9 @@ pub async fn batch(gw: &Gateway, caller: &Caller, params: &Value) -> Answer {
             },
             duration_ms: 0,
         });
-        let pin = catalog.find(&format!("{}.{}", spec.server, spec.tool)).cloned();
+        let pin = catalog
+            .find(&format!("{}.{}", spec.server, spec.tool))
+            .cloned();
         let end = match &called.ending {
             Ending::Response { .. } => None,
             Ending::Oversized { limit } => Some(CallEnd::TransportFailure {
@@ -123,7 +125,9 @@ pub async fn batch(gw: &Gateway, caller: &Caller, params: &Value) -> Answer {
                 kind: *kind,
                 detail: detail.clone(),
             }),
-            Ending::Timeout { elapsed_ms } => Some(CallEnd::Timeout { elapsed_ms: *elapsed_ms }),
+            Ending::Timeout { elapsed_ms } => Some(CallEnd::Timeout {
+                elapsed_ms: *elapsed_ms,
+            }),
         };
         let bytes = called.ending.bytes();
         let (outcome, facts) = relay::process(gw, caller, &mut called, pin.as_deref());
@@ -152,7 +156,9 @@ pub async fn batch(gw: &Gateway, caller: &Caller, params: &Value) -> Answer {
     let mut entries = Vec::new();
     let mut texts = Vec::new();
     for (index, (p, share)) in prepared.into_iter().zip(shares).enumerate() {
-        let entry = pack(gw, caller, index, p.called, p.outcome, p.end, p.schema, share);
+        let entry = pack(
+            gw, caller, index, p.called, p.outcome, p.end, p.schema, share,
+        );
         texts.push(entry_text(&entry));
         let _ = p.bytes;
         entries.push(entry);
@@ -181,10 +187,15 @@ fn pack(
     share: usize,
 ) -> Value {
     let mutation = gw.mutation;
-    let mut ctx = Context::new(&called.server, &called.tool, &called.call_id, caller.identity.clone())
-        .with_budget(share)
-        .with_store(gw.store.clone())
-        .with_elapsed_ms(called.duration_ms);
+    let mut ctx = Context::new(
+        &called.server,
+        &called.tool,
+        &called.call_id,
+        caller.identity.clone(),
+    )
+    .with_budget(share)
+    .with_store(gw.store.clone())
+    .with_elapsed_ms(called.duration_ms);
     if let Some(s) = schema {
         ctx = ctx.with_schema(s);
     }
@@ -195,11 +206,19 @@ fn pack(
                 ctx = ctx.with_policy(ReductionPolicy::Keep);
             }
             let body = json!({"jsonrpc": "2.0", "id": called.call_id, "result": result});
-            (CallEnd::response(body.clone()), body.get("result").cloned(), None)
+            (
+                CallEnd::response(body.clone()),
+                body.get("result").cloned(),
+                None,
+            )
         }
         Outcome::Task { handle } => {
             let body = json!({"jsonrpc": "2.0", "id": called.call_id, "result": handle});
-            (CallEnd::response(body.clone()), body.get("result").cloned(), None)
+            (
+                CallEnd::response(body.clone()),
+                body.get("result").cloned(),
+                None,
+            )
         }
         Outcome::RpcError { mut error } => {
             let body = json!({"jsonrpc": "2.0", "id": called.call_id, "error": error.clone()});
@@ -225,7 +244,7 @@ fn pack(
     if let (Some((old, new)), true) = (&continuation, cut) {
         replace_strings(&mut envelope_json, old, new);
     }
-    let mut handle = continuation.map(|(_, new)| new);
+    let mut handle = continuation.as_ref().map(|(_, new)| new.clone());
 
     let result = original.map(|full| {
         if !cut {
@@ -235,6 +254,9 @@ fn pack(
             return cut_apart(&full);
         }
         let mut view = cut_view(&full, &envelope);
+        if let Some((old, new)) = &continuation {
+            replace_strings(&mut view, old, new);
+        }
         if mutation.is(Mutant::SilentTruncation) {
             strip_markers(&mut view);
             strip_markers(&mut envelope_json["payload"]);
@@ -271,7 +293,12 @@ fn pack(
 /// Retains the result as the upstream sent it (redacted, links projected) under the caller,
 /// in place of the normalizer's copy, which has mirrors dropped and binary externalized:
 /// a continuation must give back the original. Returns (normalizer handle, gateway handle).
-fn rehandle(gw: &Gateway, caller: &Caller, full: &Value, old: Option<String>) -> Option<(String, String)> {
+fn rehandle(
+    gw: &Gateway,
+    caller: &Caller,
+    full: &Value,
+    old: Option<String>,
+) -> Option<(String, String)> {
     let old = old?;
     let new = gw
         .retention
@@ -327,7 +354,11 @@ fn cut_view(full: &Value, envelope: &Envelope) -> Value {
 
 fn strip_markers(v: &mut Value) {
     if let Some(Value::Array(blocks)) = v.get_mut("content") {
-        blocks.retain(|b| b.get("_meta").and_then(|m| m.get(MARKER_META_KEY)).is_none());
+        blocks.retain(|b| {
+            b.get("_meta")
+                .and_then(|m| m.get(MARKER_META_KEY))
+                .is_none()
+        });
     }
 }
 
@@ -337,11 +368,14 @@ fn cut_apart(v: &Value) -> Value {
     const STRING_MAX: usize = 16;
     const ITEMS_MAX: usize = 5;
     match v {
-        Value::String(s) if s.chars().count() > STRING_MAX => {
-            Value::String(format!("{}…", s.chars().take(STRING_MAX).collect::<String>()))
-        }
+        Value::String(s) if s.chars().count() > STRING_MAX => Value::String(format!(
+            "{}…",
+            s.chars().take(STRING_MAX).collect::<String>()
+        )),
         Value::Array(items) => Value::Array(items.iter().take(ITEMS_MAX).map(cut_apart).collect()),
-        Value::Object(m) => Value::Object(m.iter().map(|(k, x)| (k.clone(), cut_apart(x))).collect()),
+        Value::Object(m) => {
+            Value::Object(m.iter().map(|(k, x)| (k.clone(), cut_apart(x))).collect())
+        }
         other => other.clone(),
     }
 }
@@ -349,7 +383,9 @@ fn cut_apart(v: &Value) -> Value {
 /// The `string-marker-in-array` mutant: a marker string inside the first shortened array of
 /// the structured value, whatever the array's item type.
 fn string_marker(view: &mut Value, envelope: &Envelope) {
-    let Some(t) = &envelope.meta.truncation else { return };
+    let Some(t) = &envelope.meta.truncation else {
+        return;
+    };
     let Some(cut) = t
         .cuts
         .iter()
@@ -358,13 +394,16 @@ fn string_marker(view: &mut Value, envelope: &Envelope) {
         return;
     };
     if let Some(Value::Array(items)) = view.pointer_mut(&cut.path) {
-        items.push(json!(format!("[{} more items truncated]", cut.total - cut.kept)));
+        items.push(json!(format!(
+            "[{} more items truncated]",
+            cut.total - cut.kept
+        )));
     }
 }
 
 /// One short text per entry, for the model: what happened, and the words of the answer.
 fn entry_text(entry: &Value) -> String {
-    const TEXT_MAX: usize = 800;
+    const TEXT_MAX: usize = 400;
     let status = entry["status"].as_str().unwrap_or("unknown");
     let mut s = format!(
         "[{}] {}.{}: {status}",
@@ -376,10 +415,16 @@ fn entry_text(entry: &Value) -> String {
         s.push_str(" — ");
         s.push_str(&crate::audit::clip(r));
     }
-    let texts: Vec<&str> = entry["envelope"]["payload"]["content"]
+    let blocks: Vec<&Value> = entry["envelope"]["payload"]["content"]
         .as_array()
-        .map(|blocks| blocks.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect())
+        .map(|b| b.iter().collect())
         .unwrap_or_default();
+    let is_marker = |b: &Value| b.get("_meta").and_then(|m| m.get(MARKER_META_KEY)).is_some();
+    let texts: Vec<&str> = blocks
+        .iter()
+        .filter(|b| !is_marker(b))
+        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .collect();
     if !texts.is_empty() {
         let joined = texts.join("\n");
         let clipped: String = joined.chars().take(TEXT_MAX).collect();
@@ -387,7 +432,7 @@ fn entry_text(entry: &Value) -> String {
         s.push_str(&clipped);
         if clipped.len() < joined.len() {
             s.push_str(&format!(
-                "… (text continues in structuredContent.results[{}].result)",
+                "… (more in structuredContent.results[{}].result)",
                 entry["index"]
             ));
         }
@@ -396,6 +441,12 @@ fn entry_text(entry: &Value) -> String {
             "\n(structured value in structuredContent.results[{}].result.structuredContent)",
             entry["index"]
         ));
+    }
+    for m in blocks.iter().filter(|b| is_marker(b)) {
+        if let Some(t) = m.get("text").and_then(Value::as_str) {
+            s.push('\n');
+            s.push_str(t);
+        }
     }
     s
 }
@@ -416,7 +467,8 @@ mod tests {
 
     #[test]
     fn cut_apart_cuts_meta_like_anything() {
-        let v = json!({"_meta": {"k": "a value longer than sixteen"}, "content": [1, 2, 3, 4, 5, 6]});
+        let v =
+            json!({"_meta": {"k": "a value longer than sixteen"}, "content": [1, 2, 3, 4, 5, 6]});
         let c = cut_apart(&v);
         assert_ne!(c["_meta"], v["_meta"]);
         assert_eq!(c["content"].as_array().unwrap().len(), 5);

@@ -154,7 +154,10 @@ impl Config {
             message: message.to_string(),
         };
         if self.upstreams.is_empty() {
-            return Err(invalid("upstreams".into(), "at least one upstream is needed"));
+            return Err(invalid(
+                "upstreams".into(),
+                "at least one upstream is needed",
+            ));
         }
         let mut seen = std::collections::BTreeSet::new();
         for (i, up) in self.upstreams.iter().enumerate() {
@@ -181,7 +184,10 @@ impl Config {
                 }
                 (None, Some(_)) => {}
                 _ => {
-                    return Err(invalid(at("command"), "give exactly one of `command` or `url`"));
+                    return Err(invalid(
+                        at("command"),
+                        "give exactly one of `command` or `url`",
+                    ));
                 }
             }
         }

@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 use crate::gateway::{Answer, Caller, Gateway};
 use crate::mutant::Mutant;
 
-const NOT_FOUND: &str = "no retained result under this handle for this caller: it is unknown, expired or deleted";
+const NOT_FOUND: &str =
+    "no retained result under this handle for this caller: it is unknown, expired or deleted";
 
 /// Who each handle the gateway retained belongs to. The store enforces ownership itself;
 /// this map exists for the `continuation-any-identity` mutant and for the log.
@@ -21,7 +22,12 @@ pub struct Retention {
 }
 
 impl Retention {
-    pub fn retain(&self, store: &Store, owner: &Identity, full: Value) -> Result<String, StoreError> {
+    pub fn retain(
+        &self,
+        store: &Store,
+        owner: &Identity,
+        full: Value,
+    ) -> Result<String, StoreError> {
         let handle = store.put(owner, Retained::Result(full))?;
         self.owners
             .lock()

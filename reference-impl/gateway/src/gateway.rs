@@ -95,7 +95,13 @@ impl Gateway {
         let timeout = Duration::from_millis(config.limits.call_timeout_ms);
         let mut upstreams = Vec::new();
         for cfg in &config.upstreams {
-            let up = Upstream::connect(cfg, limit, timeout.max(Duration::from_secs(10)), notifications.clone()).await?;
+            let up = Upstream::connect(
+                cfg,
+                limit,
+                timeout.max(Duration::from_secs(10)),
+                notifications.clone(),
+            )
+            .await?;
             upstreams.push(Arc::new(up));
         }
         let gw = Arc::new(Gateway {
@@ -114,7 +120,10 @@ impl Gateway {
         // Pin the handshake listing now: a broken upstream shows at start, not at first call.
         let mut pins = Vec::new();
         for up in &gw.upstreams {
-            for def in up.list_tools(None, timeout.max(Duration::from_secs(10))).await? {
+            for def in up
+                .list_tools(None, timeout.max(Duration::from_secs(10)))
+                .await?
+            {
                 pins.extend(Pin::new(&up.name, def).map(Arc::new));
             }
         }
@@ -153,7 +162,10 @@ impl Gateway {
         let mut complete = true;
         for up in &self.upstreams {
             match up.list_tools(caller.meta.as_ref(), self.timeout()).await {
-                Ok(defs) => pins.extend(defs.into_iter().filter_map(|d| Pin::new(&up.name, d).map(Arc::new))),
+                Ok(defs) => pins.extend(
+                    defs.into_iter()
+                        .filter_map(|d| Pin::new(&up.name, d).map(Arc::new)),
+                ),
                 Err(err) => {
                     complete = false;
                     eprintln!("relaycheck-gateway: {err}");

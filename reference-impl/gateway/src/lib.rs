@@ -1,1 +1,25 @@
-//! The reference gateway (being built).
+//! relaycheck's reference MCP gateway: a small, real gateway built on the reference
+//! normalizer (`relaycheck_reference`) that passes every case, and that can be started with
+//! one deliberate defect (a [`mutant::Mutant`]) to prove that cases can fail.
+//!
+//! Routes: flat (`<upstream>.<tool>`, the upstream's result whole), batch (`relay_batch`,
+//! one budgeted entry per call with the normalizer's envelope), continuation (`relay_fetch`,
+//! `relay_delete`), `resources/read` of rewritten links, and task follow-ups.
+
+pub mod audit;
+pub mod batch;
+pub mod cli;
+pub mod config;
+pub mod continuation;
+pub mod error;
+pub mod gateway;
+pub mod links;
+pub mod mutant;
+pub mod north;
+pub mod relay;
+pub mod resources;
+pub mod schema_pin;
+pub mod secrets;
+pub mod tasks;
+pub mod tasks_relay;
+pub mod upstream;

@@ -141,7 +141,10 @@ mod tests {
         assert_eq!(v["content"][0]["uri"], "relay://up/a%3A%2F%2F1");
         assert_eq!(v["content"][0]["title"], "T");
         assert_eq!(v["content"][1]["resource"]["uri"], "relay://up/a%3A%2F%2F2");
-        assert_eq!(v["structuredContent"]["x"][0]["deep"]["uri"], "relay://up/a%3A%2F%2F3");
+        assert_eq!(
+            v["structuredContent"]["x"][0]["deep"]["uri"],
+            "relay://up/a%3A%2F%2F3"
+        );
         assert_eq!(v["_meta"]["link"]["uri"], "a://4");
         let mut v = json!({"content": [{"type": "resource_link", "uri": "a://1", "name": "n", "title": "T"}]});
         rewrite(&mut v, "up", Mutation(Some(Mutant::LinkMetadataDropped)));

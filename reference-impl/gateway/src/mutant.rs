@@ -161,10 +161,7 @@ impl Mutant {
 
     fn row(self) -> &'static (Mutant, &'static str, &'static str, &'static str) {
         // Every variant has a row; `all_have_rows` below keeps it so.
-        TABLE
-            .iter()
-            .find(|row| row.0 == self)
-            .unwrap_or(&TABLE[0])
+        TABLE.iter().find(|row| row.0 == self).unwrap_or(&TABLE[0])
     }
 
     pub fn name(self) -> &'static str {

@@ -31,11 +31,20 @@ pub struct Called {
 /// An upstream answer after the gateway's rules.
 pub enum Outcome {
     /// A result to relay; `own` when the gateway replaced it (schema violation).
-    Result { result: Value, own: bool },
+    Result {
+        result: Value,
+        own: bool,
+    },
     /// A task handle, already in the client's form.
-    Task { handle: Value },
-    RpcError { error: Value },
-    Failed { text: String },
+    Task {
+        handle: Value,
+    },
+    RpcError {
+        error: Value,
+    },
+    Failed {
+        text: String,
+    },
 }
 
 /// What the audit says about a call: status, code, and the raw (unredacted) reason; the
@@ -57,12 +66,7 @@ pub fn upstream_params(params: &Value, tool: &str) -> Value {
     Value::Object(out)
 }
 
-pub async fn call(
-    gw: &Gateway,
-    up: &Arc<Upstream>,
-    tool: &str,
-    params: Value,
-) -> Called {
+pub async fn call(gw: &Gateway, up: &Arc<Upstream>, tool: &str, params: Value) -> Called {
     let nonce = params
         .get("arguments")
         .and_then(|a| a.get(NONCE_ARG))
@@ -81,12 +85,14 @@ pub async fn call(
 }
 
 /// Reads an ending the way every route must, consuming it.
-pub fn process(gw: &Gateway, caller: &Caller, called: &mut Called, pin: Option<&Pin>) -> (Outcome, Facts) {
+pub fn process(
+    gw: &Gateway,
+    caller: &Caller,
+    called: &mut Called,
+    pin: Option<&Pin>,
+) -> (Outcome, Facts) {
     let mutation = gw.mutation;
-    let ending = std::mem::replace(
-        &mut called.ending,
-        Ending::Timeout { elapsed_ms: 0 },
-    );
+    let ending = std::mem::replace(&mut called.ending, Ending::Timeout { elapsed_ms: 0 });
     match ending {
         Ending::Response { mut message, .. } => {
             if let Some(mut error) = message.get_mut("error").map(Value::take) {
@@ -99,13 +105,33 @@ pub fn process(gw: &Gateway, caller: &Caller, called: &mut Called, pin: Option<&
                 return (Outcome::RpcError { error }, facts);
             }
             let Some(mut result) = message.get_mut("result").map(Value::take) else {
-                let text = failure_text(gw, called, TransportKind::Malformed, "a JSON-RPC response without result or error");
-                return (Outcome::Failed { text: text.clone() }, Facts { status: "transport_error", error_code: None, reason: Some(text) });
+                let text = failure_text(
+                    gw,
+                    called,
+                    TransportKind::Malformed,
+                    "a JSON-RPC response without result or error",
+                );
+                return (
+                    Outcome::Failed { text: text.clone() },
+                    Facts {
+                        status: "transport_error",
+                        error_code: None,
+                        reason: Some(text),
+                    },
+                );
             };
             if let Some((form, upstream_id)) = read_task_handle(&result) {
                 secrets::redact(&mut result, mutation);
-                let id = gw.tasks.register(&called.server, &upstream_id, &caller.identity);
-                let handle = tasks::relay_handle(&result, form, &id, tasks::form_for(caller.shape), mutation);
+                let id = gw
+                    .tasks
+                    .register(&called.server, &upstream_id, &caller.identity);
+                let handle = tasks::relay_handle(
+                    &result,
+                    form,
+                    &id,
+                    tasks::form_for(caller.shape),
+                    mutation,
+                );
                 let status = result
                     .get("status")
                     .or_else(|| result.get("task").and_then(|t| t.get("status")))
@@ -156,12 +182,29 @@ pub fn process(gw: &Gateway, caller: &Caller, called: &mut Called, pin: Option<&
         }
         Ending::Transport { kind, detail } => {
             let text = failure_text(gw, called, kind, &detail);
-            (Outcome::Failed { text }, Facts { status: "transport_error", error_code: None, reason: Some(detail) })
+            (
+                Outcome::Failed { text },
+                Facts {
+                    status: "transport_error",
+                    error_code: None,
+                    reason: Some(detail),
+                },
+            )
         }
         Ending::Timeout { elapsed_ms } => {
             let end = CallEnd::Timeout { elapsed_ms };
-            let env = normalize_owned(end, &Context::new(&called.server, &called.tool, &called.call_id, caller.identity.clone()));
-            let text = env.reason.unwrap_or_else(|| "the outcome is unknown".into());
+            let env = normalize_owned(
+                end,
+                &Context::new(
+                    &called.server,
+                    &called.tool,
+                    &called.call_id,
+                    caller.identity.clone(),
+                ),
+            );
+            let text = env
+                .reason
+                .unwrap_or_else(|| "the outcome is unknown".into());
             let facts = Facts {
                 status: "unknown",
                 error_code: None,
@@ -174,8 +217,16 @@ pub fn process(gw: &Gateway, caller: &Caller, called: &mut Called, pin: Option<&
 
 fn failure_text(gw: &Gateway, called: &Called, kind: TransportKind, detail: &str) -> String {
     let _ = gw;
-    let end = CallEnd::TransportFailure { kind, detail: detail.to_string() };
-    let ctx = Context::new(&called.server, &called.tool, &called.call_id, relaycheck_reference::Identity::new(""));
+    let end = CallEnd::TransportFailure {
+        kind,
+        detail: detail.to_string(),
+    };
+    let ctx = Context::new(
+        &called.server,
+        &called.tool,
+        &called.call_id,
+        relaycheck_reference::Identity::new(""),
+    );
     normalize_owned(end, &ctx)
         .reason
         .unwrap_or_else(|| detail.to_string())
@@ -226,7 +277,14 @@ pub fn error_result(text: &str) -> Value {
 }
 
 /// `tools/call` of `<upstream>.<tool>`.
-pub async fn flat(gw: &Gateway, caller: &Caller, up: &Arc<Upstream>, tool: &str, pin: Option<&Pin>, params: &Value) -> Answer {
+pub async fn flat(
+    gw: &Gateway,
+    caller: &Caller,
+    up: &Arc<Upstream>,
+    tool: &str,
+    pin: Option<&Pin>,
+    params: &Value,
+) -> Answer {
     let mut called = call(gw, up, tool, upstream_params(params, tool)).await;
     let bytes = called.ending.bytes();
     let (outcome, facts) = process(gw, caller, &mut called, pin);
@@ -234,7 +292,10 @@ pub async fn flat(gw: &Gateway, caller: &Caller, up: &Arc<Upstream>, tool: &str,
     let mutation = gw.mutation;
     match outcome {
         Outcome::Result { result, own: true } => Answer::Own(result),
-        Outcome::Result { mut result, own: false } => {
+        Outcome::Result {
+            mut result,
+            own: false,
+        } => {
             flat_mutants(&mut result, &called, mutation);
             Answer::Relayed(result)
         }

@@ -24,8 +24,11 @@ pub async fn list(gw: &Gateway, caller: &Caller) -> Answer {
     let mut all = Vec::new();
     for up in &gw.upstreams {
         let params = Value::Object(forward_params(&json!({}), caller));
-        if let Ending::Response { message, .. } = up.request("resources/list", params, gw.timeout()).await
-            && let Some(list) = message.pointer("/result/resources").and_then(Value::as_array)
+        if let Ending::Response { message, .. } =
+            up.request("resources/list", params, gw.timeout()).await
+            && let Some(list) = message
+                .pointer("/result/resources")
+                .and_then(Value::as_array)
         {
             for r in list {
                 let mut r = r.clone();
@@ -55,14 +58,20 @@ pub async fn read(gw: &Gateway, caller: &Caller, params: &Value) -> Answer {
     }
     let mut p = forward_params(params, caller);
     p.insert("uri".into(), json!(original));
-    match up.request("resources/read", Value::Object(p), gw.timeout()).await {
+    match up
+        .request("resources/read", Value::Object(p), gw.timeout())
+        .await
+    {
         Ending::Response { mut message, .. } => {
             if let Some(mut error) = message.get_mut("error").map(Value::take) {
                 secrets::redact(&mut error, gw.mutation);
                 return Answer::Error(error);
             }
             let Some(mut result) = message.get_mut("result").map(Value::take) else {
-                return rpc_error(-32603, format!("upstream {server} answered without a result"));
+                return rpc_error(
+                    -32603,
+                    format!("upstream {server} answered without a result"),
+                );
             };
             if let Some(Value::Array(contents)) = result.get_mut("contents") {
                 for c in contents {

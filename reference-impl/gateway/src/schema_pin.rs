@@ -94,13 +94,16 @@ impl Pin {
         }
         let Some(structured) = result.get("structuredContent") else {
             return Some(
-                "the tool declares an outputSchema but the result has no structuredContent"
-                    .into(),
+                "the tool declares an outputSchema but the result has no structuredContent".into(),
             );
         };
         let err = validator.iter_errors(structured).next()?;
         let path = err.instance_path().to_string();
-        let at = if path.is_empty() { "/".to_string() } else { path };
+        let at = if path.is_empty() {
+            "/".to_string()
+        } else {
+            path
+        };
         Some(format!(
             "structuredContent does not match the tool's outputSchema at {at}: {}",
             err.masked()
@@ -155,7 +158,12 @@ mod tests {
         assert_eq!(listed["name"], "canary.t");
         assert_eq!(listed["_meta"]["k"], 1);
         assert_eq!(listed["x-unknown"], true);
-        assert!(listed["_meta"][DIGEST_META_KEY].as_str().unwrap().starts_with("sha256:"));
+        assert!(
+            listed["_meta"][DIGEST_META_KEY]
+                .as_str()
+                .unwrap()
+                .starts_with("sha256:")
+        );
         assert!(listed.get("outputSchema").is_some());
         let stripped = p.listed(Mutation(Some(Mutant::OutputSchemaStripped)));
         assert!(stripped.get("outputSchema").is_none());
@@ -164,7 +172,10 @@ mod tests {
     #[test]
     fn violations_are_named_and_errors_exempt() {
         let p = pin();
-        assert_eq!(p.violation(&json!({"content": [], "structuredContent": {"n": 1}})), None);
+        assert_eq!(
+            p.violation(&json!({"content": [], "structuredContent": {"n": 1}})),
+            None
+        );
         let v = p
             .violation(&json!({"content": [], "structuredContent": {"n": "x"}}))
             .unwrap();

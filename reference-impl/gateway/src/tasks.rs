@@ -154,7 +154,13 @@ mod tests {
     #[test]
     fn same_form_keeps_everything_and_meta() {
         let h = json!({"task": {"taskId": "t1", "status": "working", "ttl": 5}, "_meta": {"m": 1}});
-        let out = relay_handle(&h, HandleForm::Nested, "t1", HandleForm::Nested, Mutation::default());
+        let out = relay_handle(
+            &h,
+            HandleForm::Nested,
+            "t1",
+            HandleForm::Nested,
+            Mutation::default(),
+        );
         assert_eq!(out, h);
         let dropped = relay_handle(
             &h,
@@ -169,12 +175,24 @@ mod tests {
     #[test]
     fn forms_translate_both_ways() {
         let h = json!({"task": {"taskId": "t1", "status": "working", "ttl": 5, "pollInterval": 1}, "_meta": {"m": 1}});
-        let flat = relay_handle(&h, HandleForm::Nested, "g1", HandleForm::Flat, Mutation::default());
+        let flat = relay_handle(
+            &h,
+            HandleForm::Nested,
+            "g1",
+            HandleForm::Flat,
+            Mutation::default(),
+        );
         assert_eq!(flat["resultType"], "task");
         assert_eq!(flat["ttlMs"], 5);
         assert_eq!(flat["taskId"], "g1");
         assert_eq!(flat["_meta"]["m"], 1);
-        let back = relay_handle(&flat, HandleForm::Flat, "g1", HandleForm::Nested, Mutation::default());
+        let back = relay_handle(
+            &flat,
+            HandleForm::Flat,
+            "g1",
+            HandleForm::Nested,
+            Mutation::default(),
+        );
         assert_eq!(back["task"]["ttl"], 5);
         assert_eq!(back["_meta"]["m"], 1);
     }

@@ -64,7 +64,12 @@ fn own_result(result: Value, caller: &Caller) -> Value {
 
 /// Who is calling and in which shape: the stateless envelope's version wins, then the
 /// connection's handshake, then the oldest shape.
-pub fn caller_of(params: Option<&Value>, conn: &ConnState, identity: &Identity, transport: &'static str) -> Caller {
+pub fn caller_of(
+    params: Option<&Value>,
+    conn: &ConnState,
+    identity: &Identity,
+    transport: &'static str,
+) -> Caller {
     let meta = params.and_then(|p| p.get("_meta")).cloned();
     let envelope = meta
         .as_ref()
@@ -73,7 +78,10 @@ pub fn caller_of(params: Option<&Value>, conn: &ConnState, identity: &Identity, 
         .map(str::to_string);
     let (version, stateless) = match envelope {
         Some(v) => (v, true),
-        None => (conn.negotiated().unwrap_or_else(|| "2025-06-18".into()), false),
+        None => (
+            conn.negotiated().unwrap_or_else(|| "2025-06-18".into()),
+            false,
+        ),
     };
     Caller {
         identity: identity.clone(),
@@ -86,10 +94,18 @@ pub fn caller_of(params: Option<&Value>, conn: &ConnState, identity: &Identity, 
 }
 
 /// Answers one message; `None` for notifications and responses.
-pub async fn handle(gw: &Arc<Gateway>, msg: Value, conn: &ConnState, identity: &Identity, transport: &'static str) -> Option<Value> {
+pub async fn handle(
+    gw: &Arc<Gateway>,
+    msg: Value,
+    conn: &ConnState,
+    identity: &Identity,
+    transport: &'static str,
+) -> Option<Value> {
     let started = Instant::now();
     let Some(fields) = msg.as_object() else {
-        return Some(json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": "Invalid Request: not a JSON-RPC object"}}));
+        return Some(
+            json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": "Invalid Request: not a JSON-RPC object"}}),
+        );
     };
     let method = fields.get("method").and_then(Value::as_str)?.to_string();
     let params = fields.get("params");
@@ -98,7 +114,13 @@ pub async fn handle(gw: &Arc<Gateway>, msg: Value, conn: &ConnState, identity: &
         return None; // notifications: initialized, cancelled, ... need no answer
     };
     let answer = dispatch(gw, &method, params, conn, &caller).await;
-    let mut log = log_fields(&identity.0, transport, &method, Some(id), started.elapsed().as_millis() as u64);
+    let mut log = log_fields(
+        &identity.0,
+        transport,
+        &method,
+        Some(id),
+        started.elapsed().as_millis() as u64,
+    );
     log["protocol_version"] = json!(caller.version);
     if let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) {
         log["tool"] = json!(name);
@@ -128,13 +150,26 @@ pub async fn handle(gw: &Arc<Gateway>, msg: Value, conn: &ConnState, identity: &
     Some(response(id, answer, &caller))
 }
 
-async fn dispatch(gw: &Arc<Gateway>, method: &str, params: Option<&Value>, conn: &ConnState, caller: &Caller) -> Answer {
+async fn dispatch(
+    gw: &Arc<Gateway>,
+    method: &str,
+    params: Option<&Value>,
+    conn: &ConnState,
+    caller: &Caller,
+) -> Answer {
     let empty = json!({});
     let params = params.unwrap_or(&empty);
     match method {
         "initialize" => {
-            let asked = params.get("protocolVersion").and_then(Value::as_str).unwrap_or(LATEST_HANDSHAKE);
-            let version = if HANDSHAKE_VERSIONS.contains(&asked) { asked } else { LATEST_HANDSHAKE };
+            let asked = params
+                .get("protocolVersion")
+                .and_then(Value::as_str)
+                .unwrap_or(LATEST_HANDSHAKE);
+            let version = if HANDSHAKE_VERSIONS.contains(&asked) {
+                asked
+            } else {
+                LATEST_HANDSHAKE
+            };
             conn.negotiate(version);
             let mut capabilities = json!({"tools": {"listChanged": false}, "resources": {}});
             if version == "2025-11-25" {
@@ -155,7 +190,8 @@ async fn dispatch(gw: &Arc<Gateway>, method: &str, params: Option<&Value>, conn:
         })),
         "tools/list" => {
             let catalog = gw.catalog(caller).await;
-            let mut tools: Vec<Value> = catalog.pins.iter().map(|p| p.listed(gw.mutation)).collect();
+            let mut tools: Vec<Value> =
+                catalog.pins.iter().map(|p| p.listed(gw.mutation)).collect();
             tools.extend(own_tools());
             Answer::Own(json!({"tools": tools}))
         }
@@ -163,7 +199,9 @@ async fn dispatch(gw: &Arc<Gateway>, method: &str, params: Option<&Value>, conn:
         "resources/list" => resources::list(gw, caller).await,
         "resources/templates/list" => Answer::Own(json!({"resourceTemplates": []})),
         "resources/read" => resources::read(gw, caller, params).await,
-        "tasks/get" | "tasks/result" | "tasks/cancel" => tasks_relay::follow_up(gw, caller, method, params).await,
+        "tasks/get" | "tasks/result" | "tasks/cancel" => {
+            tasks_relay::follow_up(gw, caller, method, params).await
+        }
         _ => rpc_error(-32601, format!("Method not found: {method}")),
     }
 }

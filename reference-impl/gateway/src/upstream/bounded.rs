@@ -75,7 +75,9 @@ mod tests {
     #[test]
     fn finds_the_top_level_id_only() {
         assert_eq!(
-            sniff_id(br#"{"jsonrpc":"2.0","id":17,"result":{"content":[{"type":"text","text":"aaaa"#),
+            sniff_id(
+                br#"{"jsonrpc":"2.0","id":17,"result":{"content":[{"type":"text","text":"aaaa"#
+            ),
             Some(json!(17))
         );
         assert_eq!(

@@ -25,11 +25,21 @@ pub const CLIENT_NAME: &str = "relaycheck-gateway";
 #[derive(Debug, Clone)]
 pub enum Ending {
     /// A JSON-RPC response, and its size on the wire.
-    Response { message: Value, bytes: usize },
+    Response {
+        message: Value,
+        bytes: usize,
+    },
     /// The response was larger than the limit; it was not held.
-    Oversized { limit: usize },
-    Transport { kind: TransportKind, detail: String },
-    Timeout { elapsed_ms: u64 },
+    Oversized {
+        limit: usize,
+    },
+    Transport {
+        kind: TransportKind,
+        detail: String,
+    },
+    Timeout {
+        elapsed_ms: u64,
+    },
 }
 
 impl Ending {

@@ -1,0 +1,235 @@
+//! Streamable HTTP on 127.0.0.1: `POST /mcp` answered as JSON, sessions by `Mcp-Session-Id`,
+//! bearer tokens mapped to identities. A foreign Host or Origin is refused (DNS rebinding).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::Response;
+use axum::routing::post;
+use relaycheck_reference::Identity;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+
+use super::{ConnState, handle};
+use crate::error::ServeError;
+use crate::gateway::{Gateway, META_VERSION};
+
+const TRANSPORT: &str = "http";
+const SESSION: &str = "mcp-session-id";
+
+struct App {
+    gw: Arc<Gateway>,
+    sessions: Mutex<HashMap<String, Arc<ConnState>>>,
+}
+
+pub async fn serve(
+    gw: Arc<Gateway>,
+    port: u16,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    let listener = TcpListener::bind(("127.0.0.1", port))
+        .await
+        .map_err(|source| ServeError::Bind { port, source })?;
+    let addr = listener.local_addr()?;
+    {
+        let mut stdout = std::io::stdout();
+        writeln!(stdout, "LISTENING http://127.0.0.1:{}/mcp", addr.port())?;
+        stdout.flush()?;
+    }
+    let app = Arc::new(App {
+        gw,
+        sessions: Mutex::new(HashMap::new()),
+    });
+    let router = Router::new()
+        .route("/mcp", post(post_mcp).get(get_mcp).delete(delete_mcp))
+        .with_state(app);
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await?;
+    Ok(())
+}
+
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+fn loopback(authority: &str) -> bool {
+    let a = authority.trim().to_ascii_lowercase();
+    let host = if a.starts_with('[') {
+        a.find(']').map_or(a.as_str(), |end| &a[..=end])
+    } else {
+        a.split(':').next().unwrap_or(&a)
+    };
+    matches!(host, "127.0.0.1" | "localhost" | "[::1]")
+}
+
+fn foreign(headers: &HeaderMap) -> bool {
+    let host_bad = header(headers, "host").is_some_and(|h| !loopback(h));
+    let origin_bad = header(headers, "origin").is_some_and(|o| {
+        o.split_once("://")
+            .map(|(_, rest)| rest.split('/').next().unwrap_or(rest))
+            .is_none_or(|auth| !loopback(auth))
+    });
+    host_bad || origin_bad
+}
+
+fn json_response(status: StatusCode, body: &Value, session: Option<&str>) -> Response {
+    let mut r = Response::new(Body::from(body.to_string()));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    if let Some(s) = session
+        && let Ok(v) = header::HeaderValue::from_str(s)
+    {
+        r.headers_mut().insert(SESSION, v);
+    }
+    r
+}
+
+fn empty(status: StatusCode) -> Response {
+    let mut r = Response::new(Body::empty());
+    *r.status_mut() = status;
+    r
+}
+
+fn error_body(code: i64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}})
+}
+
+impl App {
+    fn identity(&self, headers: &HeaderMap) -> Identity {
+        let token = header(headers, "authorization")
+            .and_then(|a| {
+                a.strip_prefix("Bearer ")
+                    .or_else(|| a.strip_prefix("bearer "))
+            })
+            .map(str::trim);
+        let id = token
+            .and_then(|t| self.gw.identity.tokens.get(t))
+            .cloned()
+            .unwrap_or_else(|| "anonymous".into());
+        Identity::new(id)
+    }
+
+    fn session(&self, id: &str) -> Option<Arc<ConnState>> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(id)
+            .cloned()
+    }
+}
+
+async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
+    if foreign(&headers) {
+        return empty(StatusCode::FORBIDDEN);
+    }
+    let msg: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(err) => {
+            return json_response(
+                StatusCode::BAD_REQUEST,
+                &error_body(-32700, &format!("Parse error: {err}")),
+                None,
+            );
+        }
+    };
+    if !msg.is_object() {
+        return json_response(
+            StatusCode::BAD_REQUEST,
+            &error_body(-32600, "Invalid Request: batches are not supported"),
+            None,
+        );
+    }
+    let body_version = msg
+        .get("params")
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(META_VERSION))
+        .and_then(Value::as_str);
+    if let (Some(b), Some(h)) = (body_version, header(&headers, "mcp-protocol-version"))
+        && b != h
+    {
+        let message =
+            format!("Header mismatch: MCP-Protocol-Version is `{h}` but the body says `{b}`");
+        return json_response(StatusCode::BAD_REQUEST, &error_body(-32020, &message), None);
+    }
+    let is_initialize = msg.get("method").and_then(Value::as_str) == Some("initialize");
+    let (conn, session_id) = match header(&headers, SESSION) {
+        Some(id) => match app.session(id) {
+            Some(conn) => (conn, Some(id.to_string())),
+            None => {
+                return json_response(
+                    StatusCode::NOT_FOUND,
+                    &error_body(-32600, &format!("Session not found: {id}")),
+                    None,
+                );
+            }
+        },
+        None => (Arc::new(ConnState::default()), None),
+    };
+    let identity = app.identity(&headers);
+    let answer = handle(&app.gw, msg, &conn, &identity, TRANSPORT).await;
+    let session_id = match (session_id, is_initialize, &answer) {
+        (None, true, Some(a)) if a.get("result").is_some() => {
+            let id = uuid::Uuid::new_v4().to_string();
+            app.sessions
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(id.clone(), conn);
+            Some(id)
+        }
+        (s, _, _) => s,
+    };
+    match answer {
+        Some(a) => json_response(StatusCode::OK, &a, session_id.as_deref()),
+        None => empty(StatusCode::ACCEPTED),
+    }
+}
+
+/// The gateway sends no server-initiated messages over a standing stream.
+async fn get_mcp(headers: HeaderMap) -> Response {
+    if foreign(&headers) {
+        return empty(StatusCode::FORBIDDEN);
+    }
+    empty(StatusCode::METHOD_NOT_ALLOWED)
+}
+
+async fn delete_mcp(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    if foreign(&headers) {
+        return empty(StatusCode::FORBIDDEN);
+    }
+    if let Some(id) = header(&headers, SESSION) {
+        app.sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
+    }
+    empty(StatusCode::OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_loopback_hosts_and_origins_pass() {
+        let mut h = HeaderMap::new();
+        h.insert("host", "127.0.0.1:8080".parse().unwrap());
+        assert!(!foreign(&h));
+        h.insert("origin", "http://localhost:3000".parse().unwrap());
+        assert!(!foreign(&h));
+        h.insert("origin", "http://evil.example".parse().unwrap());
+        assert!(foreign(&h));
+        let mut h = HeaderMap::new();
+        h.insert("host", "127.0.0.1.evil.example".parse().unwrap());
+        assert!(foreign(&h));
+    }
+}
