@@ -46,6 +46,8 @@ enum Command {
     /// Normalize one tool result (a JSON-RPC response or a bare result, on stdin) into the
     /// reference envelope, printed as JSON.
     Normalize(NormalizeArgs),
+    /// Run the catalogue against every mutant of a target and write the mutation table.
+    Mutants(MutantsArgs),
     /// Render the gap matrix of one or more runs' results.jsonl.
     Matrix {
         results: Vec<PathBuf>,
@@ -56,6 +58,27 @@ enum Command {
     Compare { before: PathBuf, after: PathBuf },
     /// Serve the canary upstream (the same as `relaycheck-canary`), for gateways to spawn.
     Canary(relaycheck_canary::cli::Cli),
+    /// Run the reference gateway (the same as `relaycheck-gateway`), optionally as a mutant.
+    Gateway(relaycheck_gateway::cli::Cli),
+}
+
+#[derive(clap::Args)]
+struct MutantsArgs {
+    #[arg(long)]
+    target: String,
+    /// Shapes to run each mutant in (repeatable; `all`). Default: the target's claimed shapes.
+    #[arg(long = "shape")]
+    shapes: Vec<String>,
+    /// Only these mutants (repeatable). Default: all the target lists.
+    #[arg(long = "mutant")]
+    mutants: Vec<String>,
+    /// Where to write the table. Default: reports/<target>/mutants.md.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    #[arg(long, default_value_t = 8)]
+    jobs: usize,
+    #[arg(long)]
+    specs: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -114,6 +137,9 @@ struct RunArgs {
     /// Print every result, not only failures.
     #[arg(long, short)]
     verbose: bool,
+    /// Start the target with this deliberate defect (see `relaycheck mutants`).
+    #[arg(long)]
+    mutant: Option<String>,
 }
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -122,9 +148,11 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::List { json, specs } => list(json, specs),
         Command::Lint { specs } => lint(specs),
         Command::Normalize(args) => normalize(args),
+        Command::Mutants(args) => mutants(args),
         Command::Matrix { results, specs } => matrix(&results, specs),
         Command::Compare { before, after } => compare(&before, &after),
         Command::Canary(args) => relaycheck_canary::cli::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Gateway(args) => relaycheck_gateway::cli::run(args).map(|()| ExitCode::SUCCESS),
     }
 }
 
@@ -266,6 +294,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         canary_cmd: canary_command()?,
         workdir: workdir.clone(),
         case_timeout: Duration::from_millis(args.timeout_ms),
+        mutant: args.mutant.clone(),
     };
     let info = RunInfo {
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -503,4 +532,118 @@ fn normalize(args: NormalizeArgs) -> anyhow::Result<ExitCode> {
     let envelope = relaycheck_reference::normalize_bytes(&input, &context);
     println!("{}", serde_json::to_string_pretty(&envelope)?);
     Ok(ExitCode::SUCCESS)
+}
+
+/// Runs a plan to the end and returns its results, printing a mark per result.
+fn collect(
+    runtime: &tokio::runtime::Runtime,
+    plan: &RunPlan<'_>,
+) -> anyhow::Result<Vec<CaseResult>> {
+    let mut results = Vec::new();
+    runtime
+        .block_on(run(plan, &mut |result: CaseResult| {
+            eprint!("{}", console::mark(result.outcome));
+            results.push(result);
+        }))
+        .map_err(anyhow::Error::msg)?;
+    eprintln!();
+    Ok(results)
+}
+
+fn mutants(args: MutantsArgs) -> anyhow::Result<ExitCode> {
+    let catalogue = match load_catalogue(args.specs.clone())? {
+        Ok(catalogue) => catalogue,
+        Err(errors) => {
+            eprintln!("{errors}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let profile = Profile::load(&args.target)?;
+    let Some(listing) = &profile.mutants else {
+        bail!(
+            "target `{}` declares no mutants ([mutants] list in its profile)",
+            profile.name
+        );
+    };
+    let mut vars = relaycheck::profile::Vars::default();
+    vars.set("relaycheck", std::env::current_exe()?.display().to_string());
+    let argv = vars.fill_argv(&listing.list);
+    let output = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .output()
+        .with_context(|| format!("cannot run `{}` to list the mutants", argv.join(" ")))?;
+    if !output.status.success() {
+        bail!(
+            "`{}` failed: {}",
+            argv.join(" "),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let mut listed = relaycheck::mutation::parse_listing(&String::from_utf8_lossy(&output.stdout))
+        .map_err(anyhow::Error::msg)?;
+    if !args.mutants.is_empty() {
+        for wanted in &args.mutants {
+            if !listed.iter().any(|m| &m.name == wanted) {
+                bail!("target `{}` has no mutant `{wanted}`", profile.name);
+            }
+        }
+        listed.retain(|m| args.mutants.contains(&m.name));
+    }
+    let shapes = parse_shapes(&args.shapes, &profile)?;
+    let workdir = std::env::temp_dir().join(format!("relaycheck-mutants-{}", std::process::id()));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let plan_for = |mutant: Option<String>| RunPlan {
+        catalogue: &catalogue,
+        profile: &profile,
+        shapes: shapes.clone(),
+        forced: false,
+        cases: Vec::new(),
+        jobs: args.jobs,
+        canary_cmd: canary_command().unwrap_or_default(),
+        workdir: workdir.clone(),
+        case_timeout: Duration::from_secs(10),
+        mutant,
+    };
+    eprintln!("baseline: `{}` unmutated", profile.name);
+    let baseline = collect(&runtime, &plan_for(None))?;
+    let mut table = relaycheck::mutation::MutationTable::new(listed.clone(), &baseline);
+    for mutant in &listed {
+        eprintln!("mutant `{}`: {}", mutant.name, mutant.defect);
+        let results = collect(&runtime, &plan_for(Some(mutant.name.clone())))?;
+        table.record(&mutant.name, &results);
+    }
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    let _ = std::fs::remove_dir_all(&workdir);
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let text = table.render(&catalogue, &profile.name, &command);
+    let out = args
+        .out
+        .unwrap_or_else(|| PathBuf::from(format!("reports/{}/mutants.md", profile.name)));
+    if let Some(dir) = out.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    write_file(&out, &text)?;
+    println!("{text}");
+    // Passed: mutants caught. Failed: mutants that survived, cases that catch nothing and do
+    // not say why, and cases that fail on the unmutated target.
+    let survivors = table.survivors().len();
+    let idle = table
+        .idle_cases(&catalogue)
+        .iter()
+        .filter(|(_, why)| why.is_none())
+        .count();
+    println!(
+        "Total: {} passed, {} failed",
+        listed.len() - survivors,
+        survivors + idle + table.baseline_failures.len()
+    );
+    Ok(if table.holds(&catalogue) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

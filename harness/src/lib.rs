@@ -11,6 +11,7 @@ pub mod client;
 pub mod drive;
 pub mod glob;
 pub mod impact;
+pub mod mutation;
 pub mod observe;
 pub mod process;
 pub mod profile;

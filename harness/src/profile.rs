@@ -101,6 +101,9 @@ pub struct Profile {
     pub claims: Claims,
     #[serde(default)]
     pub skip: Vec<Skip>,
+    /// How to list the target's deliberate defects, for `relaycheck mutants`.
+    #[serde(default)]
+    pub mutants: Option<Mutants>,
     /// Where the profile was read from; config templates are relative to it.
     #[serde(skip)]
     pub origin: Option<PathBuf>,
@@ -220,6 +223,14 @@ pub const ENTRY_FIELDS: [&str; 15] = [
 pub struct SideChannel {
     pub path: String,
     pub format: String,
+}
+
+/// A target that can start with one deliberate defect: `{mutant_args}` in its start command
+/// becomes `--mutant NAME`, and `list` prints one `name<TAB>surface<TAB>defect` line each.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mutants {
+    pub list: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -384,8 +395,9 @@ impl Profile {
 #[derive(Debug, Clone, Default)]
 pub struct Vars {
     pub values: BTreeMap<&'static str, String>,
-    /// The canary argv, for `{canary_cmd}` list items.
-    pub canary_cmd: Vec<String>,
+    /// Placeholders that stand for several argv items: an argv item exactly `{name}` expands
+    /// into the list (`canary_cmd`: the canary's argv; `mutant_args`: `--mutant NAME` or none).
+    pub lists: BTreeMap<&'static str, Vec<String>>,
 }
 
 impl Vars {
@@ -402,14 +414,17 @@ impl Vars {
         out
     }
 
-    /// Fills an argv, expanding a `{canary_cmd}` item into the canary's argv.
+    /// Fills an argv, expanding list placeholders into several items.
     pub fn fill_argv(&self, argv: &[String]) -> Vec<String> {
         let mut out = Vec::new();
         for item in argv {
-            if item == "{canary_cmd}" {
-                out.extend(self.canary_cmd.iter().cloned());
-            } else {
-                out.push(self.fill(item));
+            let list = item
+                .strip_prefix('{')
+                .and_then(|rest| rest.strip_suffix('}'))
+                .and_then(|name| self.lists.get(name));
+            match list {
+                Some(items) => out.extend(items.iter().cloned()),
+                None => out.push(self.fill(item)),
             }
         }
         out
@@ -463,12 +478,17 @@ mod tests {
 
     #[test]
     fn argv_expands_the_canary_command() {
-        let mut vars = Vars {
-            canary_cmd: vec!["relaycheck".into(), "canary".into()],
-            ..Vars::default()
-        };
+        let mut vars = Vars::default();
+        vars.lists
+            .insert("canary_cmd", vec!["relaycheck".into(), "canary".into()]);
+        vars.lists.insert("mutant_args", vec![]);
         vars.set("workdir", "/w");
-        let argv = vars.fill_argv(&["gw".into(), "{canary_cmd}".into(), "--dir={workdir}".into()]);
+        let argv = vars.fill_argv(&[
+            "gw".into(),
+            "{canary_cmd}".into(),
+            "--dir={workdir}".into(),
+            "{mutant_args}".into(),
+        ]);
         assert_eq!(argv, ["gw", "relaycheck", "canary", "--dir=/w"]);
     }
 }

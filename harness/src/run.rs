@@ -35,6 +35,8 @@ pub struct RunPlan<'a> {
     /// A directory for this run's work files (scripts, target dirs).
     pub workdir: PathBuf,
     pub case_timeout: Duration,
+    /// Run against the target started with this deliberate defect.
+    pub mutant: Option<String>,
 }
 
 impl RunPlan<'_> {
@@ -124,6 +126,7 @@ async fn run_batch(
         canary_cmd: &plan.canary_cmd,
         script_path,
         workdir,
+        mutant: plan.mutant.as_deref(),
     };
     let target = match target::start(launch).await {
         Ok(target) => Arc::new(target),

@@ -75,6 +75,7 @@ pub fn run_trial(
         canary_cmd,
         workdir: workdir.clone(),
         case_timeout: Duration::from_secs(10),
+        mutant: None,
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

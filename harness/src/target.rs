@@ -28,6 +28,8 @@ pub struct Launch<'a> {
     pub script_path: &'a Path,
     /// A fresh directory for this start.
     pub workdir: PathBuf,
+    /// Start the target with this deliberate defect.
+    pub mutant: Option<&'a str>,
 }
 
 /// A running target and the handles the runner observes it through.
@@ -125,7 +127,14 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
         "canary_cmd_json",
         serde_json::to_string(&canary_argv).unwrap_or_default(),
     );
-    vars.canary_cmd = canary_argv;
+    vars.lists.insert("canary_cmd", canary_argv);
+    vars.lists.insert(
+        "mutant_args",
+        launch
+            .mutant
+            .map(|name| vec!["--mutant".to_string(), name.to_string()])
+            .unwrap_or_default(),
+    );
 
     let mut gateway = None;
     let mut stdio_pipes = None;
