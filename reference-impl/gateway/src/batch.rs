@@ -419,7 +419,11 @@ fn entry_text(entry: &Value) -> String {
         .as_array()
         .map(|b| b.iter().collect())
         .unwrap_or_default();
-    let is_marker = |b: &Value| b.get("_meta").and_then(|m| m.get(MARKER_META_KEY)).is_some();
+    let is_marker = |b: &Value| {
+        b.get("_meta")
+            .and_then(|m| m.get(MARKER_META_KEY))
+            .is_some()
+    };
     let texts: Vec<&str> = blocks
         .iter()
         .filter(|b| !is_marker(b))
