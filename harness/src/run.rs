@@ -73,13 +73,7 @@ impl RunPlan<'_> {
 /// Runs the plan, calling `report` with each result as it is known. A harness error (the
 /// script cannot be written) is the only `Err`; target faults are outcomes.
 pub async fn run(plan: &RunPlan<'_>, report: &mut dyn FnMut(CaseResult)) -> Result<(), String> {
-    std::fs::create_dir_all(&plan.workdir)
-        .map_err(|err| format!("cannot create {}: {err}", plan.workdir.display()))?;
-    let script_path = plan.workdir.join("canary-script.json");
-    let script = serde_json::to_vec_pretty(&plan.catalogue.canary_script())
-        .map_err(|err| format!("cannot encode the canary script: {err}"))?;
-    std::fs::write(&script_path, script)
-        .map_err(|err| format!("cannot write {}: {err}", script_path.display()))?;
+    let script_path = write_script(plan.catalogue, &plan.workdir)?;
     let selected = plan.selected();
     for shape in &plan.shapes {
         let mut shared = Vec::new();
@@ -105,7 +99,25 @@ pub async fn run(plan: &RunPlan<'_>, report: &mut dyn FnMut(CaseResult)) -> Resu
     Ok(())
 }
 
+/// Writes the canary script of the catalogue into `workdir` and returns its path.
+pub fn write_script(catalogue: &Catalogue, workdir: &std::path::Path) -> Result<PathBuf, String> {
+    std::fs::create_dir_all(workdir)
+        .map_err(|err| format!("cannot create {}: {err}", workdir.display()))?;
+    let script_path = workdir.join("canary-script.json");
+    let script = serde_json::to_vec_pretty(&catalogue.canary_script())
+        .map_err(|err| format!("cannot encode the canary script: {err}"))?;
+    std::fs::write(&script_path, script)
+        .map_err(|err| format!("cannot write {}: {err}", script_path.display()))?;
+    Ok(script_path)
+}
+
 static START_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A fresh, numbered work directory for one target start.
+pub fn start_dir(root: &std::path::Path, profile: &str, shape: Shape) -> PathBuf {
+    let number = START_COUNTER.fetch_add(1, Ordering::Relaxed);
+    root.join(format!("{profile}-{shape}-{number}"))
+}
 static NONCE_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 async fn run_batch(
@@ -115,10 +127,7 @@ async fn run_batch(
     items: Vec<(&LoadedCase, String)>,
     report: &mut dyn FnMut(CaseResult),
 ) {
-    let start_number = START_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let workdir = plan
-        .workdir
-        .join(format!("{}-{}-{start_number}", plan.profile.name, shape));
+    let workdir = start_dir(&plan.workdir, &plan.profile.name, shape);
     let launch = Launch {
         profile: plan.profile,
         shape,
@@ -172,7 +181,7 @@ async fn run_batch(
 }
 
 /// The result for a case that cannot run on this target, if it cannot.
-fn not_runnable(
+pub fn not_runnable(
     profile: &Profile,
     case: &LoadedCase,
     route: &str,
@@ -213,11 +222,12 @@ fn not_runnable(
 
 /// Cases whose upstream misbehaves at the byte level get a target of their own, so garbage
 /// on a shared pipe is never blamed on another case.
-fn is_isolated(case: &LoadedCase) -> bool {
+pub fn is_isolated(case: &LoadedCase) -> bool {
     matches!(&case.spec.tool.respond, Some(Respond::Fault(fault)) if !matches!(fault, Fault::Slow { .. }))
 }
 
-async fn run_one(
+/// Runs one case on one route against a running target.
+pub async fn run_one(
     case: &LoadedCase,
     route: &str,
     profile: &Profile,

@@ -4,15 +4,19 @@
 //! Kept free of any test framework: the `suite` test entry turns these into libtest-mimic
 //! trials in a few lines.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use relaycheck_model::{Outcome, Shape};
+use tokio::sync::OnceCell;
 
 use crate::catalogue::Catalogue;
 use crate::profile::Profile;
 use crate::result::CaseResult;
-use crate::run::{RunPlan, run};
+use crate::run::{RunPlan, is_isolated, not_runnable, run, run_one, start_dir, write_script};
+use crate::target::{self, Launch, Target};
 
 /// One trial: a case on a route in a shape against a target.
 #[derive(Debug, Clone)]
@@ -54,41 +58,154 @@ pub fn trials(catalogue: &Catalogue, profile: &Profile) -> Vec<Trial> {
     trials
 }
 
-/// Runs one trial from start to end (its own target start) and says whether it holds: a
-/// `must` or `should` case passes, an `observe` case is observed, and a case the target cannot
-/// show is not applicable.
-pub fn run_trial(
-    specs: &Path,
-    trial: &Trial,
+/// Targets shared by the trials of one test process, one per (target, shape, mutant), started
+/// on first use, so a thousand trials cost a handful of starts. `shutdown` stops them all;
+/// call it before the process exits, or their process groups outlive it.
+pub struct Pool {
+    runtime: tokio::runtime::Runtime,
+    catalogue: Catalogue,
     canary_cmd: Vec<String>,
     workdir: PathBuf,
-) -> Result<CaseResult, String> {
-    let catalogue = Catalogue::load(specs).map_err(|e| e.to_string())?;
-    let profile = Profile::load(&trial.target).map_err(|e| e.to_string())?;
-    let plan = RunPlan {
-        catalogue: &catalogue,
-        profile: &profile,
-        shapes: vec![trial.shape],
-        forced: false,
-        cases: vec![trial.case.clone()],
-        jobs: 1,
-        canary_cmd,
-        workdir: workdir.clone(),
-        case_timeout: Duration::from_secs(10),
-        mutant: None,
-    };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    let mut results = Vec::new();
-    runtime.block_on(run(&plan, &mut |result| results.push(result)))?;
-    drop(runtime);
-    let _ = std::fs::remove_dir_all(&workdir);
-    results
-        .into_iter()
-        .find(|r| r.route == trial.route)
-        .ok_or_else(|| format!("no result for {}", trial.name()))
+    script: PathBuf,
+    targets: Mutex<HashMap<PoolKey, Arc<OnceCell<Result<Arc<Target>, String>>>>>,
+}
+
+type PoolKey = (String, Shape, Option<String>);
+
+impl Pool {
+    pub fn new(specs: &Path, canary_cmd: Vec<String>) -> Result<Pool, String> {
+        let catalogue = Catalogue::load(specs).map_err(|e| e.to_string())?;
+        let workdir = std::env::temp_dir().join(format!("relaycheck-pool-{}", std::process::id()));
+        let script = write_script(&catalogue, &workdir)?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        Ok(Pool {
+            runtime,
+            catalogue,
+            canary_cmd,
+            workdir,
+            script,
+            targets: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn catalogue(&self) -> &Catalogue {
+        &self.catalogue
+    }
+
+    /// Runs one trial on the shared target of its (target, shape), or on a target of its own
+    /// when its upstream misbehaves at the byte level.
+    pub fn run(&self, trial: &Trial, mutant: Option<&str>) -> Result<CaseResult, String> {
+        let profile = Profile::load(&trial.target).map_err(|e| e.to_string())?;
+        let case = self
+            .catalogue
+            .cases
+            .iter()
+            .find(|c| c.spec.id == trial.case)
+            .ok_or_else(|| format!("no case {}", trial.case))?;
+        if let Some(result) = not_runnable(&profile, case, &trial.route, trial.shape) {
+            return Ok(result);
+        }
+        let timeout = case
+            .spec
+            .timeout_ms
+            .map(Duration::from_millis)
+            .unwrap_or(Duration::from_secs(10));
+        self.runtime.block_on(async {
+            if is_isolated(case) {
+                let target = self.start(&profile, trial.shape, mutant).await?;
+                let result =
+                    run_one(case, &trial.route, &profile, trial.shape, &target, timeout).await;
+                target.stop().await;
+                return Ok(result);
+            }
+            let key = (
+                profile.name.clone(),
+                trial.shape,
+                mutant.map(str::to_string),
+            );
+            let cell = {
+                let mut targets = self.targets.lock().unwrap_or_else(|p| p.into_inner());
+                targets.entry(key).or_default().clone()
+            };
+            let target = cell
+                .get_or_init(|| async {
+                    self.start(&profile, trial.shape, mutant)
+                        .await
+                        .map(Arc::new)
+                })
+                .await
+                .clone()?;
+            Ok(run_one(case, &trial.route, &profile, trial.shape, &target, timeout).await)
+        })
+    }
+
+    /// Runs every case in `shapes` against `target` (a mutant of it, when given).
+    pub fn run_all(
+        &self,
+        target: &str,
+        shapes: &[Shape],
+        mutant: Option<&str>,
+    ) -> Result<Vec<CaseResult>, String> {
+        let profile = Profile::load(target).map_err(|e| e.to_string())?;
+        let plan = RunPlan {
+            catalogue: &self.catalogue,
+            profile: &profile,
+            shapes: shapes.to_vec(),
+            forced: false,
+            cases: Vec::new(),
+            jobs: 8,
+            canary_cmd: self.canary_cmd.clone(),
+            workdir: self
+                .workdir
+                .join(format!("all-{}", mutant.unwrap_or("none"))),
+            case_timeout: Duration::from_secs(10),
+            mutant: mutant.map(str::to_string),
+        };
+        let mut results = Vec::new();
+        self.runtime
+            .block_on(run(&plan, &mut |r| results.push(r)))?;
+        Ok(results)
+    }
+
+    async fn start(
+        &self,
+        profile: &Profile,
+        shape: Shape,
+        mutant: Option<&str>,
+    ) -> Result<Target, String> {
+        target::start(Launch {
+            profile,
+            shape,
+            forced: false,
+            canary_cmd: &self.canary_cmd,
+            script_path: &self.script,
+            workdir: start_dir(&self.workdir, &profile.name, shape),
+            mutant,
+        })
+        .await
+    }
+
+    /// Stops every shared target and removes the work files.
+    pub fn shutdown(self) {
+        let targets: Vec<_> = self
+            .targets
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+            .filter_map(|(_, cell)| Arc::try_unwrap(cell).ok()?.into_inner()?.ok())
+            .filter_map(|target| Arc::try_unwrap(target).ok())
+            .collect();
+        self.runtime.block_on(async {
+            for target in targets {
+                target.stop().await;
+            }
+        });
+        let _ = std::fs::remove_dir_all(&self.workdir);
+    }
 }
 
 /// Whether a result means the trial holds, and if not, the account of why.
