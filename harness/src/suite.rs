@@ -67,10 +67,13 @@ pub struct Pool {
     canary_cmd: Vec<String>,
     workdir: PathBuf,
     script: PathBuf,
-    targets: Mutex<HashMap<PoolKey, Arc<OnceCell<Result<Arc<Target>, String>>>>>,
+    targets: Mutex<HashMap<PoolKey, Arc<Started>>>,
 }
 
 type PoolKey = (String, Shape, Option<String>);
+
+/// A shared target, started once by the first trial that needs it (or the reason it did not).
+type Started = OnceCell<Result<Arc<Target>, String>>;
 
 impl Pool {
     pub fn new(specs: &Path, canary_cmd: Vec<String>) -> Result<Pool, String> {
