@@ -335,6 +335,13 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    if let Some(marker) = relaycheck::provision::pending(&profile) {
+        eprintln!(
+            "provisioning `{}` on first use (creates {}); this can take a minute",
+            profile.name,
+            marker.display()
+        );
+    }
     let mut results: Vec<CaseResult> = Vec::with_capacity(total);
     let mut write_error = None;
     let verbose = args.verbose;

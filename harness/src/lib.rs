@@ -15,6 +15,7 @@ pub mod mutation;
 pub mod observe;
 pub mod process;
 pub mod profile;
+pub mod provision;
 pub mod report;
 pub mod result;
 pub mod routes;

@@ -74,6 +74,11 @@ impl GroupChild {
         self.child.stdout.take()
     }
 
+    /// Waits for the leader to exit.
+    pub async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        self.child.wait().await
+    }
+
     /// Whether the leader has exited, and how.
     pub fn try_exit(&mut self) -> Option<std::process::ExitStatus> {
         self.child.try_wait().ok().flatten()

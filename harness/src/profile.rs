@@ -89,6 +89,9 @@ pub struct Profile {
     pub product: Option<String>,
     #[serde(default)]
     pub version: Option<String>,
+    /// Installing the target once per machine (a virtual environment, an npm folder).
+    #[serde(default)]
+    pub provision: Option<Provision>,
     #[serde(default)]
     pub start: Option<Start>,
     pub north: North,
@@ -107,6 +110,32 @@ pub struct Profile {
     /// Where the profile was read from; config templates are relative to it.
     #[serde(skip)]
     pub origin: Option<PathBuf>,
+}
+
+/// Commands that install the target, run once: skipped while `creates` exists. `{cache}` is
+/// relaycheck's cache directory (`RELAYCHECK_CACHE`, else `~/.cache/relaycheck`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Provision {
+    pub creates: String,
+    pub commands: Vec<Vec<String>>,
+    #[serde(default = "default_provision_timeout")]
+    pub timeout_ms: u64,
+}
+
+fn default_provision_timeout() -> u64 {
+    900_000
+}
+
+/// relaycheck's cache directory, where provisioned targets live between runs.
+pub fn cache_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("RELAYCHECK_CACHE") {
+        return PathBuf::from(dir);
+    }
+    match std::env::var_os("HOME") {
+        Some(home) => PathBuf::from(home).join(".cache/relaycheck"),
+        None => std::env::temp_dir().join("relaycheck-cache"),
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -175,9 +204,11 @@ pub struct Route {
     /// upstream tool's name.
     #[serde(default)]
     pub arguments: Option<Value>,
-    /// JSON pointer into the north result where the upstream's result is found.
-    #[serde(default)]
-    pub pick: Option<String>,
+    /// JSON pointer into the north result where the upstream's result is found; a list is
+    /// tried in order and the first non-null value wins (a target that puts a failed call's
+    /// result under another key than a successful one's).
+    #[serde(default, deserialize_with = "one_or_many")]
+    pub pick: Vec<String>,
     /// JSON pointer into the north result where the upstream's JSON-RPC error is found, for
     /// targets that answer a batch call with a result holding per-call errors.
     #[serde(default)]
@@ -197,6 +228,20 @@ pub struct Route {
     pub delete_tool: Option<String>,
     #[serde(default)]
     pub delete_arguments: Option<Value>,
+}
+
+/// A string or a list of strings.
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match OneOrMany::deserialize(d)? {
+        OneOrMany::One(one) => vec![one],
+        OneOrMany::Many(many) => many,
+    })
 }
 
 /// The entry fields a profile can name.
@@ -356,13 +401,14 @@ impl Profile {
                     ),
                 ));
             }
-            if let Some(pick) = &route.pick
-                && !pick.is_empty()
-                && !pick.starts_with('/')
+            if let Some(pick) = route
+                .pick
+                .iter()
+                .find(|p| !p.is_empty() && !p.starts_with('/'))
             {
                 return Err(invalid(
                     &format!("routes.{name}.pick"),
-                    "a JSON pointer starts with `/`",
+                    &format!("a JSON pointer starts with `/`: `{pick}`"),
                 ));
             }
         }

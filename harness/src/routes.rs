@@ -119,20 +119,24 @@ impl View {
                 ..base
             };
         }
-        match route.pick.as_deref() {
-            None | Some("") => View {
+        if route.pick.iter().all(String::is_empty) {
+            return View {
                 result: Some(result.clone()),
                 ..base
+            };
+        }
+        match route
+            .pick
+            .iter()
+            .find_map(|pointer| result.pointer(pointer).filter(|v| !v.is_null()))
+        {
+            Some(picked) => View {
+                result: Some(picked.clone()),
+                ..base
             },
-            Some(pointer) => match result.pointer(pointer).filter(|v| !v.is_null()) {
-                Some(picked) => View {
-                    result: Some(picked.clone()),
-                    ..base
-                },
-                None => View {
-                    pick_missed: Some(pointer.to_string()),
-                    ..base
-                },
+            None => View {
+                pick_missed: Some(route.pick.join(" or ")),
+                ..base
             },
         }
     }
@@ -164,7 +168,7 @@ mod tests {
             arguments: Some(
                 json!({"calls": [{"server": "canary", "tool": "{tool}", "arguments": "{arguments}"}]}),
             ),
-            pick: Some("/structuredContent/results/0".into()),
+            pick: vec!["/structuredContent/results/0".into()],
             ..Route::default()
         };
         let mut args = Map::new();
@@ -188,7 +192,7 @@ mod tests {
         fields.insert("status".to_string(), "/status".to_string());
         let route = Route {
             tool: Some("relay_batch".into()),
-            pick: Some("/structuredContent/results/0/result".into()),
+            pick: vec!["/structuredContent/results/0/result".into()],
             pick_error: Some("/structuredContent/results/0/error".into()),
             entry: Some("/structuredContent/results/0".into()),
             fields,

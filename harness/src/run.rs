@@ -75,6 +75,22 @@ impl RunPlan<'_> {
 pub async fn run(plan: &RunPlan<'_>, report: &mut dyn FnMut(CaseResult)) -> Result<(), String> {
     let script_path = write_script(plan.catalogue, &plan.workdir)?;
     let selected = plan.selected();
+    if let Err(err) = crate::provision::provision(plan.profile).await {
+        for shape in &plan.shapes {
+            for case in selected.iter().filter(|case| case.spec.applies_to(*shape)) {
+                for route in &case.spec.routes {
+                    report(CaseResult::without_run(
+                        case,
+                        route,
+                        *shape,
+                        Outcome::SetupFail,
+                        err.clone(),
+                    ));
+                }
+            }
+        }
+        return Ok(());
+    }
     for shape in &plan.shapes {
         let mut shared = Vec::new();
         let mut isolated = Vec::new();

@@ -96,6 +96,7 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
     vars.set("shape", launch.shape.as_str());
     vars.set("protocol_version", launch.shape.protocol_version());
     vars.set("port", free_port()?.to_string());
+    vars.set("cache", crate::profile::cache_dir().display().to_string());
     if let Ok(exe) = std::env::current_exe() {
         vars.set("relaycheck", exe.display().to_string());
     }

@@ -97,7 +97,7 @@ impl Fixture {
         .collect();
         let route = crate::profile::Route {
             tool: Some("relay_batch".into()),
-            pick: Some("/structuredContent/results/0/result".into()),
+            pick: vec!["/structuredContent/results/0/result".into()],
             entry: Some("/structuredContent/results/0".into()),
             fields,
             ..crate::profile::Route::default()
@@ -122,7 +122,7 @@ impl Fixture {
             view: View::of(
                 &message,
                 &crate::profile::Route {
-                    pick: Some("/structuredContent/result".into()),
+                    pick: vec!["/structuredContent/result".into()],
                     ..Default::default()
                 },
             ),
