@@ -43,7 +43,12 @@ pub async fn drive(
     };
     let mut params = call_params(&first_route, tool, arguments);
     for (key, value) in extra_params {
-        params[key] = value.clone();
+        match (params.get_mut(key), value) {
+            (Some(Value::Object(existing)), Value::Object(more)) => {
+                existing.extend(more.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+            _ => params[key] = value.clone(),
+        }
     }
     let call = session.call("tools/call", params, timeout).await;
     let view = match &call.exchange {

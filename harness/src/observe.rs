@@ -50,7 +50,15 @@ impl ObservationLog {
         let deadline = tokio::time::Instant::now() + patience;
         loop {
             let lines = self.for_nonce(nonce);
-            let answered = lines.iter().any(|o| o.direction == Direction::Out);
+            // Notifications (progress) go out before the answer and are logged with the
+            // request's id too; the answer is the out line that is not a notification.
+            let answered = lines.iter().any(|o| {
+                o.direction == Direction::Out
+                    && !o
+                        .method
+                        .as_deref()
+                        .is_some_and(|m| m.starts_with("notifications/"))
+            });
             let asked = lines.iter().any(|o| o.direction == Direction::In);
             if answered || (!asked && tokio::time::Instant::now() >= deadline) {
                 return lines;

@@ -260,6 +260,12 @@ pub async fn run_one(
     let mut arguments: Map<String, Value> = case.spec.tool.arguments.clone();
     arguments.insert(NONCE_ARG.into(), Value::String(nonce.clone()));
     let mut extra = Map::new();
+    // The nonce doubles as the progress token, so progress notifications can be told apart
+    // per call.
+    extra.insert(
+        "_meta".into(),
+        serde_json::json!({"progressToken": nonce.clone()}),
+    );
     if shape == Shape::Sep3279 {
         // Ask for both views, so checks on structured values have one to look at.
         extra.insert(

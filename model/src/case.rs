@@ -61,6 +61,9 @@ impl CaseSpec {
     /// The name the case's own tool gets in the canary's `tools/list`: the id with `/` and
     /// `-` mapped to characters every tool-name rule accepts.
     pub fn tool_name(&self) -> String {
+        if let Some(name) = &self.tool.call {
+            return name.clone();
+        }
         match &self.tool.canary {
             Some(named) => named.clone(),
             None => inline_tool_name(&self.id),
@@ -98,6 +101,10 @@ pub struct ToolRef {
     pub canary: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub respond: Option<Respond>,
+    /// Call this tool name instead of the case's own (a tool no upstream has, for cases about
+    /// unknown tools).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<String>,
     /// Arguments of the call (the runner adds the nonce).
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub arguments: Map<String, Value>,

@@ -81,8 +81,18 @@ pub enum Respond {
 pub struct RpcError {
     pub code: i64,
     pub message: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// `null` is data too: `Some(Value::Null)` is written as `"data": null`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
     pub data: Option<Value>,
+}
+
+/// Keeps a present JSON `null` as `Some(Value::Null)`; serde's default folds it into `None`.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -216,6 +226,16 @@ mod tests {
             slow,
             Respond::Fault(Fault::Slow { delay_ms: 5, .. })
         ));
+    }
+
+    #[test]
+    fn null_error_data_is_kept() {
+        let error: RpcError =
+            serde_json::from_value(json!({"code": 1, "message": "m", "data": null})).unwrap();
+        assert_eq!(error.data, Some(Value::Null));
+        assert_eq!(serde_json::to_value(&error).unwrap()["data"], Value::Null);
+        let none: RpcError = serde_json::from_value(json!({"code": 1, "message": "m"})).unwrap();
+        assert_eq!(none.data, None);
     }
 
     #[test]

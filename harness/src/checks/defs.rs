@@ -144,8 +144,15 @@ pub const CHECKS: &[CheckDef] = &[
     },
     CheckDef {
         name: "no-secret",
-        asserts: "none of `secrets` appears in the client's answer or in any side channel",
-        params: &[("secrets", ParamKind::Strings, true)],
+        asserts: "none of `secrets` appears in the client's answer or in any side channel (`in`: answer, side-channels or both, the default)",
+        params: &[
+            ("secrets", ParamKind::Strings, true),
+            (
+                "in",
+                ParamKind::Word(&["answer", "side-channels", "both"]),
+                false,
+            ),
+        ],
     },
     CheckDef {
         name: "answered-as",
@@ -154,8 +161,16 @@ pub const CHECKS: &[CheckDef] = &[
     },
     CheckDef {
         name: "text-bytes",
-        asserts: "the text blocks of the client's result hold exactly `bytes` bytes in all",
-        params: &[("bytes", ParamKind::Integer, true)],
+        asserts: "the text blocks of the client's result hold exactly `bytes` bytes in all (with `or-refused`, a refusal in band with a reason passes too: a bounded read may refuse, never cut silently)",
+        params: &[
+            ("bytes", ParamKind::Integer, true),
+            ("or-refused", ParamKind::Bool, false),
+        ],
+    },
+    CheckDef {
+        name: "not-a-success",
+        asserts: "the call did not end in a successful result: no answer, a JSON-RPC error, or isError true",
+        params: &[],
     },
     CheckDef {
         name: "progress-before-result",

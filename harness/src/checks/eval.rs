@@ -22,6 +22,9 @@ pub fn evaluate(expectation: &Expectation, evidence: &Evidence<'_>) -> Verdict {
     if name == "no-secret" {
         return no_secret(name, params, evidence);
     }
+    if name == "not-a-success" {
+        return not_a_success(name, evidence);
+    }
     match name {
         "continuation-returns-original" => {
             return follow::continuation_returns_original(name, evidence);
@@ -429,6 +432,7 @@ fn schema_valid(name: &str, evidence: &Evidence<'_>) -> Verdict {
         Ok(result) => result,
         Err(verdict) => return *verdict,
     };
+    let result = read_result(result);
     let Some(structured) = result.get("structuredContent") else {
         return Verdict::fail(name, "the result has no structuredContent");
     };
@@ -484,12 +488,17 @@ fn no_secret(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -
         _ => &[],
     };
     let answer = String::from_utf8_lossy(raw);
+    let place = params.get("in").and_then(Value::as_str).unwrap_or("both");
+    let (in_answer, in_side) = (place != "side-channels", place != "answer");
+    if in_side && !in_answer && evidence.side_channels.is_empty() {
+        return Verdict::not_applicable(name, "the target's profile declares no side channels");
+    }
     let mut leaks = Vec::new();
     for secret in &secrets {
-        if answer.contains(secret) {
+        if in_answer && answer.contains(secret) {
             leaks.push("the client's answer".to_string());
         }
-        for (channel, lines) in evidence.side_channels {
+        for (channel, lines) in evidence.side_channels.iter().filter(|_| in_side) {
             if lines.iter().any(|line| line.contains(secret)) {
                 leaks.push(format!("side channel `{channel}`"));
             }
@@ -500,6 +509,30 @@ fn no_secret(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -
     } else {
         leaks.dedup();
         Verdict::fail(name, format!("a secret leaked into {}", leaks.join(", ")))
+    }
+}
+
+/// Never an invented success: the call ended without a result, or with a failure the caller
+/// can read (a JSON-RPC error, or a result with isError true).
+fn not_a_success(name: &str, evidence: &Evidence<'_>) -> Verdict {
+    match (
+        evidence.exchange,
+        &evidence.view.error,
+        &evidence.view.result,
+    ) {
+        (Exchange::Reply(_), Some(_), _) => {
+            Verdict::pass(name, "the failure came back as a JSON-RPC error")
+        }
+        (Exchange::Reply(_), None, Some(result)) => {
+            if result.get("isError") == Some(&Value::Bool(true)) {
+                Verdict::pass(name, "the failure came back as a result with isError true")
+            } else {
+                Verdict::fail(name, "the client got a successful result for a call the upstream never answered properly")
+                    .compared(None, Some(result.clone()))
+            }
+        }
+        (Exchange::Reply(_), None, None) => Verdict::pass(name, "the answer holds no result"),
+        (other, _, _) => Verdict::pass(name, format!("the call ended as `{}`", other.kind())),
     }
 }
 
@@ -540,6 +573,10 @@ fn progress(name: &str, params: &Map<String, Value>, notifications: &[Value]) ->
 
 fn text_bytes(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
     let want = params.get("bytes").and_then(Value::as_u64).unwrap_or(0) as usize;
+    let may_refuse = params.get("or-refused").and_then(Value::as_bool) == Some(true);
+    if may_refuse && evidence.view.error.is_some() {
+        return Verdict::pass(name, "refused with a JSON-RPC error, not cut silently");
+    }
     let result = match result_of(name, evidence) {
         Ok(result) => read_result(result),
         Err(verdict) => return *verdict,
@@ -547,6 +584,11 @@ fn text_bytes(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) 
     let got: usize = texts(&result).iter().map(|t| t.len()).sum();
     if got == want {
         Verdict::pass(name, format!("{got} bytes of text"))
+    } else if may_refuse && result.get("isError") == Some(&Value::Bool(true)) && got > 0 {
+        Verdict::pass(
+            name,
+            format!("refused in band with a reason ({got} bytes of error text), not cut silently"),
+        )
     } else {
         Verdict::fail(name, format!("{got} bytes of text, expected {want}"))
             .compared(Some(Value::from(want)), Some(Value::from(got)))

@@ -181,7 +181,9 @@ pub fn validate(expectation: &Expectation) -> Result<(), String> {
 /// Whether the case expects the call to end in something other than a response, in which case
 /// a fault is evidence to judge rather than a target error.
 pub fn expects_fault(expectations: &[Expectation]) -> bool {
-    expectations.iter().any(|e| e.check == "answered-as")
+    expectations
+        .iter()
+        .any(|e| e.check == "answered-as" || e.check == "not-a-success")
 }
 
 /// Runs one expectation against the evidence.

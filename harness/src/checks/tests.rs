@@ -458,6 +458,60 @@ fn answered_as_judges_the_exchange() {
 }
 
 #[test]
+fn not_a_success_refuses_only_an_invented_success() {
+    let mut fixture = Fixture::results(json!({}), json!({"content": [text("fine")]}));
+    fails(&fixture, "not-a-success", json!({}));
+    let flagged = Fixture::results(
+        json!({}),
+        json!({"content": [text("upstream broke")], "isError": true}),
+    );
+    passes(&flagged, "not-a-success", json!({}));
+    fixture.exchange = Exchange::Malformed {
+        raw: b"{".to_vec(),
+        problem: "not JSON".into(),
+    };
+    passes(&fixture, "not-a-success", json!({}));
+}
+
+#[test]
+fn no_secret_can_look_in_side_channels_only() {
+    let fixture = Fixture::results(
+        json!({}),
+        json!({"content": [text("AKIAABCDEFGHIJKLMNOP")]}),
+    );
+    let verdict = fixture.check(
+        "no-secret",
+        json!({"secrets": ["AKIAABCDEFGHIJKLMNOP"], "in": "side-channels"}),
+    );
+    assert!(!verdict.applicable, "no side channels: not applicable");
+    passes(
+        &fixture,
+        "no-secret",
+        json!({"secrets": ["ZZZ-absent"], "in": "answer"}),
+    );
+}
+
+#[test]
+fn text_bytes_or_refused_accepts_an_in_band_refusal() {
+    let refused = Fixture::results(
+        json!({}),
+        json!({"content": [text("over the limit of 2000000 bytes")], "isError": true}),
+    );
+    passes(
+        &refused,
+        "text-bytes",
+        json!({"bytes": 10_000_000, "or-refused": true}),
+    );
+    fails(&refused, "text-bytes", json!({"bytes": 10_000_000}));
+    let cut = Fixture::results(json!({}), json!({"content": [text("xxxx")]}));
+    fails(
+        &cut,
+        "text-bytes",
+        json!({"bytes": 10_000_000, "or-refused": true}),
+    );
+}
+
+#[test]
 fn progress_counts_notifications_before_the_result() {
     let mut fixture = Fixture::results(json!({}), json!({}));
     fails(&fixture, "progress-before-result", json!({}));
