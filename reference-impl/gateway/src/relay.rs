@@ -125,13 +125,7 @@ pub fn process(
                 let id = gw
                     .tasks
                     .register(&called.server, &upstream_id, &caller.identity);
-                let handle = tasks::relay_handle(
-                    &result,
-                    form,
-                    &id,
-                    tasks::form_for(caller.shape),
-                    mutation,
-                );
+                let handle = tasks::relay_handle(&result, form, &id, mutation);
                 let status = result
                     .get("status")
                     .or_else(|| result.get("task").and_then(|t| t.get("status")))

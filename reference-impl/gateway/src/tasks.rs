@@ -5,10 +5,9 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use relaycheck_model::Shape;
 use relaycheck_model::script::HandleForm;
 use relaycheck_reference::Identity;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::mutant::{Mutant, Mutation};
 
@@ -58,26 +57,13 @@ impl TaskMap {
     }
 }
 
-/// The handle form a client speaking `shape` expects.
-pub fn form_for(shape: Shape) -> HandleForm {
-    HandleForm::for_shape(shape)
-}
-
-/// The upstream handle in the client's form, with `id` as its task id and `_meta` kept.
-pub fn relay_handle(
-    handle: &Value,
-    upstream_form: HandleForm,
-    id: &str,
-    client: HandleForm,
-    mutation: Mutation,
-) -> Value {
-    let mut out = match (upstream_form, client) {
-        (a, b) if a == b => handle.clone(),
-        (HandleForm::Nested, HandleForm::Flat) => nested_to_flat(handle),
-        (HandleForm::Flat, HandleForm::Nested) => flat_to_nested(handle),
-        _ => handle.clone(),
-    };
-    match client {
+/// The upstream handle as the client gets it: in the form the upstream chose (in negotiated
+/// mode that is the client's own form, since the upstream answers in the client's shape;
+/// a forced form is relayed as such rather than rebuilt), with `id` as its task id and the
+/// upstream's `_meta` kept.
+pub fn relay_handle(handle: &Value, form: HandleForm, id: &str, mutation: Mutation) -> Value {
+    let mut out = handle.clone();
+    match form {
         HandleForm::Flat => out["taskId"] = json!(id),
         HandleForm::Nested => {
             if let Some(task) = out.get_mut("task").and_then(Value::as_object_mut) {
@@ -91,60 +77,6 @@ pub fn relay_handle(
         map.shift_remove("_meta");
     }
     out
-}
-
-const RENAMES: [(&str, &str); 2] = [("ttl", "ttlMs"), ("pollInterval", "pollIntervalMs")];
-
-fn nested_to_flat(handle: &Value) -> Value {
-    let mut out = Map::new();
-    out.insert("resultType".into(), json!("task"));
-    if let Some(task) = handle.get("task").and_then(Value::as_object) {
-        for (k, v) in task {
-            let key = RENAMES
-                .iter()
-                .find(|(old, _)| old == k)
-                .map_or(k.as_str(), |(_, new)| new);
-            out.insert(key.to_string(), v.clone());
-        }
-    }
-    copy_rest(handle, &mut out, &["task", "resultType"]);
-    Value::Object(out)
-}
-
-fn flat_to_nested(handle: &Value) -> Value {
-    let mut task = Map::new();
-    let mut out = Map::new();
-    if let Some(fields) = handle.as_object() {
-        for (k, v) in fields {
-            match k.as_str() {
-                "resultType" => {}
-                "_meta" => {
-                    out.insert(k.clone(), v.clone());
-                }
-                _ => {
-                    let key = RENAMES
-                        .iter()
-                        .find(|(_, new)| new == k)
-                        .map_or(k.as_str(), |(old, _)| old);
-                    task.insert(key.to_string(), v.clone());
-                }
-            }
-        }
-    }
-    let mut result = Map::new();
-    result.insert("task".into(), Value::Object(task));
-    result.extend(out);
-    Value::Object(result)
-}
-
-fn copy_rest(from: &Value, to: &mut Map<String, Value>, skip: &[&str]) {
-    if let Some(fields) = from.as_object() {
-        for (k, v) in fields {
-            if !skip.contains(&k.as_str()) {
-                to.insert(k.clone(), v.clone());
-            }
-        }
-    }
 }
 
 #[cfg(test)]
@@ -166,35 +98,9 @@ mod tests {
             &h,
             HandleForm::Nested,
             "t1",
-            HandleForm::Nested,
             Mutation(Some(Mutant::TaskMetaDropped)),
         );
         assert!(dropped.get("_meta").is_none());
-    }
-
-    #[test]
-    fn forms_translate_both_ways() {
-        let h = json!({"task": {"taskId": "t1", "status": "working", "ttl": 5, "pollInterval": 1}, "_meta": {"m": 1}});
-        let flat = relay_handle(
-            &h,
-            HandleForm::Nested,
-            "g1",
-            HandleForm::Flat,
-            Mutation::default(),
-        );
-        assert_eq!(flat["resultType"], "task");
-        assert_eq!(flat["ttlMs"], 5);
-        assert_eq!(flat["taskId"], "g1");
-        assert_eq!(flat["_meta"]["m"], 1);
-        let back = relay_handle(
-            &flat,
-            HandleForm::Flat,
-            "g1",
-            HandleForm::Nested,
-            Mutation::default(),
-        );
-        assert_eq!(back["task"]["ttl"], 5);
-        assert_eq!(back["_meta"]["m"], 1);
     }
 
     #[test]

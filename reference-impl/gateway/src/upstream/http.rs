@@ -207,12 +207,10 @@ fn header_safe(v: &str) -> String {
 
 fn classify(bytes: &[u8]) -> Ending {
     match serde_json::from_slice::<Value>(bytes) {
-        Ok(message) if message.get("result").is_some() && message.get("error").is_some() => {
-            Ending::Transport {
-                kind: TransportKind::Malformed,
-                detail: "the response carries both result and error".into(),
-            }
-        }
+        Ok(message) if super::malformed(&message).is_some() => Ending::Transport {
+            kind: TransportKind::Malformed,
+            detail: super::malformed(&message).unwrap_or_default(),
+        },
         Ok(message) => Ending::Response {
             message,
             bytes: bytes.len(),

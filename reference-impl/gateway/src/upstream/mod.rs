@@ -192,6 +192,26 @@ impl Drop for Upstream {
     }
 }
 
+/// Why a response that parsed as JSON is still not a JSON-RPC response, if it is not: a
+/// gateway must not read a lenient guess as the upstream's answer.
+pub fn malformed(message: &Value) -> Option<String> {
+    if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Some("the response's jsonrpc member is not \"2.0\"".into());
+    }
+    match (message.get("result"), message.get("error")) {
+        (Some(_), Some(_)) => Some("the response carries both result and error".into()),
+        (None, None) => Some("the response carries neither result nor error".into()),
+        (None, Some(e)) => {
+            let code_ok = e.get("code").is_some_and(|c| c.is_i64() || c.is_u64());
+            let message_ok = e.get("message").is_some_and(Value::is_string);
+            (!(code_ok && message_ok)).then(|| {
+                "the error is not an object with an integer code and a string message".into()
+            })
+        }
+        (Some(_), None) => None,
+    }
+}
+
 fn expect_result(name: &str, step: &'static str, ending: Ending) -> Result<Value, UpstreamError> {
     let fail = |detail: String| UpstreamError::Handshake {
         name: name.to_string(),

@@ -300,10 +300,10 @@ impl Reader {
             );
             return;
         };
-        let ending = if message.get("result").is_some() && message.get("error").is_some() {
+        let ending = if let Some(detail) = super::malformed(&message) {
             Ending::Transport {
                 kind: TransportKind::Malformed,
-                detail: "the response carries both result and error".into(),
+                detail,
             }
         } else {
             Ending::Response {
