@@ -86,13 +86,7 @@ mod tests {
     #[test]
     fn same_form_keeps_everything_and_meta() {
         let h = json!({"task": {"taskId": "t1", "status": "working", "ttl": 5}, "_meta": {"m": 1}});
-        let out = relay_handle(
-            &h,
-            HandleForm::Nested,
-            "t1",
-            HandleForm::Nested,
-            Mutation::default(),
-        );
+        let out = relay_handle(&h, HandleForm::Nested, "t1", Mutation::default());
         assert_eq!(out, h);
         let dropped = relay_handle(
             &h,
