@@ -1,0 +1,370 @@
+//! Starting the real gateway binary with the canary as its upstream, and talking to it over
+//! stdio or HTTP with raw JSON, so that what a test sees is the bytes a client would get.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+pub const SECRET: &str = "AKIAIOSFODNN7EXAMPLE";
+const WAIT: Duration = Duration::from_secs(20);
+
+/// The canary binary next to the gateway binary; built on demand when missing.
+pub fn canary_bin() -> PathBuf {
+    let gw = PathBuf::from(env!("CARGO_BIN_EXE_relaycheck-gateway"));
+    let dir = gw.parent().expect("the gateway binary has a directory");
+    let canary = dir.join("relaycheck-canary");
+    if !canary.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let _ = Command::new(cargo)
+            .args(["build", "-p", "relaycheck-canary"])
+            .status();
+    }
+    assert!(
+        canary.exists(),
+        "the canary binary is missing at {}: run `cargo build -p relaycheck-canary` first",
+        canary.display()
+    );
+    canary
+}
+
+/// Tools the tests need beyond the canary's named ones.
+pub fn script() -> Value {
+    let rows: Vec<u64> = (0..4000).collect();
+    json!({"tools": [
+        {"name": "typed_ok",
+         "output_schema": {"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]},
+         "respond": {"result": {"content": [{"type": "text", "text": "{\"n\":1}"}], "structuredContent": {"n": 1}}}},
+        {"name": "typed_bad",
+         "output_schema": {"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]},
+         "respond": {"result": {"content": [{"type": "text", "text": "n is x"}], "structuredContent": {"n": "x"}}}},
+        {"name": "unknown_fields",
+         "respond": {"result": {"content": [{"type": "text", "text": "t", "x-block-extra": 1}], "x-extra": {"kept": true}, "_meta": {"k": "v"}}}},
+        {"name": "rows",
+         "output_schema": {"type": "object", "properties": {"rows": {"type": "array", "items": {"type": "integer"}}}, "required": ["rows"]},
+         "respond": {"result": {"content": [{"type": "text", "text": "4000 rows"}], "structuredContent": {"rows": rows}}}},
+        {"name": "hang", "respond": {"fault": "hang"}},
+        {"name": "big_meta",
+         "respond": {"result": {
+            "content": [{"type": "text", "text": "x".repeat(30000)}],
+            "_meta": {"com.example.canary/source": "a ledger entry whose name is long", "com.example.canary/at": "2026-11-30T00:00:00Z"}}}},
+    ]})
+}
+
+pub struct Options {
+    pub http: bool,
+    pub mutant: Option<&'static str>,
+    pub max_response_bytes: usize,
+    pub batch_budget_bytes: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            http: false,
+            mutant: None,
+            max_response_bytes: 100_000,
+            batch_budget_bytes: 20_000,
+        }
+    }
+}
+
+static DIRS: AtomicU64 = AtomicU64::new(0);
+
+/// A running gateway; its process group is killed when this is dropped, even on panic.
+pub struct Gateway {
+    child: Child,
+    pub dir: PathBuf,
+    stdin: Option<ChildStdin>,
+    lines: Option<mpsc::Receiver<String>>,
+    pub url: Option<String>,
+    next_id: AtomicU64,
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let pgid = self.child.id() as i32;
+        // SAFETY: signals the gateway's own process group (process_group(0) at spawn).
+        unsafe {
+            libc::kill(-pgid, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_millis(1500);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // SAFETY: as above.
+        unsafe {
+            libc::kill(-pgid, libc::SIGKILL);
+        }
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Gateway {
+    pub fn start(opts: Options) -> Gateway {
+        let dir = std::env::temp_dir().join(format!(
+            "rc-gw-test-{}-{}",
+            std::process::id(),
+            DIRS.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let script = dir.join("script.json");
+        std::fs::write(&script, script_text()).expect("script");
+        let canary = vec![
+            canary_bin().display().to_string(),
+            "--script".into(),
+            script.display().to_string(),
+            "--log".into(),
+            dir.join("canary.jsonl").display().to_string(),
+            "stdio".into(),
+        ];
+        let config = format!(
+            r#"[serve]
+transport = "{transport}"
+port = 0
+
+[limits]
+max_response_bytes = {max}
+batch_budget_bytes = {budget}
+call_timeout_ms = 3000
+
+[identity]
+stdio = "local-user"
+
+[identity.tokens]
+"token-alice" = "alice"
+"token-bob" = "bob"
+
+[audit]
+jsonl = "{dir}/audit.jsonl"
+cef = "{dir}/audit.cef"
+
+[log]
+path = "{dir}/log.jsonl"
+
+[[upstreams]]
+name = "canary"
+command = {canary}
+"#,
+            transport = if opts.http { "http" } else { "stdio" },
+            max = opts.max_response_bytes,
+            budget = opts.batch_budget_bytes,
+            dir = dir.display(),
+            canary = serde_json::to_string(&canary).unwrap_or_default(),
+        );
+        let config_path = dir.join("gateway.toml");
+        std::fs::write(&config_path, config).expect("config");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_relaycheck-gateway"));
+        cmd.arg("--config").arg(&config_path);
+        if let Some(m) = opts.mutant {
+            cmd.args(["--mutant", m]);
+        }
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .process_group(0);
+        let mut child = cmd.spawn().expect("start the gateway");
+        let stdout = child.stdout.take().expect("stdout piped");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        let mut gw = Gateway {
+            child,
+            dir,
+            stdin,
+            lines: Some(rx),
+            url: None,
+            next_id: AtomicU64::new(1),
+        };
+        if opts.http {
+            let line = gw.next_line().expect("a LISTENING line");
+            let url = line
+                .strip_prefix("LISTENING ")
+                .unwrap_or_else(|| panic!("not a listening line: {line}"));
+            gw.url = Some(url.to_string());
+        }
+        gw
+    }
+
+    fn next_line(&self) -> Option<String> {
+        self.lines.as_ref()?.recv_timeout(WAIT).ok()
+    }
+
+    /// Sends a stdio request without waiting; returns its id.
+    pub fn send(&mut self, method: &str, params: Value) -> u64 {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let stdin = self.stdin.as_mut().expect("a stdio gateway");
+        writeln!(stdin, "{msg}").expect("write to the gateway");
+        stdin.flush().expect("flush");
+        id
+    }
+
+    /// A raw stdio request; notifications and other answers before it are skipped.
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send(method, params);
+        loop {
+            let line = self
+                .next_line()
+                .unwrap_or_else(|| panic!("no answer to {method}"));
+            let v: Value = serde_json::from_str(&line).expect("the gateway writes JSON lines");
+            if v.get("id") == Some(&json!(id)) {
+                return v;
+            }
+        }
+    }
+
+    pub fn initialize(&mut self, version: &str) -> Value {
+        let v = self.request(
+            "initialize",
+            json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
+        );
+        let stdin = self.stdin.as_mut().expect("a stdio gateway");
+        writeln!(
+            stdin,
+            r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+        )
+        .expect("write");
+        v
+    }
+
+    pub fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        self.request("tools/call", json!({"name": tool, "arguments": arguments}))
+    }
+
+    pub fn batch(&mut self, calls: Value) -> Value {
+        self.call("relay_batch", json!({"calls": calls}))
+    }
+
+    pub fn side_channel(&self, name: &str) -> String {
+        std::fs::read_to_string(self.dir.join(name)).unwrap_or_default()
+    }
+
+    /// One HTTP POST to the gateway; (status, headers, body).
+    pub fn post(
+        &self,
+        body: &Value,
+        headers: &[(&str, &str)],
+    ) -> (u16, Vec<(String, String)>, Value) {
+        let url = self.url.as_deref().expect("an HTTP gateway");
+        http_post(url, body, headers)
+    }
+
+    pub fn http_call(&self, token: &str, tool: &str, arguments: Value) -> Value {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments,
+                "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                          "io.modelcontextprotocol/clientCapabilities": {}}}});
+        let auth = format!("Bearer {token}");
+        let (status, _, v) = self.post(
+            &body,
+            &[
+                ("authorization", &auth),
+                ("mcp-protocol-version", "2026-07-28"),
+            ],
+        );
+        assert_eq!(status, 200, "{v}");
+        v
+    }
+}
+
+fn script_text() -> String {
+    script().to_string()
+}
+
+pub fn http_post(
+    url: &str,
+    body: &Value,
+    headers: &[(&str, &str)],
+) -> (u16, Vec<(String, String)>, Value) {
+    let rest = url.strip_prefix("http://").expect("http url");
+    let (authority, path) = rest.split_once('/').expect("a path");
+    let mut stream = TcpStream::connect(authority).expect("connect");
+    stream.set_read_timeout(Some(WAIT)).expect("timeout");
+    let body = body.to_string();
+    let mut req = format!(
+        "POST /{path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        if k.eq_ignore_ascii_case("host") {
+            req = req.replace(&format!("Host: {authority}\r\n"), "");
+        }
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(&body);
+    stream.write_all(req.as_bytes()).expect("send");
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).expect("read");
+    let text = String::from_utf8_lossy(&raw).to_string();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status: u16 = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|s| s.parse().ok())
+        .expect("a status line");
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(": "))
+        .map(|(k, v)| (k.to_ascii_lowercase(), v.to_string()))
+        .collect();
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_string()
+    };
+    let value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    (status, headers, value)
+}
+
+fn dechunk(body: &str) -> String {
+    let mut out = String::new();
+    let mut rest = body;
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if n == 0 || after.len() < n {
+            break;
+        }
+        out.push_str(&after[..n]);
+        rest = after[n..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+/// The text of the first text block of a result.
+pub fn text(result: &Value) -> &str {
+    result
+        .pointer("/content/0/text")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+pub fn exists(p: &Path) -> bool {
+    p.exists()
+}

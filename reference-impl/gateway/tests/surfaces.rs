@@ -1,0 +1,429 @@
+//! Every surface of the reference gateway, checked against what the canary sends, over stdio
+//! (and HTTP where the transport matters).
+
+mod common;
+
+use common::{Gateway, Options, SECRET, text};
+use serde_json::{Value, json};
+
+fn stdio() -> Gateway {
+    let mut gw = Gateway::start(Options::default());
+    let init = gw.initialize("2025-11-25");
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+    gw
+}
+
+#[test]
+fn tools_are_listed_flat_with_schema_meta_and_digest() {
+    let mut gw = stdio();
+    let list = gw.request("tools/list", json!({}));
+    let tools = list["result"]["tools"].as_array().expect("tools");
+    let typed = tools
+        .iter()
+        .find(|t| t["name"] == "canary.typed_ok")
+        .expect("canary.typed_ok");
+    assert_eq!(typed["outputSchema"]["required"], json!(["n"]));
+    let digest = typed["_meta"]["dev.relaycheck.gateway/digest"]
+        .as_str()
+        .unwrap_or("");
+    assert!(digest.starts_with("sha256:"), "{typed}");
+    for own in ["relay_batch", "relay_fetch", "relay_delete", "canary.echo"] {
+        assert!(tools.iter().any(|t| t["name"] == own), "{own} missing");
+    }
+}
+
+#[test]
+fn flat_results_are_whole_and_arguments_unchanged() {
+    let mut gw = stdio();
+    let args = json!({"nonce": "n-echo", "q": "select * from t where a = 'b'", "nested": {"list": [1, 2.5, null, true]}});
+    let got = gw.call("canary.echo", args.clone());
+    assert_eq!(
+        got["result"],
+        json!({"content": [{"type": "text", "text": args.to_string()}], "structuredContent": args})
+    );
+    let log = gw.side_channel("canary.jsonl");
+    let line = log
+        .lines()
+        .find(|l| l.contains("n-echo"))
+        .expect("the canary saw the call");
+    let seen: Value = serde_json::from_str(line).expect("json");
+    assert_eq!(seen.pointer("/params/arguments"), Some(&args), "{seen}");
+    // Unknown members, key order and _meta survive.
+    let got = gw.call("canary.unknown_fields", json!({}));
+    assert_eq!(
+        got["result"].to_string(),
+        r#"{"content":[{"type":"text","text":"t","x-block-extra":1}],"x-extra":{"kept":true},"_meta":{"k":"v"}}"#
+    );
+}
+
+#[test]
+fn protocol_errors_keep_code_message_and_data() {
+    let mut gw = stdio();
+    let got = gw.call(
+        "canary.rpc_error",
+        json!({"code": 4217, "message": "rate limited", "data": {"limit": 10}}),
+    );
+    assert_eq!(
+        got["error"],
+        json!({"code": 4217, "message": "rate limited", "data": {"limit": 10}})
+    );
+    assert!(got.get("result").is_none());
+}
+
+#[test]
+fn is_error_is_kept_and_secrets_redacted_everywhere() {
+    let mut gw = stdio();
+    let got = gw.call(
+        "canary.is_error",
+        json!({"nonce": "n-err", "text": format!("failed with key {SECRET}"), "meta": {"m": 1}}),
+    );
+    assert_eq!(got["result"]["isError"], true);
+    assert_eq!(got["result"]["_meta"], json!({"m": 1}));
+    assert!(
+        text(&got["result"]).contains("[REDACTED:aws_access_key]"),
+        "{got}"
+    );
+    assert!(!got.to_string().contains(SECRET));
+    let audit = gw.side_channel("audit.jsonl");
+    let line = audit
+        .lines()
+        .find(|l| l.contains("n-err"))
+        .expect("an audit line");
+    let record: Value = serde_json::from_str(line).expect("json");
+    assert_eq!(record["status"], "tool_error");
+    assert_eq!(record["identity"], "local-user");
+    assert!(
+        record["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("[REDACTED"),
+        "{record}"
+    );
+    for file in ["audit.jsonl", "audit.cef", "log.jsonl"] {
+        let text = gw.side_channel(file);
+        assert!(text.contains("n-err"), "{file} has no line for the call");
+        assert!(!text.contains(SECRET), "{file} leaks the secret");
+    }
+    assert!(
+        gw.side_channel("audit.cef")
+            .starts_with("CEF:0|relaycheck|relaycheck-gateway|")
+    );
+}
+
+#[test]
+fn links_are_rewritten_kept_and_resolvable() {
+    let mut gw = stdio();
+    let got = gw.call("canary.structured_links", json!({}));
+    let r = &got["result"];
+    let link = &r["content"][1];
+    let uri = link["uri"].as_str().expect("uri");
+    assert!(uri.starts_with("relay://canary/"), "{uri}");
+    assert_eq!(link["title"], "Quarterly report");
+    assert_eq!(link["annotations"]["priority"], 0.5);
+    let deep = r
+        .pointer("/structuredContent/nested/level1/level2/level3/link/uri")
+        .and_then(Value::as_str);
+    assert!(
+        deep.is_some_and(|u| u.starts_with("relay://canary/")),
+        "{r}"
+    );
+    let embedded = r
+        .pointer("/content/3/resource/uri")
+        .and_then(Value::as_str)
+        .expect("embedded");
+    for u in [uri, embedded, deep.unwrap_or_default()] {
+        let read = gw.request("resources/read", json!({"uri": u}));
+        assert_eq!(
+            read.pointer("/result/contents/0/uri")
+                .and_then(Value::as_str),
+            Some(u),
+            "{read}"
+        );
+        assert!(read.pointer("/result/contents/0/text").is_some(), "{read}");
+    }
+    let foreign = gw.request(
+        "resources/read",
+        json!({"uri": "canary://links/report.txt"}),
+    );
+    assert_eq!(foreign["error"]["code"], -32602);
+}
+
+#[test]
+fn task_handles_keep_meta_and_follow_ups_are_relayed() {
+    let mut gw = stdio();
+    let got = gw.call(
+        "canary.task_handle",
+        json!({"text": "report ready", "meta": {"com.example/queue": "q-3"}}),
+    );
+    let r = &got["result"];
+    assert_eq!(r["_meta"], json!({"com.example/queue": "q-3"}), "{got}");
+    let id = r["task"]["taskId"]
+        .as_str()
+        .expect("nested handle")
+        .to_string();
+    let status = gw.request("tasks/get", json!({"taskId": id}));
+    assert_eq!(status["result"]["taskId"], id.as_str(), "{status}");
+    let result = gw.request("tasks/result", json!({"taskId": id}));
+    assert_eq!(text(&result["result"]), "report ready", "{result}");
+    assert_eq!(
+        result["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        id.as_str()
+    );
+    let unknown = gw.request("tasks/get", json!({"taskId": "nope"}));
+    assert_eq!(unknown["error"]["code"], -32602);
+}
+
+#[test]
+fn over_limit_responses_fail_the_call_without_being_held() {
+    let mut gw = stdio();
+    let got = gw.call("canary.oversized", json!({"bytes": 300_000}));
+    assert_eq!(got["result"]["isError"], true);
+    assert!(
+        text(&got["result"]).contains("exceeded the limit of 100000 bytes"),
+        "{got}"
+    );
+    let under = gw.call("canary.oversized", json!({"bytes": 60_000}));
+    assert_eq!(text(&under["result"]).len(), 60_000);
+    let audit = gw.side_channel("audit.jsonl");
+    assert!(audit.contains("transport_error"), "{audit}");
+}
+
+#[test]
+fn output_schema_is_enforced_on_flat_results() {
+    let mut gw = stdio();
+    let ok = gw.call("canary.typed_ok", json!({}));
+    assert_eq!(ok["result"]["structuredContent"], json!({"n": 1}));
+    let bad = gw.call("canary.typed_bad", json!({}));
+    assert_eq!(bad["result"]["isError"], true, "{bad}");
+    assert!(text(&bad["result"]).contains("outputSchema"), "{bad}");
+    assert!(text(&bad["result"]).contains("/n"), "{bad}");
+}
+
+#[test]
+fn batch_entries_carry_status_result_error_and_envelope() {
+    let mut gw = stdio();
+    let got = gw.batch(json!([
+        {"server": "canary", "tool": "echo", "arguments": {"a": 1}},
+        {"server": "canary", "tool": "rpc_error", "arguments": {"code": -32602, "message": "bad", "data": {"x": 1}}},
+        {"server": "canary", "tool": "is_error", "arguments": {"text": "nope"}},
+    ]));
+    let r = &got["result"];
+    let entries = r["structuredContent"]["results"]
+        .as_array()
+        .expect("results");
+    assert_eq!(entries.len(), 3);
+    assert_eq!(entries[0]["status"], "ok");
+    assert_eq!(entries[0]["result"]["structuredContent"], json!({"a": 1}));
+    assert_eq!(entries[0]["envelope"]["meta"]["data_not_direction"], true);
+    assert_eq!(entries[1]["status"], "protocol_error");
+    assert_eq!(
+        entries[1]["error"],
+        json!({"code": -32602, "message": "bad", "data": {"x": 1}})
+    );
+    assert_eq!(entries[2]["status"], "tool_error");
+    assert_eq!(entries[2]["result"]["isError"], true);
+    assert!(entries[2]["reason"].as_str().is_some());
+    // Serialized once: the text blocks are words, not the JSON of structuredContent.
+    let blocks = r["content"].as_array().expect("content");
+    assert_eq!(blocks.len(), 3);
+    for b in blocks {
+        let t = b["text"].as_str().unwrap_or("");
+        assert!(serde_json::from_str::<Value>(t).is_err(), "{t}");
+        assert!(!t.contains("\"envelope\""), "{t}");
+    }
+}
+
+#[test]
+fn batch_cuts_are_marked_retained_and_fetchable() {
+    let mut gw = stdio();
+    let got = gw
+        .batch(json!([{"server": "canary", "tool": "oversized", "arguments": {"bytes": 50_000}}]));
+    let entry = &got["result"]["structuredContent"]["results"][0];
+    let t = &entry["envelope"]["meta"]["truncation"];
+    let handle = t["handle"].as_str().expect("a handle").to_string();
+    assert_eq!(entry["continuation"], handle.as_str());
+    assert!(t["bytes_total"].as_u64().unwrap_or(0) > t["bytes_kept"].as_u64().unwrap_or(u64::MAX));
+    let marker = entry["result"]["content"]
+        .as_array()
+        .and_then(|b| b.last())
+        .and_then(|b| b["text"].as_str())
+        .unwrap_or("");
+    assert!(
+        marker.contains("NOT the complete result") && marker.contains(&handle),
+        "{marker}"
+    );
+    assert!(
+        got.to_string().len() < 3 * 20_000,
+        "the batch floods: {} bytes",
+        got.to_string().len()
+    );
+    let fetched = gw.call("relay_fetch", json!({"handle": handle}));
+    let full = &fetched["result"]["structuredContent"];
+    assert_eq!(full["found"], true);
+    assert_eq!(text(&full["result"]).len(), 50_000);
+    let deleted = gw.call("relay_delete", json!({"handle": handle}));
+    assert_eq!(deleted["result"]["structuredContent"]["deleted"], true);
+    let again = gw.call("relay_fetch", json!({"handle": handle}));
+    assert_eq!(again["result"]["isError"], true);
+    assert_eq!(again["result"]["structuredContent"]["found"], false);
+}
+
+#[test]
+fn batch_cuts_keep_meta_and_typed_arrays_valid() {
+    let mut gw = stdio();
+    let got = gw.batch(json!([
+        {"server": "canary", "tool": "big_meta", "arguments": {}},
+        {"server": "canary", "tool": "rows", "arguments": {}},
+    ]));
+    let entries = &got["result"]["structuredContent"]["results"];
+    assert_eq!(
+        entries[0]["result"]["_meta"]["com.example.canary/source"],
+        "a ledger entry whose name is long"
+    );
+    let rows = entries[1]["result"]["structuredContent"]["rows"]
+        .as_array()
+        .expect("rows kept as an array");
+    assert!(
+        rows.len() < 4000 && rows.iter().all(Value::is_u64),
+        "{rows:?}"
+    );
+    assert!(entries[1]["envelope"]["meta"]["truncation"]["items_total"].as_u64() == Some(4000));
+}
+
+#[test]
+fn stateless_requests_are_answered_in_their_shape() {
+    let mut gw = Gateway::start(Options::default());
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}});
+    let list = gw.request("tools/list", json!({"_meta": meta}));
+    assert_eq!(list["result"]["resultType"], "complete");
+    let got = gw.request(
+        "tools/call",
+        json!({"name": "canary.echo", "arguments": {"a": 1}, "_meta": meta}),
+    );
+    assert_eq!(got["result"]["resultType"], "complete", "{got}");
+    assert!(
+        got["result"].get("_meta").is_none(),
+        "no gateway _meta on relayed results"
+    );
+    let task = gw.request(
+        "tools/call",
+        json!({"name": "canary.task_handle", "arguments": {}, "_meta": meta}),
+    );
+    assert_eq!(task["result"]["resultType"], "task", "{task}");
+    let batch = gw.request(
+        "tools/call",
+        json!({"name": "relay_batch", "arguments": {"calls": []}, "_meta": meta}),
+    );
+    assert_eq!(batch["result"]["resultType"], "complete");
+}
+
+#[test]
+fn a_hanging_call_does_not_block_others_and_ends_unknown() {
+    let mut gw = Gateway::start(Options::default());
+    gw.initialize("2025-06-18");
+    let started = std::time::Instant::now();
+    let hanging = gw.send(
+        "tools/call",
+        json!({"name": "canary.hang", "arguments": {"nonce": "n-hang"}}),
+    );
+    let got = gw.call("canary.echo", json!({"x": 1}));
+    assert!(got.get("result").is_some());
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(2),
+        "the echo waited for the hang"
+    );
+    // The hanging call ends at call_timeout_ms (3 s) as an unknown outcome, not a success.
+    let _ = hanging;
+    let late = gw.call("canary.echo", json!({"y": 2}));
+    assert!(late.get("result").is_some());
+    std::thread::sleep(std::time::Duration::from_millis(3200));
+    let audit = gw.side_channel("audit.jsonl");
+    let line = audit
+        .lines()
+        .find(|l| l.contains("n-hang"))
+        .expect("the hang is audited");
+    assert!(line.contains("\"status\":\"unknown\""), "{line}");
+}
+
+#[test]
+fn http_serves_sessions_identities_and_refuses_foreign_hosts() {
+    let gw = Gateway::start(Options {
+        http: true,
+        ..Options::default()
+    });
+    let url = gw.url.clone().expect("url");
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
+        "{url}"
+    );
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}}});
+    let (status, headers, body) = gw.post(&init, &[]);
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        headers.iter().any(|(k, _)| k == "mcp-session-id"),
+        "{headers:?}"
+    );
+    let (status, _, _) = gw.post(&init, &[("host", "evil.example:80")]);
+    assert_eq!(status, 403);
+    let (status, _, _) = gw.post(&init, &[("origin", "http://evil.example")]);
+    assert_eq!(status, 403);
+    // A batch cut by alice is hers alone.
+    let got = gw.http_call("token-alice", "relay_batch", json!({"calls": [{"server": "canary", "tool": "oversized", "arguments": {"bytes": 50_000, "nonce": "n-http"}}]}));
+    assert_eq!(got["result"]["resultType"], "complete");
+    let handle = got["result"]["structuredContent"]["results"][0]["continuation"]
+        .as_str()
+        .expect("handle")
+        .to_string();
+    let bob = gw.http_call("token-bob", "relay_fetch", json!({"handle": handle}));
+    assert_eq!(bob["result"]["structuredContent"]["found"], false);
+    assert!(
+        !bob.to_string().contains("abcdefghij"),
+        "nothing of the result leaks"
+    );
+    let anon = gw.http_call("unknown-token", "relay_fetch", json!({"handle": handle}));
+    assert_eq!(anon["result"]["structuredContent"]["found"], false);
+    let alice = gw.http_call("token-alice", "relay_fetch", json!({"handle": handle}));
+    assert_eq!(alice["result"]["structuredContent"]["found"], true);
+    let audit = gw.side_channel("audit.jsonl");
+    assert!(
+        audit
+            .lines()
+            .any(|l| l.contains("n-http") && l.contains("\"alice\"")),
+        "{audit}"
+    );
+}
+
+#[test]
+fn config_errors_name_the_field_and_unknown_mutants_exit_2() {
+    let dir = std::env::temp_dir().join(format!("rc-gw-cfg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("g.toml");
+    std::fs::write(&path, "[limits]\nmax_respons_bytes = 1\n").expect("write");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_relaycheck-gateway"))
+        .arg("--config")
+        .arg(&path)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("max_respons_bytes"));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_relaycheck-gateway"))
+        .args(["--config", "x.toml", "--mutant", "nope"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("nope") && err.contains("meta-cut-apart"),
+        "{err}"
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_relaycheck-gateway"))
+        .arg("--list-mutants")
+        .output()
+        .expect("run");
+    let listing = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(listing.lines().count(), 20);
+    assert!(listing.lines().all(|l| l.split('\t').count() == 3));
+    let _ = std::fs::remove_dir_all(&dir);
+}
