@@ -100,6 +100,13 @@ impl Audit {
         if let Some(f) = &self.cef {
             append(f, &cef_line(&value));
         }
+        // The log gets the call too: it is where operators look first.
+        if let (Some(f), Value::Object(fields)) = (&self.log, &value) {
+            let mut line = serde_json::Map::new();
+            line.insert("event".into(), json!("tool_call"));
+            line.extend(fields.clone());
+            append(f, &Value::Object(line).to_string());
+        }
     }
 
     /// One request's log line; `fields` is redacted as a whole first.

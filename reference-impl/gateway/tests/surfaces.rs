@@ -287,7 +287,7 @@ fn batch_cuts_keep_meta_and_typed_arrays_valid() {
         rows.len() < 4000 && rows.iter().all(Value::is_u64),
         "{rows:?}"
     );
-    assert!(entries[1]["envelope"]["meta"]["truncation"]["items_total"].as_u64() == Some(4000));
+    assert!(entries[1]["envelope"]["meta"]["truncation"]["items_total"].as_u64() == Some(10_000));
 }
 
 #[test]

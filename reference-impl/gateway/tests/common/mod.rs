@@ -38,7 +38,7 @@ pub fn canary_bin() -> PathBuf {
 
 /// Tools the tests need beyond the canary's named ones.
 pub fn script() -> Value {
-    let rows: Vec<u64> = (0..4000).collect();
+    let rows: Vec<u64> = (0..10_000).collect();
     json!({"tools": [
         {"name": "typed_ok",
          "output_schema": {"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]},
@@ -50,7 +50,7 @@ pub fn script() -> Value {
          "respond": {"result": {"content": [{"type": "text", "text": "t", "x-block-extra": 1}], "x-extra": {"kept": true}, "_meta": {"k": "v"}}}},
         {"name": "rows",
          "output_schema": {"type": "object", "properties": {"rows": {"type": "array", "items": {"type": "integer"}}}, "required": ["rows"]},
-         "respond": {"result": {"content": [{"type": "text", "text": "4000 rows"}], "structuredContent": {"rows": rows}}}},
+         "respond": {"result": {"content": [{"type": "text", "text": "10000 rows"}], "structuredContent": {"rows": rows}}}},
         {"name": "hang", "respond": {"fault": "hang"}},
         {"name": "big_meta",
          "respond": {"result": {
