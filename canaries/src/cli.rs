@@ -5,10 +5,10 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::Context;
-use clap::{Parser, Subcommand};
 use crate::http::{self, HttpOptions};
 use crate::{Canary, ObsLog, script, stdio};
+use anyhow::Context;
+use clap::{Parser, Subcommand};
 use relaycheck_model::Shape;
 use relaycheck_model::script::CanaryScript;
 

@@ -22,6 +22,21 @@ const PATTERN: &[u8; 64] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXY
 /// by serde_json, so it cannot collide with anything a shape renders around it.
 const MARK: &str = "\u{1}relaycheck-fill\u{1}";
 
+/// Below this, an oversized result is answered as an ordinary JSON value, so the observation log
+/// keeps it whole and checks can compare it; above it, it is streamed.
+pub const INLINE_LIMIT: u64 = 1024 * 1024;
+
+/// The text an oversized result of `fill` bytes carries: the same bytes the stream writes.
+pub fn text(fill: u64) -> String {
+    let fill = fill as usize;
+    let mut text = String::with_capacity(fill);
+    while text.len() < fill {
+        let take = (fill - text.len()).min(PATTERN.len());
+        text.push_str(std::str::from_utf8(&PATTERN[..take]).unwrap_or_default());
+    }
+    text
+}
+
 fn fill_chunk() -> &'static Bytes {
     static FILL: OnceLock<Bytes> = OnceLock::new();
     FILL.get_or_init(|| Bytes::from(PATTERN.repeat(CHUNK / PATTERN.len())))

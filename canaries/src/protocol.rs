@@ -364,11 +364,16 @@ impl Canary {
         match respond {
             Respond::Result(legacy) => Reply::Json(response(id, self.render(legacy, call))),
             Respond::RawResult(raw) => Reply::Json(response(id, raw.clone())),
+            Respond::Rows(rows) => Reply::Json(response(id, self.render(&rows.result(), call))),
             Respond::Error(err) => Reply::Json(error_response(id, err)),
             Respond::Echo => Reply::Json(response(
                 id,
                 self.render(&named::echo_result(&call.args), call),
             )),
+            Respond::Oversized(size) if size.bytes <= crate::oversized::INLINE_LIMIT => {
+                let legacy = json!({"content": [{"type": "text", "text": crate::oversized::text(size.bytes)}]});
+                Reply::Json(response(id, self.render(&legacy, call)))
+            }
             Respond::Oversized(size) => Reply::Stream(OversizedBody::new(
                 id,
                 call.shape,

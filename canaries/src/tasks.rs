@@ -60,6 +60,7 @@ impl Task {
         match self.script.outcome.as_ref() {
             Respond::Result(legacy) => Final::Result(legacy.clone()),
             Respond::RawResult(raw) => Final::Raw(raw.clone()),
+            Respond::Rows(rows) => Final::Result(rows.result()),
             Respond::Echo => Final::Result(echo_result(&self.origin.args)),
             Respond::Error(err) => Final::Error(err.clone()),
             other => Final::Other(other.clone()),

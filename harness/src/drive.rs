@@ -27,15 +27,31 @@ pub struct Drive {
 /// Most `tasks/get` polls before the runner gives up on a task.
 const MAX_POLLS: usize = 40;
 
+/// One upstream call to make: the tool, its arguments, params beside them, and how long to
+/// wait for each answer.
+pub struct Request<'a> {
+    pub tool: &'a str,
+    pub arguments: &'a Map<String, Value>,
+    /// Members merged into the call's params (`_meta`, `requestedOutputs`).
+    pub extra_params: &'a Map<String, Value>,
+    pub timeout: Duration,
+    /// Also list the target's tools (for checks on the listing).
+    pub list_tools: bool,
+}
+
 pub async fn drive(
     profile: &Profile,
     route_name: &str,
     session: &Session,
-    tool: &str,
-    arguments: &Map<String, Value>,
-    extra_params: &Map<String, Value>,
-    timeout: Duration,
+    request: Request<'_>,
 ) -> Drive {
+    let Request {
+        tool,
+        arguments,
+        extra_params,
+        timeout,
+        list_tools,
+    } = request;
     let route = profile.routes.get(route_name).cloned().unwrap_or_default();
     let first_route = match &route.via {
         Some(via) => profile.routes.get(via).cloned().unwrap_or_default(),
@@ -62,6 +78,9 @@ pub async fn drive(
         route: first_route,
         follow_ups: Vec::new(),
     };
+    if list_tools {
+        list(session, &mut drive, timeout).await;
+    }
     if drive.exchange.reply().is_none() {
         return drive;
     }
@@ -213,6 +232,42 @@ async fn tasks(session: &Session, drive: &mut Drive, timeout: Duration) {
             )
             .await,
         );
+    }
+}
+
+/// Every page of tools/list, merged into one answer.
+async fn list(session: &Session, drive: &mut Drive, timeout: Duration) {
+    let plain = Route::default();
+    let mut tools = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut last = None;
+    for _ in 0..20 {
+        let params = match &cursor {
+            Some(cursor) => json!({"cursor": cursor}),
+            None => json!({}),
+        };
+        let page = step(session, "tools/list", "tools/list", params, &plain, timeout).await;
+        let result = page.view.result.clone();
+        cursor = result
+            .as_ref()
+            .and_then(|r| r.get("nextCursor"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        if let Some(list) = result
+            .as_ref()
+            .and_then(|r| r.get("tools"))
+            .and_then(Value::as_array)
+        {
+            tools.extend(list.iter().cloned());
+        }
+        last = Some(page);
+        if cursor.is_none() {
+            break;
+        }
+    }
+    if let Some(mut page) = last {
+        page.view.result = Some(json!({"tools": tools}));
+        drive.follow_ups.push(page);
     }
 }
 

@@ -11,6 +11,26 @@ use std::time::Duration;
 
 use relaycheck_model::observation::{Direction, Observation};
 
+/// Whether each request in `lines` has an answer line. Notifications the canary sends
+/// (progress) carry the request's id but are not its answer.
+fn all_answered(lines: &[Observation]) -> bool {
+    let is_notification = |o: &Observation| {
+        o.method
+            .as_deref()
+            .is_some_and(|m| m.starts_with("notifications/"))
+    };
+    let asked: Vec<&Observation> = lines
+        .iter()
+        .filter(|o| o.direction == Direction::In && o.id.is_some() && !is_notification(o))
+        .collect();
+    !asked.is_empty()
+        && asked.iter().all(|request| {
+            lines
+                .iter()
+                .any(|o| o.direction == Direction::Out && o.id == request.id && !is_notification(o))
+        })
+}
+
 #[derive(Default)]
 struct Index {
     offset: u64,
@@ -43,27 +63,14 @@ impl ObservationLog {
         index.by_nonce.get(nonce).cloned().unwrap_or_default()
     }
 
-    /// Waits up to `patience` for the canary's answer to `nonce` to be logged (it is written
-    /// as the answer leaves, so it can trail the client's read by a moment), then returns all
-    /// lines for the nonce.
+    /// Waits up to `patience` until every request the canary received for `nonce` has its
+    /// answer logged (the answer line is written as the answer leaves, so it can trail the
+    /// client's read by a moment), then returns all lines for the nonce.
     pub async fn settle(&self, nonce: &str, patience: Duration) -> Vec<Observation> {
         let deadline = tokio::time::Instant::now() + patience;
         loop {
             let lines = self.for_nonce(nonce);
-            // Notifications (progress) go out before the answer and are logged with the
-            // request's id too; the answer is the out line that is not a notification.
-            let answered = lines.iter().any(|o| {
-                o.direction == Direction::Out
-                    && !o
-                        .method
-                        .as_deref()
-                        .is_some_and(|m| m.starts_with("notifications/"))
-            });
-            let asked = lines.iter().any(|o| o.direction == Direction::In);
-            if answered || (!asked && tokio::time::Instant::now() >= deadline) {
-                return lines;
-            }
-            if tokio::time::Instant::now() >= deadline {
+            if all_answered(&lines) || tokio::time::Instant::now() >= deadline {
                 return lines;
             }
             tokio::time::sleep(Duration::from_millis(5)).await;

@@ -15,7 +15,7 @@ use tokio::sync::Semaphore;
 use crate::catalogue::{Catalogue, LoadedCase};
 use crate::checks::{self, Evidence};
 use crate::client::Exchange;
-use crate::drive::drive;
+use crate::drive::{Request, drive};
 use crate::profile::Profile;
 use crate::result::{CaseResult, json_diff};
 use crate::session::preview;
@@ -276,16 +276,15 @@ pub async fn run_one(
             ]),
         );
     }
-    let drive = drive(
-        profile,
-        route,
-        &target.session,
-        &case.spec.tool_name(),
-        &arguments,
-        &extra,
+    let tool_name = case.spec.tool_name();
+    let request = Request {
+        tool: &tool_name,
+        arguments: &arguments,
+        extra_params: &extra,
         timeout,
-    )
-    .await;
+        list_tools: case.spec.expect.iter().any(|e| e.check == "tool-listed"),
+    };
+    let drive = drive(profile, route, &target.session, request).await;
     let patience = match drive.exchange {
         Exchange::Timeout => Duration::from_millis(50),
         _ => Duration::from_millis(1000),
@@ -301,6 +300,7 @@ pub async fn run_one(
         view: &drive.view,
         upstream: &upstream,
         tool: tool_script.as_ref(),
+        tool_name: &tool_name,
         side_channels: &side_channels,
         route: &drive.route,
         follow_ups: &drive.follow_ups,

@@ -72,8 +72,71 @@ pub enum Respond {
     Oversized(Oversized),
     /// `notifications/progress` messages before the answer, when the call has a progress token.
     Progress(Progress),
+    /// A generated table of rows (legacy form, rendered into the shape), for cases about
+    /// cutting large structured results without writing them out.
+    Rows(Rows),
     /// A byte-level misbehaviour instead of a well-formed answer.
     Fault(Fault),
+}
+
+/// A generated result: `structuredContent: {rows: [{id, name, amount, note}...], total,
+/// nextCursor}`, a summary text block (or the serialized structuredContent as a mirror), and an
+/// optional result `_meta`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rows {
+    pub count: u32,
+    /// The text block is the serialized structuredContent (the SHOULD of every release).
+    #[serde(default)]
+    pub mirror: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
+    /// Bytes of filler in each row's `note`.
+    #[serde(default = "default_note_bytes")]
+    pub note_bytes: usize,
+}
+
+fn default_note_bytes() -> usize {
+    24
+}
+
+impl Rows {
+    /// The legacy-form result these rows make; the same bytes every time.
+    pub fn result(&self) -> Value {
+        let rows: Vec<Value> = (1..=self.count)
+            .map(|n| {
+                serde_json::json!({
+                    "id": format!("row-{n:06}"),
+                    "name": format!("item {n}"),
+                    "amount": n,
+                    "note": "n".repeat(self.note_bytes),
+                })
+            })
+            .collect();
+        let structured = serde_json::json!({
+            "rows": rows,
+            "total": self.count,
+            "nextCursor": format!("cursor-after-{}", self.count),
+        });
+        let text = if self.mirror {
+            serde_json::to_string(&structured).unwrap_or_default()
+        } else {
+            format!(
+                "{} rows; first row-000001, total {}",
+                self.count, self.count
+            )
+        };
+        let mut result = serde_json::Map::new();
+        result.insert(
+            "content".into(),
+            serde_json::json!([{"type": "text", "text": text}]),
+        );
+        result.insert("structuredContent".into(), structured);
+        if let Some(meta) = &self.meta {
+            result.insert("_meta".into(), meta.clone());
+        }
+        Value::Object(result)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -226,6 +289,23 @@ mod tests {
             slow,
             Respond::Fault(Fault::Slow { delay_ms: 5, .. })
         ));
+    }
+
+    #[test]
+    fn rows_are_generated_the_same_every_time() {
+        let rows = Rows {
+            count: 3,
+            mirror: true,
+            meta: Some(json!({"m": 1})),
+            note_bytes: 2,
+        };
+        let result = rows.result();
+        assert_eq!(result, rows.result());
+        assert_eq!(result["structuredContent"]["rows"][2]["id"], "row-000003");
+        let mirror: Value =
+            serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(mirror, result["structuredContent"]);
+        assert_eq!(result["_meta"]["m"], 1);
     }
 
     #[test]

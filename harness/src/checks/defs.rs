@@ -257,4 +257,31 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "every resource_link and embedded resource URI in the client's result resolves through resources/read",
         params: &[],
     },
+    CheckDef {
+        name: "mentions",
+        asserts: "the client's result (as the model reads it) contains every one of `texts`, none of `not`, and matches `pattern` (a regex) when given",
+        params: &[
+            ("texts", ParamKind::Strings, false),
+            ("not", ParamKind::Strings, false),
+            ("pattern", ParamKind::AnyJson, false),
+        ],
+    },
+    CheckDef {
+        name: "mirror-consistent",
+        asserts: "a text block that is JSON equals the structuredContent beside it: a cut or an edit never leaves the two disagreeing",
+        params: &[],
+    },
+    CheckDef {
+        name: "audit-record",
+        asserts: "a side-channel line (in `channel`, default any) records this call (it holds the call's nonce) and mentions each of `mentions`",
+        params: &[
+            ("channel", ParamKind::AnyJson, false),
+            ("mentions", ParamKind::Strings, false),
+        ],
+    },
+    CheckDef {
+        name: "tool-listed",
+        asserts: "tools/list lists the case's tool under the route's name, with its outputSchema (and the members in `has`) as the upstream declared them",
+        params: &[("has", ParamKind::Strings, false)],
+    },
 ];

@@ -25,6 +25,12 @@ pub fn evaluate(expectation: &Expectation, evidence: &Evidence<'_>) -> Verdict {
     if name == "not-a-success" {
         return not_a_success(name, evidence);
     }
+    if name == "audit-record" {
+        return audit_record(name, params, evidence);
+    }
+    if name == "tool-listed" {
+        return follow::tool_listed(name, params, evidence);
+    }
     match name {
         "continuation-returns-original" => {
             return follow::continuation_returns_original(name, evidence);
@@ -73,6 +79,8 @@ pub fn evaluate(expectation: &Expectation, evidence: &Evidence<'_>) -> Verdict {
         "marked-as-data" => envelope::marked_as_data(name, evidence),
         "instructions-flagged" => envelope::instructions_flagged(name, evidence),
         "serialized-once" => envelope::serialized_once(name, evidence),
+        "mentions" => mentions(name, params, evidence),
+        "mirror-consistent" => mirror_consistent(name, evidence),
         other => Verdict::fail(other, "no such check (lint should have refused it)"),
     }
 }
@@ -593,4 +601,154 @@ fn text_bytes(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) 
         Verdict::fail(name, format!("{got} bytes of text, expected {want}"))
             .compared(Some(Value::from(want)), Some(Value::from(got)))
     }
+}
+
+fn mentions(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+    let text = match (&evidence.view.result, &evidence.view.error) {
+        (Some(result), _) => strings_of(&read_result(result)),
+        (None, Some(error)) => strings_of(error),
+        (None, None) => return Verdict::fail(name, "the client got no result"),
+    };
+    let list = |key: &str| -> Vec<String> {
+        params
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect()
+    };
+    let missing: Vec<String> = list("texts")
+        .into_iter()
+        .filter(|t| !text.contains(t.as_str()))
+        .collect();
+    if !missing.is_empty() {
+        return Verdict::fail(name, format!("the result does not mention {missing:?}"));
+    }
+    let present: Vec<String> = list("not")
+        .into_iter()
+        .filter(|t| text.contains(t.as_str()))
+        .collect();
+    if !present.is_empty() {
+        return Verdict::fail(
+            name,
+            format!(
+                "the result still holds {} of what it must not",
+                present.len()
+            ),
+        );
+    }
+    if let Some(pattern) = params.get("pattern").and_then(Value::as_str) {
+        match regex::Regex::new(pattern) {
+            Ok(re) if re.is_match(&text) => {}
+            Ok(_) => return Verdict::fail(name, format!("the result does not match /{pattern}/")),
+            Err(err) => {
+                return Verdict::fail(name, format!("the case's pattern is not a regex: {err}"));
+            }
+        }
+    }
+    Verdict::pass(name, "the result says what it must and nothing it must not")
+}
+
+fn mirror_consistent(name: &str, evidence: &Evidence<'_>) -> Verdict {
+    let result = match result_of(name, evidence) {
+        Ok(result) => read_result(result),
+        Err(verdict) => return *verdict,
+    };
+    let Some(structured) = result.get("structuredContent") else {
+        return Verdict::pass(name, "no structuredContent to disagree with");
+    };
+    for text in texts(&result) {
+        if let Ok(parsed) = serde_json::from_str::<Value>(text)
+            && parsed.is_object()
+            && &parsed != structured
+        {
+            return Verdict::fail(
+                name,
+                "a text block holds JSON that disagrees with structuredContent",
+            )
+            .compared(Some(structured.clone()), Some(parsed));
+        }
+    }
+    Verdict::pass(name, "text and structuredContent agree")
+}
+
+fn audit_record(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+    let Some(nonce) = evidence
+        .arguments
+        .get(relaycheck_model::NONCE_ARG)
+        .and_then(Value::as_str)
+    else {
+        return Verdict::fail(name, "the call had no nonce");
+    };
+    let channel = params.get("channel").and_then(Value::as_str);
+    let channels: Vec<(&String, &Vec<String>)> = evidence
+        .side_channels
+        .iter()
+        .filter(|(n, _)| channel.is_none_or(|c| c == n.as_str()))
+        .collect();
+    if channels.is_empty() {
+        return Verdict::not_applicable(
+            name,
+            match channel {
+                Some(c) => format!("the target's profile declares no side channel `{c}`"),
+                None => "the target's profile declares no side channels".to_string(),
+            },
+        );
+    }
+    let wanted: Vec<&str> = params
+        .get("mentions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let records: Vec<&String> = channels
+        .iter()
+        .flat_map(|(_, lines)| lines.iter())
+        .filter(|line| line.contains(nonce))
+        .collect();
+    if records.is_empty() {
+        return Verdict::fail(
+            name,
+            "no side-channel line can be matched to this call (none holds its nonce)",
+        );
+    }
+    match records
+        .iter()
+        .find(|line| wanted.iter().all(|w| line.contains(w)))
+    {
+        Some(_) => Verdict::pass(name, format!("{} line(s) record the call", records.len())),
+        None => Verdict::fail(
+            name,
+            format!(
+                "the call's record does not mention {wanted:?}: {}",
+                records[0]
+            ),
+        ),
+    }
+}
+
+/// Every string and number in a value, one per line: the text as a reader sees it, without
+/// JSON's escapes in the way of a search.
+fn strings_of(value: &Value) -> String {
+    fn walk(value: &Value, out: &mut String) {
+        match value {
+            Value::String(text) => {
+                out.push_str(text);
+                out.push('\n');
+            }
+            Value::Number(number) => {
+                out.push_str(&number.to_string());
+                out.push('\n');
+            }
+            Value::Array(items) => items.iter().for_each(|item| walk(item, out)),
+            Value::Object(fields) => fields.values().for_each(|item| walk(item, out)),
+            _ => {}
+        }
+    }
+    let mut out = String::new();
+    walk(value, &mut out);
+    out
 }

@@ -187,3 +187,47 @@ pub fn links_resolve(name: &str, evidence: &Evidence<'_>) -> Verdict {
         )
     }
 }
+
+pub fn tool_listed(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+    let Some(listing) = evidence.steps("tools/list").into_iter().next() else {
+        return Verdict::fail(name, "tools/list was not answered");
+    };
+    let wanted_name = evidence
+        .route
+        .tool
+        .as_deref()
+        .unwrap_or("{tool}")
+        .replace("{tool}", evidence.tool_name);
+    let tools = listing
+        .view
+        .result
+        .as_ref()
+        .and_then(|r| r.get("tools"))
+        .and_then(Value::as_array);
+    let Some(tool) =
+        tools.and_then(|tools| tools.iter().find(|t| t["name"] == wanted_name.as_str()))
+    else {
+        return Verdict::fail(name, format!("tools/list does not list `{wanted_name}`"));
+    };
+    if let Some(declared) = evidence.tool.and_then(|t| t.output_schema.as_ref())
+        && tool.get("outputSchema") != Some(declared)
+    {
+        return Verdict::fail(name, "the listed outputSchema differs from the upstream's")
+            .compared(Some(declared.clone()), tool.get("outputSchema").cloned());
+    }
+    for member in params
+        .get("has")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+    {
+        if tool.get(member).is_none() {
+            return Verdict::fail(name, format!("the listed tool has no `{member}`"));
+        }
+    }
+    Verdict::pass(
+        name,
+        format!("`{wanted_name}` is listed as the upstream declared it"),
+    )
+}

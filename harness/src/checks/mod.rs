@@ -44,6 +44,8 @@ pub struct Evidence<'a> {
     pub upstream: &'a [Observation],
     /// The case's own tool, when it has one (for its outputSchema).
     pub tool: Option<&'a ToolScript>,
+    /// The upstream tool's name.
+    pub tool_name: &'a str,
     /// Side-channel lines, by channel name.
     pub side_channels: &'a BTreeMap<String, Vec<String>>,
     /// The route whose entry `view` holds (for its field pointers).

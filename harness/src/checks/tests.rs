@@ -156,6 +156,7 @@ impl Fixture {
                 view: &self.view,
                 upstream: &self.upstream,
                 tool: self.tool.as_ref(),
+                tool_name: "tool",
                 side_channels: &self.side,
                 route: &self.route,
                 follow_ups: &self.follow_ups,
@@ -689,6 +690,68 @@ fn task_and_link_checks_follow_up() {
         json!({"error": {"code": -32602, "message": "not found"}}),
     );
     fails(&links, "links-resolve", json!({}));
+}
+
+#[test]
+fn mentions_reads_the_text_as_the_model_does() {
+    let table = Fixture::results(
+        json!({}),
+        json!({"content": [text("| Region | Revenue |\n| EMEA | 1200 |")]}),
+    );
+    passes(
+        &table,
+        "mentions",
+        json!({"texts": ["EMEA"], "pattern": "EMEA\\s*\\|\\s*1200"}),
+    );
+    fails(&table, "mentions", json!({"texts": ["APAC"]}));
+    fails(&table, "mentions", json!({"not": ["Revenue"]}));
+    fails(&table, "mentions", json!({"pattern": "^nothing$"}));
+}
+
+#[test]
+fn mirror_consistent_finds_a_disagreeing_text() {
+    let agree = Fixture::results(
+        json!({}),
+        json!({"content": [text("{\"a\":1}")], "structuredContent": {"a": 1}}),
+    );
+    passes(&agree, "mirror-consistent", json!({}));
+    let cut = Fixture::results(
+        json!({}),
+        json!({"content": [text("{\"a\":1,\"b\":2}")], "structuredContent": {"a": 1}}),
+    );
+    fails(&cut, "mirror-consistent", json!({}));
+}
+
+#[test]
+fn audit_record_needs_a_line_with_the_nonce() {
+    let mut fixture = Fixture::results(json!({}), json!({}));
+    assert!(!fixture.check("audit-record", json!({})).applicable);
+    fixture
+        .side
+        .insert("audit".into(), vec!["{\"tool\":\"x\"}".into()]);
+    fails(&fixture, "audit-record", json!({}));
+    fixture.side.insert(
+        "audit".into(),
+        vec!["{\"nonce\":\"n\",\"status\":\"tool_error\"}".into()],
+    );
+    passes(
+        &fixture,
+        "audit-record",
+        json!({"mentions": ["tool_error"]}),
+    );
+    fails(&fixture, "audit-record", json!({"mentions": ["ok"]}));
+}
+
+#[test]
+fn tool_listed_compares_the_listing_with_the_declaration() {
+    let mut fixture = Fixture::results(json!({}), json!({}));
+    fails(&fixture, "tool-listed", json!({}));
+    fixture.follow("tools/list", json!({"result": {"tools": [{"name": "tool", "inputSchema": {}, "outputSchema": {"type": "object"}}]}}));
+    fixture.follow_ups[0].view.result = Some(
+        json!({"tools": [{"name": "tool", "inputSchema": {}, "outputSchema": {"type": "object"}}]}),
+    );
+    passes(&fixture, "tool-listed", json!({"has": ["outputSchema"]}));
+    fails(&fixture, "tool-listed", json!({"has": ["outputVariants"]}));
 }
 
 #[test]
