@@ -13,6 +13,11 @@ use serde_json::Value;
 const BUILTIN: &[(&str, &str)] = &[
     ("direct", include_str!("../targets/direct.toml")),
     ("direct-http", include_str!("../targets/direct-http.toml")),
+    ("reference", include_str!("../targets/reference.toml")),
+    (
+        "reference-http",
+        include_str!("../targets/reference-http.toml"),
+    ),
 ];
 
 #[derive(Debug)]
@@ -478,7 +483,16 @@ impl Vars {
 }
 
 /// Config templates of the built-in profiles, by the name their profile gives.
-const BUILTIN_TEMPLATES: &[(&str, &str)] = &[];
+const BUILTIN_TEMPLATES: &[(&str, &str)] = &[
+    (
+        "reference.config.toml",
+        include_str!("../targets/reference.config.toml"),
+    ),
+    (
+        "reference-http.config.toml",
+        include_str!("../targets/reference-http.config.toml"),
+    ),
+];
 
 /// A built-in config template, when `name` is one.
 pub fn builtin_template(name: &str) -> Option<&'static str> {

@@ -67,8 +67,11 @@ pub const EXCHANGE_KINDS: &[&str] = &[
 pub const CHECKS: &[CheckDef] = &[
     CheckDef {
         name: "relayed-unchanged",
-        asserts: "the client got exactly the result or error the upstream sent, but for the pointers listed in `ignore`",
-        params: &[("ignore", ParamKind::Pointers, false)],
+        asserts: "the client got exactly the result or error the upstream sent, but for the pointers listed in `ignore` (and, with `ignore-link-uris`, the URIs of links, which a gateway may rewrite)",
+        params: &[
+            ("ignore", ParamKind::Pointers, false),
+            ("ignore-link-uris", ParamKind::Bool, false),
+        ],
     },
     CheckDef {
         name: "is-error",

@@ -200,6 +200,18 @@ fn relayed_unchanged_sees_any_difference_but_ignored_ones() {
         "relayed-unchanged",
         json!({"ignore": ["/_meta/k"]}),
     );
+    let link = json!({"content": [{"type": "resource_link", "uri": "a://x", "name": "x"}]});
+    let rewritten = json!({"content": [{"type": "resource_link", "uri": "relay://up/a%3A%2F%2Fx", "name": "x"}]});
+    fails(
+        &Fixture::results(link.clone(), rewritten.clone()),
+        "relayed-unchanged",
+        json!({}),
+    );
+    passes(
+        &Fixture::results(link, rewritten),
+        "relayed-unchanged",
+        json!({"ignore-link-uris": true}),
+    );
 }
 
 #[test]
