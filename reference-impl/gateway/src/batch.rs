@@ -7,6 +7,7 @@
 use relaycheck_reference::budget::marker::MARKER_META_KEY;
 use relaycheck_reference::envelope::CutKind;
 use relaycheck_reference::jsonsize::json_size;
+use relaycheck_reference::redact::Tally;
 use relaycheck_reference::{
     CallEnd, Context, Envelope, ReductionPolicy, TransportKind, normalize_owned,
 };
@@ -97,7 +98,7 @@ pub async fn batch(gw: &Gateway, caller: &Caller, params: &Value) -> Answer {
         outcome: Outcome,
         end: Option<CallEnd>,
         schema: Option<Value>,
-        bytes: usize,
+        redacted: Tally,
     }
     let mut prepared = Vec::new();
     for (spec, called) in specs.iter().zip(results) {
@@ -137,7 +138,7 @@ pub async fn batch(gw: &Gateway, caller: &Caller, params: &Value) -> Answer {
             outcome,
             end,
             schema: pin.as_ref().and_then(|p| p.output_schema.clone()),
-            bytes,
+            redacted: facts.redacted,
         });
     }
 
@@ -156,11 +157,15 @@ pub async fn batch(gw: &Gateway, caller: &Caller, params: &Value) -> Answer {
     let mut entries = Vec::new();
     let mut texts = Vec::new();
     for (index, (p, share)) in prepared.into_iter().zip(shares).enumerate() {
-        let entry = pack(
-            gw, caller, index, p.called, p.outcome, p.end, p.schema, share,
-        );
+        let packed = Packed {
+            called: p.called,
+            outcome: p.outcome,
+            end: p.end,
+            schema: p.schema,
+            redacted: p.redacted,
+        };
+        let entry = pack(gw, caller, index, packed, share);
         texts.push(entry_text(&entry));
-        let _ = p.bytes;
         entries.push(entry);
     }
     let structured = json!({"results": entries});
@@ -175,17 +180,24 @@ pub async fn batch(gw: &Gateway, caller: &Caller, params: &Value) -> Answer {
     Answer::Own(json!({"content": content, "structuredContent": structured}))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn pack(
-    gw: &Gateway,
-    caller: &Caller,
-    index: usize,
+/// One call's ending, ready to be packed into an entry.
+struct Packed {
     called: Called,
     outcome: Outcome,
     end: Option<CallEnd>,
     schema: Option<Value>,
-    share: usize,
-) -> Value {
+    /// What the gateway redacted before the normalizer saw the answer.
+    redacted: Tally,
+}
+
+fn pack(gw: &Gateway, caller: &Caller, index: usize, packed: Packed, share: usize) -> Value {
+    let Packed {
+        called,
+        outcome,
+        end,
+        schema,
+        redacted,
+    } = packed;
     let mutation = gw.mutation;
     let mut ctx = Context::new(
         &called.server,
@@ -234,6 +246,7 @@ fn pack(
             None,
         ),
     };
+    let failed = original.is_none() && error.is_none();
     let mut envelope = normalize_owned(end, &ctx);
     let cut = envelope.meta.truncation.is_some();
     let continuation = match (&original, envelope.meta.truncation.as_mut()) {
@@ -241,23 +254,37 @@ fn pack(
         _ => None,
     };
     let mut envelope_json = serde_json::to_value(&envelope).unwrap_or(Value::Null);
+    // The gateway redacted first (so the flat route and the batch keep to one rule); the
+    // envelope must still say what was taken out.
+    if redacted.total() > 0 {
+        let mut all = redacted;
+        for r in &envelope.meta.redactions {
+            for _ in 0..r.count {
+                all.add(r.kind);
+            }
+        }
+        envelope_json["meta"]["redactions"] = json!(all.to_list());
+    }
     if let (Some((old, new)), true) = (&continuation, cut) {
         replace_strings(&mut envelope_json, old, new);
     }
     let mut handle = continuation.as_ref().map(|(_, new)| new.clone());
 
+    // HTML made readable and binary moved to artifacts change what the model reads even
+    // without a cut; then the entry shows the payload, not the upstream's bytes.
+    let reshaped = cut || !envelope.meta.transformations.is_empty();
     let result = original.map(|full| {
-        if !cut {
+        if !reshaped {
             return full;
         }
-        if mutation.is(Mutant::MetaCutApart) {
+        if cut && mutation.is(Mutant::MetaCutApart) {
             return cut_apart(&full);
         }
         let mut view = cut_view(&full, &envelope);
         if let Some((old, new)) = &continuation {
             replace_strings(&mut view, old, new);
         }
-        if mutation.is(Mutant::SilentTruncation) {
+        if cut && mutation.is(Mutant::SilentTruncation) {
             strip_markers(&mut view);
             strip_markers(&mut envelope_json["payload"]);
             envelope_json["meta"]["truncation"] = Value::Null;
@@ -271,6 +298,14 @@ fn pack(
     if mutation.is(Mutant::SilentTruncation) && cut {
         envelope_json["meta"]["truncation"] = Value::Null;
     }
+    // A call that produced nothing to relay still answers in band, readably.
+    let result = match result {
+        None if failed => Some(json!({
+            "content": [{"type": "text", "text": envelope.reason.clone().unwrap_or_default()}],
+            "isError": true,
+        })),
+        other => other,
+    };
     let status = envelope_json["status"].clone();
     let reason = envelope_json["reason"].clone();
     let mut entry = json!({

@@ -38,6 +38,8 @@ pub struct Caller {
     /// The request's `params._meta`, passed on upstream so the upstream answers in the
     /// client's shape.
     pub meta: Option<Value>,
+    /// SEP-3279 `requestedOutputs`, for rendering the gateway's own results.
+    pub requested: Option<Vec<relaycheck_model::render::Selector>>,
     pub transport: &'static str,
 }
 
@@ -160,12 +162,17 @@ impl Gateway {
         }
         let mut pins = Vec::new();
         let mut complete = true;
+        let handshake = catalogs.get(HANDSHAKE_KEY).cloned();
         for up in &self.upstreams {
             match up.list_tools(caller.meta.as_ref(), self.timeout()).await {
-                Ok(defs) => pins.extend(
-                    defs.into_iter()
-                        .filter_map(|d| Pin::new(&up.name, d).map(Arc::new)),
-                ),
+                Ok(defs) => pins.extend(defs.into_iter().filter_map(|d| {
+                    let pin = Pin::new(&up.name, d)?;
+                    let pin = match handshake.as_ref().and_then(|h| h.find(&pin.north_name())) {
+                        Some(other) => pin.with_schema_from(other),
+                        None => pin,
+                    };
+                    Some(Arc::new(pin))
+                })),
                 Err(err) => {
                     complete = false;
                     eprintln!("relaycheck-gateway: {err}");

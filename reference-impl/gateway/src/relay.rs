@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use relaycheck_model::NONCE_ARG;
 use relaycheck_model::render::read_task_handle;
+use relaycheck_reference::redact::Tally;
 use relaycheck_reference::{CallEnd, Context, TransportKind, normalize_owned};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -50,6 +51,8 @@ pub enum Outcome {
 /// What the audit says about a call: status, code, and the raw (unredacted) reason; the
 /// audit writer redacts it.
 pub struct Facts {
+    /// What the gateway redacted before anything else read the answer.
+    pub redacted: Tally,
     pub status: &'static str,
     pub error_code: Option<i64>,
     pub reason: Option<String>,
@@ -96,17 +99,17 @@ pub fn process(
     match ending {
         Ending::Response { mut message, .. } => {
             if let Some(mut error) = message.get_mut("error").map(Value::take) {
+                let reason = Some(clip(&rpc_message(&error)));
                 let facts = Facts {
+                    redacted: secrets::redact_counted(&mut error, mutation),
                     status: "protocol_error",
                     error_code: error.get("code").and_then(Value::as_i64),
-                    reason: Some(clip(&rpc_message(&error))),
+                    reason,
                 };
-                secrets::redact(&mut error, mutation);
                 return (Outcome::RpcError { error }, facts);
             }
             let Some(mut result) = message.get_mut("result").map(Value::take) else {
                 let text = failure_text(
-                    gw,
                     called,
                     TransportKind::Malformed,
                     "a JSON-RPC response without result or error",
@@ -114,6 +117,7 @@ pub fn process(
                 return (
                     Outcome::Failed { text: text.clone() },
                     Facts {
+                        redacted: Tally::default(),
                         status: "transport_error",
                         error_code: None,
                         reason: Some(text),
@@ -121,7 +125,7 @@ pub fn process(
                 );
             };
             if let Some((form, upstream_id)) = read_task_handle(&result) {
-                secrets::redact(&mut result, mutation);
+                let redacted = secrets::redact_counted(&mut result, mutation);
                 let id = gw
                     .tasks
                     .register(&called.server, &upstream_id, &caller.identity);
@@ -132,6 +136,7 @@ pub fn process(
                     .and_then(Value::as_str)
                     .unwrap_or("unknown");
                 let facts = Facts {
+                    redacted,
                     status: "task",
                     error_code: None,
                     reason: Some(format!("task {id} {status}")),
@@ -140,7 +145,7 @@ pub fn process(
             }
             let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
             let raw_reason = is_error.then(|| clip(&first_text(&result)));
-            secrets::redact(&mut result, mutation);
+            let redacted = secrets::redact_counted(&mut result, mutation);
             links::rewrite(&mut result, &called.server, mutation);
             let violation = if mutation.is(Mutant::SchemaNotValidated) {
                 None
@@ -150,6 +155,7 @@ pub fn process(
             if let Some(v) = violation {
                 let result = json!({"content": [{"type": "text", "text": v}], "isError": true});
                 let facts = Facts {
+                    redacted,
                     status: "tool_error",
                     error_code: None,
                     reason: Some(format!("schema violation: {v}")),
@@ -157,6 +163,7 @@ pub fn process(
                 return (Outcome::Result { result, own: true }, facts);
             }
             let facts = Facts {
+                redacted,
                 status: if is_error { "tool_error" } else { "ok" },
                 error_code: None,
                 reason: raw_reason,
@@ -168,6 +175,7 @@ pub fn process(
                 "The upstream response exceeded the limit of {limit} bytes and was not read: the tool ran but its result was discarded. Ask for less (filters, pagination, fewer fields)."
             );
             let facts = Facts {
+                redacted: Tally::default(),
                 status: "transport_error",
                 error_code: None,
                 reason: Some(Ending::oversized_detail(limit)),
@@ -175,10 +183,11 @@ pub fn process(
             (Outcome::Failed { text }, facts)
         }
         Ending::Transport { kind, detail } => {
-            let text = failure_text(gw, called, kind, &detail);
+            let text = failure_text(called, kind, &detail);
             (
                 Outcome::Failed { text },
                 Facts {
+                    redacted: Tally::default(),
                     status: "transport_error",
                     error_code: None,
                     reason: Some(detail),
@@ -200,6 +209,7 @@ pub fn process(
                 .reason
                 .unwrap_or_else(|| "the outcome is unknown".into());
             let facts = Facts {
+                redacted: Tally::default(),
                 status: "unknown",
                 error_code: None,
                 reason: Some(format!("no response within {elapsed_ms} ms")),
@@ -209,8 +219,7 @@ pub fn process(
     }
 }
 
-fn failure_text(gw: &Gateway, called: &Called, kind: TransportKind, detail: &str) -> String {
-    let _ = gw;
+fn failure_text(called: &Called, kind: TransportKind, detail: &str) -> String {
     let end = CallEnd::TransportFailure {
         kind,
         detail: detail.to_string(),

@@ -38,7 +38,16 @@ impl std::fmt::Debug for Pin {
 impl Pin {
     pub fn new(upstream: &str, definition: Value) -> Option<Pin> {
         let tool = definition.get("name")?.as_str()?.to_string();
-        let output_schema = definition.get("outputSchema").cloned();
+        // SEP-3279 listings carry the structured schema in a variant instead.
+        let output_schema = definition.get("outputSchema").cloned().or_else(|| {
+            definition
+                .get("outputVariants")?
+                .as_array()?
+                .iter()
+                .find(|v| v.get("format").and_then(Value::as_str) == Some("structured"))?
+                .get("schema")
+                .cloned()
+        });
         let (validator, schema_problem) = match &output_schema {
             Some(schema) => match jsonschema::validator_for(schema) {
                 Ok(v) => (Some(Arc::new(v)), None),
@@ -55,6 +64,16 @@ impl Pin {
             validator,
             schema_problem,
         })
+    }
+
+    /// The same tool pinned under another listing lends its schema when this listing shows
+    /// none (a SEP-3279 listing of a tool that declares only an outputSchema).
+    pub fn with_schema_from(mut self, other: &Pin) -> Pin {
+        if self.validator.is_none() && other.validator.is_some() {
+            self.validator = other.validator.clone();
+            self.output_schema = other.output_schema.clone();
+        }
+        self
     }
 
     pub fn north_name(&self) -> String {
@@ -88,27 +107,35 @@ impl Pin {
         if result.get("isError").and_then(Value::as_bool) == Some(true) {
             return None;
         }
-        // SEP-3279 results carry their structured values in `outputs`, under variant schemas.
-        if result.get("outputs").is_some() {
-            return None;
+        // SEP-3279 results carry their structured values in `outputs`.
+        if let Some(outputs) = result.get("outputs").and_then(Value::as_array) {
+            return outputs
+                .iter()
+                .filter(|o| o.get("format").and_then(Value::as_str) == Some("structured"))
+                .filter_map(|o| o.get("structuredContent"))
+                .find_map(|s| validator.iter_errors(s).next().map(describe));
         }
         let Some(structured) = result.get("structuredContent") else {
             return Some(
                 "the tool declares an outputSchema but the result has no structuredContent".into(),
             );
         };
-        let err = validator.iter_errors(structured).next()?;
-        let path = err.instance_path().to_string();
-        let at = if path.is_empty() {
-            "/".to_string()
-        } else {
-            path
-        };
-        Some(format!(
-            "structuredContent does not match the tool's outputSchema at {at}: {}",
-            err.masked()
-        ))
+        validator.iter_errors(structured).next().map(describe)
     }
+}
+
+/// Masked: the message names the rule and the place, never the (possibly secret) value.
+fn describe(err: jsonschema::ValidationError<'_>) -> String {
+    let path = err.instance_path().to_string();
+    let at = if path.is_empty() {
+        "/".to_string()
+    } else {
+        path
+    };
+    format!(
+        "structuredContent does not match the tool's outputSchema at {at}: {}",
+        err.masked()
+    )
 }
 
 /// `sha256:<hex>` over the canonical JSON of the four members that define a tool's contract.

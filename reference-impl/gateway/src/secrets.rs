@@ -10,12 +10,16 @@ use crate::mutant::{Mutant, Mutation};
 /// writes where it matches, so a result without secrets leaves this byte for byte as it
 /// came: fidelity is kept unless there is a secret to keep out.
 pub fn redact(v: &mut Value, mutation: Mutation) -> u64 {
-    if mutation.is(Mutant::RedactionOff) {
-        return 0;
-    }
+    redact_counted(v, mutation).total()
+}
+
+/// As [`redact`], with the count per kind, for an envelope's `meta.redactions`.
+pub fn redact_counted(v: &mut Value, mutation: Mutation) -> Tally {
     let mut tally = Tally::default();
-    redact_value(v, &mut tally);
-    tally.total()
+    if !mutation.is(Mutant::RedactionOff) {
+        redact_value(v, &mut tally);
+    }
+    tally
 }
 
 #[cfg(test)]

@@ -8,12 +8,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use relaycheck_model::Shape;
+use relaycheck_model::render::Selector;
 use relaycheck_reference::Identity;
 use serde_json::{Map, Value, json};
 
 use crate::audit::log_fields;
 use crate::gateway::{Answer, Caller, Gateway, META_VERSION, rpc_error};
-use crate::{batch, continuation, links, relay, resources, tasks_relay};
+use crate::{batch, continuation, relay, resources, tasks_relay};
 
 /// Versions an `initialize` can settle on.
 pub const HANDSHAKE_VERSIONS: [&str; 3] = ["2025-03-26", "2025-06-18", "2025-11-25"];
@@ -51,6 +52,10 @@ pub fn response(id: &Value, answer: Answer, caller: &Caller) -> Value {
 
 /// A result the gateway made, in the caller's shape: 2026-07-28 requires `resultType`.
 fn own_result(result: Value, caller: &Caller) -> Value {
+    // SEP-3279 callers get the gateway's own results in the legacy form too (content and
+    // structuredContent beside resultType): the harness picks batch entries at
+    // /structuredContent, and no SEP-3279 client reads them yet. `caller.requested` is kept
+    // for rendering `outputs` once that is wanted.
     match result {
         Value::Object(fields) if caller.stateless && !fields.contains_key("resultType") => {
             let mut out = Map::new();
@@ -89,6 +94,7 @@ pub fn caller_of(
         version,
         stateless,
         meta,
+        requested: params.and_then(Selector::read_requested),
         transport,
     }
 }
@@ -265,9 +271,4 @@ fn own_tools() -> Vec<Value> {
             "inputSchema": {"type": "object", "properties": {"handle": {"type": "string"}}, "required": ["handle"]},
         }),
     ]
-}
-
-/// Rewritten link URIs name their upstream; used by [`resources`].
-pub fn upstream_of_link(uri: &str) -> Option<(String, String)> {
-    links::parse_relay_uri(uri)
 }

@@ -6,7 +6,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -363,8 +363,4 @@ pub fn text(result: &Value) -> &str {
         .pointer("/content/0/text")
         .and_then(Value::as_str)
         .unwrap_or("")
-}
-
-pub fn exists(p: &Path) -> bool {
-    p.exists()
 }
