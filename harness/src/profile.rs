@@ -420,6 +420,21 @@ impl Profile {
         Ok(())
     }
 
+    /// Whether the runner talks to the canary itself (no gateway in between): then a byte-level
+    /// fault of the upstream is a fault on the runner's own connection.
+    pub fn is_canary_itself(&self) -> bool {
+        let spawned = self
+            .start
+            .as_ref()
+            .is_some_and(|start| start.command.first().is_some_and(|c| c == "{canary_cmd}"));
+        let reached = self
+            .north
+            .url
+            .as_deref()
+            .is_some_and(|url| url.contains("{canary_url}"));
+        spawned || reached
+    }
+
     /// Shapes this run covers: the claimed ones, or all.
     pub fn shapes(&self) -> Vec<Shape> {
         if self.claims.shapes.is_empty() {

@@ -98,7 +98,7 @@ pub async fn run(plan: &RunPlan<'_>, report: &mut dyn FnMut(CaseResult)) -> Resu
             for route in &case.spec.routes {
                 if let Some(result) = not_runnable(plan.profile, case, route, *shape) {
                     report(result);
-                } else if is_isolated(case) {
+                } else if is_isolated(plan.profile, case) {
                     isolated.push((*case, route.clone()));
                 } else {
                     shared.push((*case, route.clone()));
@@ -236,10 +236,17 @@ pub fn not_runnable(
     None
 }
 
-/// Cases whose upstream misbehaves at the byte level get a target of their own, so garbage
-/// on a shared pipe is never blamed on another case.
-pub fn is_isolated(case: &LoadedCase) -> bool {
-    matches!(&case.spec.tool.respond, Some(Respond::Fault(fault)) if !matches!(fault, Fault::Slow { .. }))
+/// Cases that may break the connection they run on get a target of their own: when the runner
+/// talks to the canary itself, any byte-level fault (garbage on a shared pipe would be blamed
+/// on another case); behind a gateway, a stream cut mid-body (the canary exits, taking the
+/// gateway's upstream with it).
+pub fn is_isolated(profile: &Profile, case: &LoadedCase) -> bool {
+    match &case.spec.tool.respond {
+        Some(Respond::Fault(Fault::Slow { .. })) => false,
+        Some(Respond::Fault(Fault::CloseMidBody)) => true,
+        Some(Respond::Fault(_)) => profile.is_canary_itself(),
+        _ => false,
+    }
 }
 
 /// Runs one case on one route against a running target.

@@ -118,7 +118,7 @@ impl Pool {
             .map(Duration::from_millis)
             .unwrap_or(Duration::from_secs(10));
         self.runtime.block_on(async {
-            if is_isolated(case) {
+            if is_isolated(&profile, case) {
                 let target = self.start(&profile, trial.shape, mutant).await?;
                 let result =
                     run_one(case, &trial.route, &profile, trial.shape, &target, timeout).await;

@@ -13,6 +13,8 @@ pub enum ParamKind {
     AnyJson,
     /// One of a fixed set of words.
     Word(&'static [&'static str]),
+    /// One word of a fixed set, or a list of them (any one will do).
+    Words(&'static [&'static str]),
 }
 
 impl ParamKind {
@@ -33,6 +35,15 @@ impl ParamKind {
                 .is_some_and(|items| items.iter().all(Value::is_string)),
             ParamKind::AnyJson => true,
             ParamKind::Word(words) => value.as_str().is_some_and(|w| words.contains(&w)),
+            ParamKind::Words(words) => match value {
+                Value::Array(items) => {
+                    !items.is_empty()
+                        && items
+                            .iter()
+                            .all(|i| i.as_str().is_some_and(|w| words.contains(&w)))
+                }
+                other => other.as_str().is_some_and(|w| words.contains(&w)),
+            },
         }
     }
 
@@ -45,6 +56,7 @@ impl ParamKind {
             ParamKind::Strings => "a list of strings".into(),
             ParamKind::AnyJson => "any JSON value".into(),
             ParamKind::Word(words) => format!("one of {}", words.join(", ")),
+            ParamKind::Words(words) => format!("one or a list of {}", words.join(", ")),
         }
     }
 }
@@ -182,10 +194,10 @@ pub const CHECKS: &[CheckDef] = &[
     },
     CheckDef {
         name: "entry-status",
-        asserts: "the target's per-call entry has the explicit status `status` (ok, tool_error, protocol_error, transport_error, unknown, task)",
+        asserts: "the target's per-call entry has the explicit status `status` (ok, tool_error, protocol_error, transport_error, unknown, task; a list accepts any of them)",
         params: &[(
             "status",
-            ParamKind::Word(&[
+            ParamKind::Words(&[
                 "ok",
                 "tool_error",
                 "protocol_error",

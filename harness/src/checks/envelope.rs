@@ -27,16 +27,23 @@ fn field<'a>(
 }
 
 pub fn entry_status(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
-    let want = params.get("status").and_then(Value::as_str).unwrap_or("ok");
+    let wanted: Vec<&str> = match params.get("status") {
+        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
+        Some(Value::String(one)) => vec![one.as_str()],
+        _ => vec!["ok"],
+    };
     let got = match field(name, evidence, "status") {
         Ok(got) => got,
         Err(verdict) => return *verdict,
     };
-    if got.as_str() == Some(want) {
-        Verdict::pass(name, format!("status `{want}`"))
+    if got.as_str().is_some_and(|g| wanted.contains(&g)) {
+        Verdict::pass(name, format!("status {got}"))
     } else {
-        Verdict::fail(name, format!("status {got}, expected `{want}`"))
-            .compared(Some(Value::from(want)), Some(got.clone()))
+        Verdict::fail(
+            name,
+            format!("status {got}, expected {}", wanted.join(" or ")),
+        )
+        .compared(Some(Value::from(wanted)), Some(got.clone()))
     }
 }
 

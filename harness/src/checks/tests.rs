@@ -557,6 +557,12 @@ fn entry_checks_read_the_profiles_fields() {
     let good = Fixture::batch(upstream.clone(), envelope(json!({})));
     passes(&good, "entry-status", json!({"status": "ok"}));
     fails(&good, "entry-status", json!({"status": "tool_error"}));
+    passes(&good, "entry-status", json!({"status": ["unknown", "ok"]}));
+    fails(
+        &good,
+        "entry-status",
+        json!({"status": ["unknown", "task"]}),
+    );
     passes(&good, "truncation-marked", json!({}));
     passes(&good, "provenance-kept", json!({}));
     passes(
