@@ -292,6 +292,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         cases: args.cases.clone(),
         jobs: args.jobs,
         canary_cmd: canary_command()?,
+        relaycheck: std::env::current_exe().context("cannot find this executable")?,
         workdir: workdir.clone(),
         case_timeout: Duration::from_millis(args.timeout_ms),
         mutant: args.mutant.clone(),
@@ -611,6 +612,7 @@ fn mutants(args: MutantsArgs) -> anyhow::Result<ExitCode> {
         cases: Vec::new(),
         jobs: args.jobs,
         canary_cmd: canary_command().unwrap_or_default(),
+        relaycheck: std::env::current_exe().unwrap_or_default(),
         workdir: workdir.clone(),
         case_timeout: Duration::from_secs(10),
         mutant,
@@ -634,6 +636,11 @@ fn mutants(args: MutantsArgs) -> anyhow::Result<ExitCode> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
     write_file(&out, &text)?;
+    let json = table.to_json(&profile.name, &shapes, &command);
+    write_file(
+        &out.with_extension("json"),
+        &serde_json::to_string_pretty(&json)?,
+    )?;
     println!("{text}");
     // Passed: mutants caught. Failed: mutants that survived, cases that catch nothing and do
     // not say why, and cases that fail on the unmutated target.

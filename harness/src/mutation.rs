@@ -111,6 +111,27 @@ impl MutationTable {
                 .all(|(_, why)| why.is_some())
     }
 
+    /// The table as data, for the test that re-proves it: which cases caught which mutant.
+    pub fn to_json(
+        &self,
+        target: &str,
+        shapes: &[relaycheck_model::Shape],
+        command: &str,
+    ) -> serde_json::Value {
+        serde_json::json!({
+            "target": target,
+            "shapes": shapes,
+            "command": command,
+            "mutants": self.mutants.iter().map(|m| serde_json::json!({
+                "name": m.name,
+                "surface": m.surface,
+                "defect": m.defect,
+                "caught_by": self.caught.get(&m.name).cloned().unwrap_or_default(),
+            })).collect::<Vec<_>>(),
+            "baseline_failures": self.baseline_failures,
+        })
+    }
+
     pub fn render(&self, catalogue: &Catalogue, target: &str, command: &str) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "# Mutation table: `{target}`\n");

@@ -32,6 +32,8 @@ pub struct RunPlan<'a> {
     pub jobs: usize,
     /// The canary's argv before its options.
     pub canary_cmd: Vec<String>,
+    /// The `relaycheck` executable, for `{relaycheck}` in profiles.
+    pub relaycheck: PathBuf,
     /// A directory for this run's work files (scripts, target dirs).
     pub workdir: PathBuf,
     pub case_timeout: Duration,
@@ -149,6 +151,7 @@ async fn run_batch(
         shape,
         forced: plan.forced,
         canary_cmd: &plan.canary_cmd,
+        relaycheck: &plan.relaycheck,
         script_path,
         workdir,
         mutant: plan.mutant.as_deref(),
@@ -236,17 +239,15 @@ pub fn not_runnable(
     None
 }
 
-/// Cases that may break the connection they run on get a target of their own: when the runner
-/// talks to the canary itself, any byte-level fault (garbage on a shared pipe would be blamed
-/// on another case); behind a gateway, a stream cut mid-body (the canary exits, taking the
-/// gateway's upstream with it).
-pub fn is_isolated(profile: &Profile, case: &LoadedCase) -> bool {
-    match &case.spec.tool.respond {
-        Some(Respond::Fault(Fault::Slow { .. })) => false,
-        Some(Respond::Fault(Fault::CloseMidBody)) => true,
-        Some(Respond::Fault(_)) => profile.is_canary_itself(),
-        _ => false,
-    }
+/// Cases whose upstream misbehaves at the byte level get a target of their own: bytes that
+/// answer no request (garbage, a wrong or null id) cannot be tied to a call, and whoever
+/// reads them, the runner or a gateway, may blame another call in flight; a stream cut
+/// mid-body ends the canary. A slow or hanging upstream harms no other call.
+pub fn is_isolated(_profile: &Profile, case: &LoadedCase) -> bool {
+    matches!(
+        &case.spec.tool.respond,
+        Some(Respond::Fault(fault)) if !matches!(fault, Fault::Slow { .. } | Fault::Hang)
+    )
 }
 
 /// Runs one case on one route against a running target.

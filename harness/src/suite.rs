@@ -65,6 +65,7 @@ pub struct Pool {
     runtime: tokio::runtime::Runtime,
     catalogue: Catalogue,
     canary_cmd: Vec<String>,
+    relaycheck: PathBuf,
     workdir: PathBuf,
     script: PathBuf,
     targets: Mutex<HashMap<PoolKey, Arc<Started>>>,
@@ -76,7 +77,10 @@ type PoolKey = (String, Shape, Option<String>);
 type Started = OnceCell<Result<Arc<Target>, String>>;
 
 impl Pool {
-    pub fn new(specs: &Path, canary_cmd: Vec<String>) -> Result<Pool, String> {
+    /// A pool whose targets run `relaycheck` (the built binary) for the canary and for
+    /// `{relaycheck}` in profiles.
+    pub fn new(specs: &Path, relaycheck: &Path) -> Result<Pool, String> {
+        let canary_cmd = vec![relaycheck.display().to_string(), "canary".to_string()];
         let catalogue = Catalogue::load(specs).map_err(|e| e.to_string())?;
         let workdir = std::env::temp_dir().join(format!("relaycheck-pool-{}", std::process::id()));
         let script = write_script(&catalogue, &workdir)?;
@@ -89,6 +93,7 @@ impl Pool {
             runtime,
             catalogue,
             canary_cmd,
+            relaycheck: relaycheck.to_path_buf(),
             workdir,
             script,
             targets: Mutex::new(HashMap::new()),
@@ -162,6 +167,7 @@ impl Pool {
             cases: Vec::new(),
             jobs: 8,
             canary_cmd: self.canary_cmd.clone(),
+            relaycheck: self.relaycheck.clone(),
             workdir: self
                 .workdir
                 .join(format!("all-{}", mutant.unwrap_or("none"))),
@@ -185,6 +191,7 @@ impl Pool {
             shape,
             forced: false,
             canary_cmd: &self.canary_cmd,
+            relaycheck: &self.relaycheck,
             script_path: &self.script,
             workdir: start_dir(&self.workdir, &profile.name, shape),
             mutant,

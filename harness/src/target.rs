@@ -25,6 +25,8 @@ pub struct Launch<'a> {
     pub forced: bool,
     /// The canary's argv before its options (`relaycheck canary`).
     pub canary_cmd: &'a [String],
+    /// The `relaycheck` executable, for `{relaycheck}` in profiles.
+    pub relaycheck: &'a Path,
     pub script_path: &'a Path,
     /// A fresh directory for this start.
     pub workdir: PathBuf,
@@ -97,9 +99,7 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
     vars.set("protocol_version", launch.shape.protocol_version());
     vars.set("port", free_port()?.to_string());
     vars.set("cache", crate::profile::cache_dir().display().to_string());
-    if let Ok(exe) = std::env::current_exe() {
-        vars.set("relaycheck", exe.display().to_string());
-    }
+    vars.set("relaycheck", launch.relaycheck.display().to_string());
 
     let mut canary = None;
     match profile.canary.transport {

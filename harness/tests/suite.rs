@@ -9,16 +9,13 @@ use libtest_mimic::{Arguments, Failed, Trial};
 use relaycheck::profile::Profile;
 use relaycheck::suite::{self, Pool};
 
-const TARGETS: &[&str] = &["direct", "direct-http"];
+const TARGETS: &[&str] = &["direct", "direct-http", "reference"];
 
 fn main() {
     let args = Arguments::from_args();
     let specs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs");
-    let canary = vec![
-        env!("CARGO_BIN_EXE_relaycheck").to_string(),
-        "canary".to_string(),
-    ];
-    let pool = Arc::new(Pool::new(&specs, canary).unwrap_or_else(|err| panic!("{err}")));
+    let binary = Path::new(env!("CARGO_BIN_EXE_relaycheck"));
+    let pool = Arc::new(Pool::new(&specs, binary).unwrap_or_else(|err| panic!("{err}")));
     let mut trials = Vec::new();
     for target in TARGETS {
         let profile = Profile::load(target).unwrap_or_else(|err| panic!("{err}"));
