@@ -48,6 +48,8 @@ enum Command {
     Normalize(NormalizeArgs),
     /// Run the catalogue against every mutant of a target and write the mutation table.
     Mutants(MutantsArgs),
+    /// Measure the latency of the same calls made directly and through a target, side by side.
+    Bench(BenchArgs),
     /// Render the gap matrix of one or more runs' results.jsonl.
     Matrix {
         results: Vec<PathBuf>,
@@ -77,6 +79,26 @@ struct MutantsArgs {
     out: Option<PathBuf>,
     #[arg(long, default_value_t = 8)]
     jobs: usize,
+    #[arg(long)]
+    specs: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct BenchArgs {
+    #[arg(long)]
+    target: String,
+    /// Measured calls per size and side (after one warm-up call each).
+    #[arg(long, default_value_t = 50)]
+    calls: usize,
+    /// Result sizes in bytes (repeatable); 0 is a small echo. Default: 0, 1 MiB and 20 MiB.
+    #[arg(long = "size")]
+    sizes: Vec<u64>,
+    /// The shape both sides speak.
+    #[arg(long, default_value = "2025-11-25")]
+    shape: Shape,
+    /// Also write the table (Markdown) to this file.
+    #[arg(long)]
+    out: Option<PathBuf>,
     #[arg(long)]
     specs: Option<PathBuf>,
 }
@@ -149,6 +171,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Lint { specs } => lint(specs),
         Command::Normalize(args) => normalize(args),
         Command::Mutants(args) => mutants(args),
+        Command::Bench(args) => bench(args),
         Command::Matrix { results, specs } => matrix(&results, specs),
         Command::Compare { before, after } => compare(&before, &after),
         Command::Canary(args) => relaycheck_canary::cli::run(args).map(|()| ExitCode::SUCCESS),
@@ -660,4 +683,98 @@ fn mutants(args: MutantsArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    use relaycheck::bench::{Size, measure, render};
+    let catalogue = match load_catalogue(args.specs.clone())? {
+        Ok(catalogue) => catalogue,
+        Err(errors) => {
+            eprintln!("{errors}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let direct = Profile::load("direct")?;
+    let profile = Profile::load(&args.target)?;
+    let route = if profile.routes.contains_key("flat") {
+        "flat"
+    } else if profile.routes.contains_key("batch") {
+        "batch"
+    } else {
+        bail!(
+            "target `{}` has neither a flat nor a batch route to bench",
+            profile.name
+        );
+    };
+    let sizes: Vec<Size> = if args.sizes.is_empty() {
+        vec![
+            Size { bytes: 0 },
+            Size { bytes: 1 << 20 },
+            Size { bytes: 20 << 20 },
+        ]
+    } else {
+        args.sizes.iter().map(|&bytes| Size { bytes }).collect()
+    };
+    let workdir = std::env::temp_dir().join(format!("relaycheck-bench-{}", std::process::id()));
+    let script = relaycheck::run::write_script(&catalogue, &workdir).map_err(anyhow::Error::msg)?;
+    let canary = canary_command()?;
+    let exe = std::env::current_exe().context("cannot find this executable")?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let result: anyhow::Result<String> = runtime.block_on(async {
+        relaycheck::provision::provision(&profile)
+            .await
+            .map_err(anyhow::Error::msg)?;
+        let launch = |profile| relaycheck::target::Launch {
+            profile,
+            shape: args.shape,
+            forced: false,
+            canary_cmd: &canary,
+            relaycheck: &exe,
+            script_path: &script,
+            workdir: relaycheck::run::start_dir(&workdir, "bench", args.shape),
+            mutant: None,
+        };
+        let direct_target = relaycheck::target::start(launch(&direct))
+            .await
+            .map_err(anyhow::Error::msg)?;
+        let target = relaycheck::target::start(launch(&profile))
+            .await
+            .map_err(anyhow::Error::msg)?;
+        let mut rows = Vec::new();
+        for size in &sizes {
+            eprintln!(
+                "bench: {} x {} calls, direct and `{}` alternating",
+                size.label(),
+                args.calls,
+                profile.name
+            );
+            rows.push(
+                measure(
+                    (&direct, &direct_target),
+                    (&profile, &target, route),
+                    *size,
+                    args.calls,
+                    Duration::from_secs(60),
+                )
+                .await,
+            );
+        }
+        let peak = target.peak_memory();
+        direct_target.stop().await;
+        target.stop().await;
+        Ok(render(&profile.name, &rows, peak, &command))
+    });
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    let _ = std::fs::remove_dir_all(&workdir);
+    let text = result?;
+    if let Some(out) = &args.out {
+        write_file(out, &text)?;
+    }
+    println!("{text}");
+    Ok(ExitCode::SUCCESS)
 }

@@ -62,6 +62,16 @@ impl Target {
         gateway.try_exit().map(|status| status.to_string())
     }
 
+    /// Peak resident memory of the target process (its leader), in bytes, while it runs:
+    /// VmHWM from /proc. `None` where the target has no process of its own or /proc is absent.
+    pub fn peak_memory(&self) -> Option<u64> {
+        let pid = self.gateway.as_ref().or(self.canary.as_ref())?.pid()?;
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib * 1024)
+    }
+
     pub fn stderr_path(&self) -> PathBuf {
         self.workdir.join("target.stderr.log")
     }

@@ -1,0 +1,233 @@
+//! `relaycheck bench`: the same calls made to the canary directly and through a target, side by
+//! side in one run, so the ratio between them is the target's overhead on this machine today,
+//! whatever else the machine is doing.
+
+use std::fmt::Write;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::client::Exchange;
+use crate::drive::{Request, drive};
+use crate::profile::Profile;
+use crate::target::Target;
+
+/// One size of result to measure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Size {
+    /// Bytes of text in the result; 0 means a small echo.
+    pub bytes: u64,
+}
+
+impl Size {
+    pub fn label(self) -> String {
+        match self.bytes {
+            0 => "small (echo)".into(),
+            b if b >= 1 << 20 => format!("{} MiB", b >> 20),
+            b if b >= 1 << 10 => format!("{} KiB", b >> 10),
+            b => format!("{b} B"),
+        }
+    }
+
+    fn call(self) -> (&'static str, Map<String, Value>) {
+        let mut arguments = Map::new();
+        if self.bytes == 0 {
+            arguments.insert("q".into(), json!("bench"));
+            ("echo", arguments)
+        } else {
+            arguments.insert("bytes".into(), json!(self.bytes));
+            ("oversized", arguments)
+        }
+    }
+}
+
+/// Latency percentiles of one series, in microseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Percentiles {
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub samples: usize,
+    pub failures: usize,
+}
+
+impl Percentiles {
+    pub fn of(mut micros: Vec<f64>, failures: usize) -> Percentiles {
+        micros.sort_by(|a, b| a.total_cmp(b));
+        let at = |q: f64| -> f64 {
+            if micros.is_empty() {
+                return f64::NAN;
+            }
+            let index = ((micros.len() as f64 - 1.0) * q).round() as usize;
+            micros[index.min(micros.len() - 1)]
+        };
+        Percentiles {
+            p50: at(0.50),
+            p90: at(0.90),
+            p99: at(0.99),
+            samples: micros.len(),
+            failures,
+        }
+    }
+}
+
+/// Direct and through-target figures for one size.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    pub size: Size,
+    pub direct: Percentiles,
+    pub target: Percentiles,
+}
+
+impl Row {
+    /// Target p50 over direct p50.
+    pub fn ratio(&self) -> f64 {
+        self.target.p50 / self.direct.p50
+    }
+}
+
+/// Makes `calls` calls of `size` through `route` of each target, alternating one by one so
+/// that both see the same machine at the same moment.
+pub async fn measure(
+    direct: (&Profile, &Target),
+    target: (&Profile, &Target, &str),
+    size: Size,
+    calls: usize,
+    timeout: Duration,
+) -> Row {
+    let (tool, arguments) = size.call();
+    let extra = Map::new();
+    let mut series = [Vec::new(), Vec::new()];
+    let mut failures = [0, 0];
+    for index in 0..calls + 1 {
+        for (which, (profile, running, route)) in [(direct.0, direct.1, "flat"), target]
+            .into_iter()
+            .enumerate()
+        {
+            let request = Request {
+                tool,
+                arguments: &arguments,
+                extra_params: &extra,
+                timeout,
+                list_tools: false,
+            };
+            let started = Instant::now();
+            let done = drive(profile, route, &running.session, request).await;
+            let micros = started.elapsed().as_secs_f64() * 1e6;
+            let ok = match &done.exchange {
+                Exchange::Reply(reply) => reply.message.get("error").is_none(),
+                _ => false,
+            };
+            // The first round warms both up and is not counted.
+            if index == 0 {
+                continue;
+            }
+            if ok
+                && done
+                    .view
+                    .result
+                    .as_ref()
+                    .is_some_and(|r| r.get("isError") != Some(&Value::Bool(true)))
+            {
+                series[which].push(micros);
+            } else {
+                failures[which] += 1;
+            }
+        }
+    }
+    let [direct_series, target_series] = series;
+    Row {
+        size,
+        direct: Percentiles::of(direct_series, failures[0]),
+        target: Percentiles::of(target_series, failures[1]),
+    }
+}
+
+/// The bench report: one table of latencies and ratios, throughput and peak memory.
+pub fn render(target: &str, rows: &[Row], peak_memory: Option<u64>, command: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "## `{target}` against `direct`\n");
+    let _ = writeln!(out, "Command: `{command}`\n");
+    let _ = writeln!(
+        out,
+        "| result | direct p50 | p90 | p99 | {target} p50 | p90 | p99 | ratio p50 | throughput through {target} | failed calls (direct / {target}) |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|");
+    for row in rows {
+        let throughput = if row.size.bytes == 0 || row.target.p50.is_nan() {
+            "-".to_string()
+        } else {
+            format!("{:.0} MB/s", row.size.bytes as f64 / row.target.p50)
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | **{:.2}x** | {} | {} / {} |",
+            row.size.label(),
+            ms(row.direct.p50),
+            ms(row.direct.p90),
+            ms(row.direct.p99),
+            ms(row.target.p50),
+            ms(row.target.p90),
+            ms(row.target.p99),
+            row.ratio(),
+            throughput,
+            row.direct.failures,
+            row.target.failures
+        );
+    }
+    match peak_memory {
+        Some(bytes) => {
+            let _ = writeln!(
+                out,
+                "\nPeak resident memory of `{target}`: {:.1} MiB",
+                bytes as f64 / (1 << 20) as f64
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "\nPeak resident memory of `{target}`: not readable (no process of its own, or no /proc)"
+            );
+        }
+    }
+    out
+}
+
+fn ms(micros: f64) -> String {
+    if micros.is_nan() {
+        "-".into()
+    } else {
+        format!("{:.2} ms", micros / 1000.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_pick_by_rank() {
+        let p = Percentiles::of((1..=100).map(f64::from).collect(), 2);
+        assert_eq!(p.p50, 51.0);
+        assert_eq!(p.p90, 90.0);
+        assert_eq!(p.p99, 99.0);
+        assert_eq!(p.failures, 2);
+        assert!(Percentiles::of(vec![], 0).p50.is_nan());
+    }
+
+    #[test]
+    fn rows_render_with_their_ratio() {
+        let row = Row {
+            size: Size { bytes: 1 << 20 },
+            direct: Percentiles::of(vec![1000.0], 0),
+            target: Percentiles::of(vec![1500.0], 0),
+        };
+        assert_eq!(row.ratio(), 1.5);
+        let text = render("reference", &[row], Some(64 << 20), "relaycheck bench");
+        assert!(
+            text.contains("**1.50x**") && text.contains("1 MiB") && text.contains("64.0 MiB"),
+            "{text}"
+        );
+    }
+}
