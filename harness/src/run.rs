@@ -274,8 +274,9 @@ pub async fn run_one(
         "_meta".into(),
         serde_json::json!({"progressToken": nonce.clone()}),
     );
-    if shape == Shape::Sep3279 {
-        // Ask for both views, so checks on structured values have one to look at.
+    if target.session.shape() == Shape::Sep3279 {
+        // Ask for both views, so checks on structured values have one to look at. (In a
+        // forced run the runner speaks an older shape and, like an old client, asks nothing.)
         extra.insert(
             "requestedOutputs".into(),
             serde_json::json!([

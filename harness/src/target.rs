@@ -17,11 +17,16 @@ use crate::process::{GroupChild, Pipes};
 use crate::profile::{Profile, Readiness, Transport, Vars};
 use crate::session::{North, Session, describe};
 
+/// The shape the runner speaks in a forced run, whatever the canary answers in.
+pub const FORCED_BASELINE: Shape = Shape::V2025_11_25;
+
 /// Everything needed to start one target.
 pub struct Launch<'a> {
     pub profile: &'a Profile,
     pub shape: Shape,
-    /// The canary answers in `shape` whatever was negotiated.
+    /// The canary answers in `shape` whatever was negotiated, and the runner speaks
+    /// [`FORCED_BASELINE`] to the target: an upstream that moved first, behind a gateway and a
+    /// client that did not.
     pub forced: bool,
     /// The canary's argv before its options (`relaycheck canary`).
     pub canary_cmd: &'a [String],
@@ -223,7 +228,12 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
             }
         }
     };
-    let session = Session::open(north, launch.shape, start_timeout)
+    let speak = if launch.forced {
+        FORCED_BASELINE
+    } else {
+        launch.shape
+    };
+    let session = Session::open(north, speak, start_timeout)
         .await
         .map_err(|err| stderr_context(&workdir, err))?;
     // The first request after the handshake proves the target serves calls at all.
