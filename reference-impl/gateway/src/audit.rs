@@ -31,6 +31,10 @@ pub struct CallRecord {
     pub reason: Option<String>,
     pub duration_ms: u64,
     pub result_bytes: usize,
+    /// Never set but by the `audit-keeps-result-body` mutant: a result body has no place in
+    /// an audit record.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub body: Option<Value>,
 }
 
 pub fn now_rfc3339() -> String {
@@ -106,6 +110,14 @@ impl Audit {
             line.insert("event".into(), json!("tool_call"));
             line.extend(fields.clone());
             append(f, &Value::Object(line).to_string());
+        }
+    }
+
+    /// A log line written as it is, unredacted: only the `arguments-logged-raw` mutant writes
+    /// one.
+    pub fn debug_line(&self, fields: &Value) {
+        if let Some(f) = &self.log {
+            append(f, &fields.to_string());
         }
     }
 
@@ -239,6 +251,7 @@ mod tests {
             reason: Some("leaked AKIAIOSFODNN7EXAMPLE".into()),
             duration_ms: 1,
             result_bytes: 2,
+            body: None,
         };
         audit.call(&rec, Mutation::default());
         audit.call(&rec, Mutation(Some(Mutant::AuditErrorUnredacted)));

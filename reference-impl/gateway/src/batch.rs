@@ -5,7 +5,7 @@
 //! blocks say what happened in words, the JSON lives only in `structuredContent`.
 
 use relaycheck_reference::budget::marker::MARKER_META_KEY;
-use relaycheck_reference::envelope::CutKind;
+use relaycheck_reference::envelope::{CutKind, TransformKind};
 use relaycheck_reference::jsonsize::json_size;
 use relaycheck_reference::redact::Tally;
 use relaycheck_reference::{
@@ -14,7 +14,7 @@ use relaycheck_reference::{
 use serde_json::{Map, Value, json};
 
 use crate::gateway::{Answer, Caller, Gateway, rpc_error};
-use crate::mutant::Mutant;
+use crate::mutant::{Mutant, Mutation};
 use crate::relay::{self, Called, Outcome};
 use crate::upstream::Ending;
 
@@ -89,7 +89,7 @@ pub async fn batch(gw: &Gateway, caller: &Caller, params: &Value) -> Answer {
         };
         p.insert("name".into(), json!(spec.tool));
         p.insert("arguments".into(), spec.arguments.clone());
-        Some(relay::call(gw, up, &spec.tool, Value::Object(p)).await)
+        Some(relay::call(gw, caller, up, &spec.tool, Value::Object(p)).await)
     });
     let results = futures_util::future::join_all(calls).await;
 
@@ -156,7 +156,13 @@ pub async fn batch(gw: &Gateway, caller: &Caller, params: &Value) -> Answer {
 
     let mut entries = Vec::new();
     let mut texts = Vec::new();
-    for (index, (p, share)) in prepared.into_iter().zip(shares).enumerate() {
+    for (index, ((p, share), size)) in prepared.into_iter().zip(shares).zip(sizes).enumerate() {
+        // The `always-cut` defect: every entry is reduced, whatever the budget says.
+        let share = if gw.mutation.is(Mutant::AlwaysCut) {
+            share.min(size / 2)
+        } else {
+            share
+        };
         let packed = Packed {
             called: p.called,
             outcome: p.outcome,
@@ -272,10 +278,29 @@ fn pack(gw: &Gateway, caller: &Caller, index: usize, packed: Packed, share: usiz
 
     // HTML made readable and binary moved to artifacts change what the model reads even
     // without a cut; then the entry shows the payload, not the upstream's bytes.
-    let reshaped = cut || !envelope.meta.transformations.is_empty();
+    let skipped = |k: TransformKind| {
+        (k == TransformKind::BinaryToArtifact && mutation.is(Mutant::BinaryInline))
+            || (k == TransformKind::HtmlToText && mutation.is(Mutant::HtmlFlattened))
+    };
+    let reshaped = cut
+        || envelope
+            .meta
+            .transformations
+            .iter()
+            .any(|t| !skipped(t.kind));
     let result = original.map(|full| {
         if !reshaped {
+            let mut full = full;
+            if mutation.is(Mutant::HtmlFlattened) {
+                flatten_html(&mut full);
+            }
             return full;
+        }
+        if cut && mutation.is(Mutant::MirrorLeftStale) {
+            // The structured value is cut; the text blocks stay the upstream's, mirror and all.
+            let mut view = cut_view(&full, &envelope);
+            view["content"] = full.get("content").cloned().unwrap_or(json!([]));
+            return view;
         }
         if cut && mutation.is(Mutant::MetaCutApart) {
             return cut_apart(&full);
@@ -293,6 +318,12 @@ fn pack(gw: &Gateway, caller: &Caller, index: usize, packed: Packed, share: usiz
         if mutation.is(Mutant::StringMarkerInArray) {
             string_marker(&mut view, &envelope);
         }
+        if cut
+            && mutation.is(Mutant::CutDropsIds)
+            && let Some(s) = view.get_mut("structuredContent")
+        {
+            drop_ids(s);
+        }
         view
     });
     if mutation.is(Mutant::SilentTruncation) && cut {
@@ -306,6 +337,17 @@ fn pack(gw: &Gateway, caller: &Caller, index: usize, packed: Packed, share: usiz
         })),
         other => other,
     };
+    let result = result.map(|mut r| {
+        result_mutants(&mut r, mutation);
+        r
+    });
+    let result =
+        if mutation.is(Mutant::FailureResultDropped) && envelope_json["status"] == "tool_error" {
+            None
+        } else {
+            result
+        };
+    envelope_mutants(&mut envelope_json, mutation);
     let status = envelope_json["status"].clone();
     let reason = envelope_json["reason"].clone();
     let mut entry = json!({
@@ -323,6 +365,102 @@ fn pack(gw: &Gateway, caller: &Caller, index: usize, packed: Packed, share: usiz
         entry["continuation"] = json!(h);
     }
     entry
+}
+
+/// Mutants that damage the entry's result as the model reads it.
+fn result_mutants(result: &mut Value, mutation: Mutation) {
+    if mutation.is(Mutant::EntryMetaDropped)
+        && let Some(map) = result.as_object_mut()
+    {
+        map.shift_remove("_meta");
+    }
+    if mutation.is(Mutant::BatchLinksRebuilt)
+        && let Some(Value::Array(blocks)) = result.get_mut("content")
+    {
+        for b in blocks {
+            if b.get("type").and_then(Value::as_str) == Some("resource_link") {
+                *b = json!({"type": "resource_link", "uri": b.get("uri").cloned()});
+            }
+        }
+    }
+}
+
+/// Mutants that damage what the entry says about the call (its envelope).
+fn envelope_mutants(envelope: &mut Value, mutation: Mutation) {
+    if mutation.is(Mutant::StatusFlattened) {
+        envelope["status"] = json!("ok");
+    }
+    if mutation.is(Mutant::StatusOnlyOnFailure) && envelope["status"] == "ok" {
+        envelope["status"] = Value::Null;
+    }
+    if mutation.is(Mutant::ReasonDropped) {
+        envelope["reason"] = Value::Null;
+    }
+    let meta = &mut envelope["meta"];
+    if mutation.is(Mutant::ProvenanceStripped)
+        && let Some(m) = meta.as_object_mut()
+    {
+        m.shift_remove("provenance");
+    }
+    if mutation.is(Mutant::DataMarkDropped) {
+        meta["data_not_direction"] = json!(false);
+    }
+    if mutation.is(Mutant::InstructionsUnflagged) {
+        meta["instruction_flags"] = json!([]);
+    }
+}
+
+/// The `html-flattened` mutant: markup in text blocks and embedded resources becomes a run of
+/// words, tags stripped and table structure with them.
+fn flatten_html(result: &mut Value) {
+    let Some(Value::Array(blocks)) = result.get_mut("content") else {
+        return;
+    };
+    for b in blocks {
+        let text = match b.get("type").and_then(Value::as_str) {
+            Some("text") => b.get_mut("text"),
+            Some("resource") => b.get_mut("resource").and_then(|r| r.get_mut("text")),
+            _ => None,
+        };
+        if let Some(Value::String(t)) = text
+            && t.contains('<')
+        {
+            *t = strip_tags(t);
+        }
+    }
+}
+
+fn strip_tags(html: &str) -> String {
+    let mut words = String::new();
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => {
+                in_tag = true;
+                words.push(' ');
+            }
+            '>' => in_tag = false,
+            c if !in_tag => words.push(c),
+            _ => {}
+        }
+    }
+    words.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The `cut-drops-ids` mutant: identifier-like members (`id`, `*Id`, `*_id`, cursors) removed
+/// at any depth.
+fn drop_ids(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            map.retain(|k, _| {
+                let k = k.to_ascii_lowercase();
+                !(k == "id" || k.ends_with("id") || k.contains("cursor"))
+            });
+            map.values_mut().for_each(drop_ids);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_ids),
+        _ => {}
+    }
 }
 
 /// Retains the result as the upstream sent it (redacted, links projected) under the caller,

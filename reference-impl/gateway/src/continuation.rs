@@ -107,7 +107,13 @@ pub fn delete(gw: &Gateway, caller: &Caller, args: &Value) -> Answer {
             json!({"deleted": false, "reason": "missing handle"}),
         );
     };
-    match gw.store.delete(handle, &caller.identity) {
+    let deleted = if gw.mutation.is(Mutant::DeleteNoop) {
+        // Says so, keeps it.
+        gw.store.get(handle, &caller.identity).map(|_| ())
+    } else {
+        gw.store.delete(handle, &caller.identity)
+    };
+    match deleted {
         Ok(()) => Answer::Own(json!({
             "content": [{"type": "text", "text": "The retained result was deleted."}],
             "structuredContent": {"deleted": true},

@@ -9,13 +9,14 @@ use std::time::Duration;
 use relaycheck_model::Shape;
 use relaycheck_reference::{Identity, Store};
 use serde_json::Value;
-use tokio::sync::{Mutex, broadcast};
+use tokio::sync::Mutex;
 
 use crate::audit::Audit;
 use crate::config::{Config, IdentityConfig, Limits};
 use crate::continuation::Retention;
 use crate::error::{ServeError, UpstreamError};
 use crate::mutant::Mutation;
+use crate::progress::{Progress, Sink};
 use crate::schema_pin::{Catalog, Pin};
 use crate::tasks::TaskMap;
 use crate::upstream::Upstream;
@@ -41,6 +42,8 @@ pub struct Caller {
     /// SEP-3279 `requestedOutputs`, for rendering the gateway's own results.
     pub requested: Option<Vec<relaycheck_model::render::Selector>>,
     pub transport: &'static str,
+    /// Where progress notifications for this request go, when its transport can carry them.
+    pub progress: Option<Sink>,
 }
 
 /// How a north request is answered.
@@ -68,7 +71,7 @@ pub struct Gateway {
     pub retention: Retention,
     pub tasks: TaskMap,
     pub audit: Audit,
-    pub notifications: broadcast::Sender<Value>,
+    pub progress: Arc<Progress>,
     counter: AtomicU64,
 }
 
@@ -88,7 +91,7 @@ impl Gateway {
             config.audit.cef.as_deref(),
             config.log.path.as_deref(),
         )?;
-        let (notifications, _) = broadcast::channel(256);
+        let progress = Arc::new(Progress::default());
         let limit = if mutation.is(crate::mutant::Mutant::UnboundedRead) {
             usize::MAX
         } else {
@@ -101,7 +104,7 @@ impl Gateway {
                 cfg,
                 limit,
                 timeout.max(Duration::from_secs(10)),
-                notifications.clone(),
+                progress.clone(),
             )
             .await?;
             upstreams.push(Arc::new(up));
@@ -116,7 +119,7 @@ impl Gateway {
             retention: Retention::default(),
             tasks: TaskMap::default(),
             audit,
-            notifications,
+            progress,
             counter: AtomicU64::new(1),
         });
         // Pin the handshake listing now: a broken upstream shows at start, not at first call.

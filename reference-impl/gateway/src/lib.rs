@@ -16,6 +16,7 @@ pub mod gateway;
 pub mod links;
 pub mod mutant;
 pub mod north;
+pub mod progress;
 pub mod relay;
 pub mod resources;
 pub mod schema_pin;

@@ -28,6 +28,34 @@ pub enum Mutant {
     RedactionOff,
     IsErrorDropped,
     UnboundedRead,
+    StatusFlattened,
+    StatusOnlyOnFailure,
+    ReasonDropped,
+    FailureResultDropped,
+    EntryMetaDropped,
+    ProvenanceStripped,
+    DataMarkDropped,
+    InstructionsUnflagged,
+    InstructionsStripped,
+    HtmlFlattened,
+    BinaryInline,
+    MirrorLeftStale,
+    CutDropsIds,
+    AlwaysCut,
+    BatchLinksRebuilt,
+    DeleteNoop,
+    AuditWithoutCallId,
+    AuditKeepsResultBody,
+    ArgumentsLoggedRaw,
+    OverRedaction,
+    FieldsCamelCased,
+    ResultTypeDropped,
+    NonObjectStructuredDropped,
+    OutputsFlattened,
+    FlatCutSilently,
+    UpstreamGarbageAsSuccess,
+    TaskHandleReadAsResult,
+    TaskStatusCached,
 }
 
 /// (mutant, name, surface, defect)
@@ -152,6 +180,174 @@ const TABLE: &[(Mutant, &str, &str, &str)] = &[
         "upstream-read",
         "max_response_bytes is not enforced: any upstream response is read whole",
     ),
+    (
+        Mutant::StatusFlattened,
+        "status-flattened",
+        "batch",
+        "every batch entry says `ok`: the entry reports that the call was made, not how it ended",
+    ),
+    (
+        Mutant::StatusOnlyOnFailure,
+        "status-only-on-failure",
+        "batch",
+        "a successful entry carries no status (absence is meant to read as success)",
+    ),
+    (
+        Mutant::ReasonDropped,
+        "reason-dropped",
+        "batch",
+        "a failed entry carries no reason: status only, nothing saying what failed",
+    ),
+    (
+        Mutant::FailureResultDropped,
+        "failure-result-dropped",
+        "batch",
+        "a batch entry for an isError result keeps status and reason but drops the upstream's result (text, structuredContent)",
+    ),
+    (
+        Mutant::EntryMetaDropped,
+        "entry-meta-dropped",
+        "batch",
+        "a batch entry's result loses the upstream's _meta (kept only inside the envelope)",
+    ),
+    (
+        Mutant::ProvenanceStripped,
+        "provenance-stripped",
+        "batch",
+        "the envelope's provenance (server, tool, time, upstream _meta) is stripped from the entry",
+    ),
+    (
+        Mutant::DataMarkDropped,
+        "data-mark-dropped",
+        "batch",
+        "entries no longer mark the upstream's content as data, not direction",
+    ),
+    (
+        Mutant::InstructionsUnflagged,
+        "instructions-unflagged",
+        "batch",
+        "instruction-like text in a result is not flagged in the entry",
+    ),
+    (
+        Mutant::InstructionsStripped,
+        "instructions-stripped",
+        "flat",
+        "sentences that look like instructions are deleted from results instead of flagged",
+    ),
+    (
+        Mutant::HtmlFlattened,
+        "html-flattened",
+        "batch",
+        "HTML reaches the model as a plain run of words: tags stripped, table structure lost",
+    ),
+    (
+        Mutant::BinaryInline,
+        "binary-inline",
+        "batch",
+        "binary content (images, blobs) stays inline as base64 instead of becoming an artifact reference",
+    ),
+    (
+        Mutant::MirrorLeftStale,
+        "mirror-left-stale",
+        "batch",
+        "a cut shortens structuredContent but keeps the full JSON mirror text beside it",
+    ),
+    (
+        Mutant::CutDropsIds,
+        "cut-drops-ids",
+        "batch",
+        "the cut drops identifier-like fields (id, *Id, cursors) of what it keeps as low-value",
+    ),
+    (
+        Mutant::AlwaysCut,
+        "always-cut",
+        "batch",
+        "every entry is reduced to half its size, under budget too",
+    ),
+    (
+        Mutant::BatchLinksRebuilt,
+        "batch-links-rebuilt",
+        "links",
+        "links in batch entries are rebuilt as {type, uri} only: name and every other member lost",
+    ),
+    (
+        Mutant::DeleteNoop,
+        "delete-noop",
+        "continuation",
+        "relay_delete says the result was deleted but keeps it",
+    ),
+    (
+        Mutant::AuditWithoutCallId,
+        "audit-without-call-id",
+        "audit",
+        "audit and log lines carry no call identification (no nonce)",
+    ),
+    (
+        Mutant::AuditKeepsResultBody,
+        "audit-keeps-result-body",
+        "audit",
+        "the audit record carries the result body (redacted) beside the call's facts",
+    ),
+    (
+        Mutant::ArgumentsLoggedRaw,
+        "arguments-logged-raw",
+        "audit",
+        "a debug log line writes each call's arguments without redaction",
+    ),
+    (
+        Mutant::OverRedaction,
+        "over-redaction",
+        "redaction",
+        "any long digit run, UUID or hex id is redacted as a possible card number or key",
+    ),
+    (
+        Mutant::FieldsCamelCased,
+        "fields-camel-cased",
+        "flat",
+        "structuredContent keys are renamed into a camelCase house style",
+    ),
+    (
+        Mutant::ResultTypeDropped,
+        "result-type-dropped",
+        "flat",
+        "resultType is removed from relayed results (a 2025-era typed model)",
+    ),
+    (
+        Mutant::NonObjectStructuredDropped,
+        "non-object-structured-dropped",
+        "flat",
+        "array, primitive and null structuredContent is dropped (object-only, as SDKs for 2025 peers do)",
+    ),
+    (
+        Mutant::OutputsFlattened,
+        "outputs-flattened",
+        "flat",
+        "SEP-3279 outputs[] are rewritten to legacy content and structuredContent",
+    ),
+    (
+        Mutant::FlatCutSilently,
+        "flat-cut-silently",
+        "flat",
+        "flat results over 64 KiB of JSON are cut to fit, without a marker or isError",
+    ),
+    (
+        Mutant::UpstreamGarbageAsSuccess,
+        "upstream-garbage-as-success",
+        "upstream-read",
+        "a malformed, broken or unanswered (500 ms patience) upstream call becomes an empty successful result",
+    ),
+    (
+        Mutant::TaskHandleReadAsResult,
+        "task-handle-read-as-result",
+        "tasks",
+        "a task handle is read through a CallToolResult model: the client gets an empty success, no handle",
+    ),
+    (
+        Mutant::TaskStatusCached,
+        "task-status-cached",
+        "tasks",
+        "tasks/get is answered from the handle the gateway saw: the status stays `working` and the task never ends",
+    ),
 ];
 
 impl Mutant {
@@ -231,9 +427,9 @@ mod tests {
             assert_eq!(m.name().parse::<Mutant>(), Ok(m));
             assert!(!m.defect().is_empty());
         }
-        assert_eq!(Mutant::all().count(), 20);
+        assert_eq!(Mutant::all().count(), 48);
         let err = "nope".parse::<Mutant>().unwrap_err().to_string();
         assert!(err.contains("meta-cut-apart"), "{err}");
-        assert_eq!(Mutant::listing().lines().count(), 20);
+        assert_eq!(Mutant::listing().lines().count(), 48);
     }
 }

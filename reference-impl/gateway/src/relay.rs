@@ -3,10 +3,10 @@
 //! is found, link projection, outputSchema validation, task relay, audit facts).
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use relaycheck_model::NONCE_ARG;
-use relaycheck_model::render::read_task_handle;
+use relaycheck_model::render::{read_result, read_task_handle};
 use relaycheck_reference::redact::Tally;
 use relaycheck_reference::{CallEnd, Context, TransportKind, normalize_owned};
 use serde::{Deserialize, Serialize};
@@ -17,7 +17,7 @@ use crate::gateway::{Answer, Caller, Gateway};
 use crate::mutant::{Mutant, Mutation};
 use crate::schema_pin::Pin;
 use crate::upstream::{Ending, Upstream};
-use crate::{links, secrets, tasks};
+use crate::{links, progress, secrets, tasks};
 
 /// One upstream `tools/call`, as it ended.
 pub struct Called {
@@ -56,6 +56,8 @@ pub struct Facts {
     pub status: &'static str,
     pub error_code: Option<i64>,
     pub reason: Option<String>,
+    /// The result body, for the `audit-keeps-result-body` mutant only.
+    pub body: Option<Value>,
 }
 
 /// The upstream params of a call: the client's own params (arguments untouched, `_meta`
@@ -69,14 +71,38 @@ pub fn upstream_params(params: &Value, tool: &str) -> Value {
     Value::Object(out)
 }
 
-pub async fn call(gw: &Gateway, up: &Arc<Upstream>, tool: &str, params: Value) -> Called {
+/// How long the `upstream-garbage-as-success` mutant waits before it makes up an answer.
+const GARBAGE_PATIENCE: Duration = Duration::from_millis(500);
+
+pub async fn call(
+    gw: &Gateway,
+    caller: &Caller,
+    up: &Arc<Upstream>,
+    tool: &str,
+    mut params: Value,
+) -> Called {
     let nonce = params
         .get("arguments")
         .and_then(|a| a.get(NONCE_ARG))
         .and_then(Value::as_str)
         .map(str::to_string);
+    // The caller's progress token goes upstream as one of the gateway's, mapped back on the
+    // way down: tokens are only unique per caller.
+    let registration = match (&caller.progress, progress::caller_token(&params)) {
+        (Some(sink), Some(token)) => Some(gw.progress.register(token, sink.clone())),
+        _ => None,
+    };
+    if let Some(r) = &registration {
+        progress::readdress(&mut params, r.token());
+    }
+    let timeout = if gw.mutation.is(Mutant::UpstreamGarbageAsSuccess) {
+        gw.timeout().min(GARBAGE_PATIENCE)
+    } else {
+        gw.timeout()
+    };
     let started = Instant::now();
-    let ending = up.request("tools/call", params, gw.timeout()).await;
+    let ending = up.request("tools/call", params, timeout).await;
+    drop(registration);
     Called {
         call_id: gw.next_call_id(),
         server: up.name.clone(),
@@ -96,16 +122,20 @@ pub fn process(
 ) -> (Outcome, Facts) {
     let mutation = gw.mutation;
     let ending = std::mem::replace(&mut called.ending, Ending::Timeout { elapsed_ms: 0 });
+    let facts = |redacted: Tally, status: &'static str, error_code, reason| Facts {
+        redacted,
+        status,
+        error_code,
+        reason,
+        body: None,
+    };
     match ending {
         Ending::Response { mut message, .. } => {
             if let Some(mut error) = message.get_mut("error").map(Value::take) {
                 let reason = Some(clip(&rpc_message(&error)));
-                let facts = Facts {
-                    redacted: secrets::redact_counted(&mut error, mutation),
-                    status: "protocol_error",
-                    error_code: error.get("code").and_then(Value::as_i64),
-                    reason,
-                };
+                let redacted = secrets::redact_counted(&mut error, mutation);
+                let code = error.get("code").and_then(Value::as_i64);
+                let facts = facts(redacted, "protocol_error", code, reason);
                 return (Outcome::RpcError { error }, facts);
             }
             let Some(mut result) = message.get_mut("result").map(Value::take) else {
@@ -114,34 +144,39 @@ pub fn process(
                     TransportKind::Malformed,
                     "a JSON-RPC response without result or error",
                 );
-                return (
-                    Outcome::Failed { text: text.clone() },
-                    Facts {
-                        redacted: Tally::default(),
-                        status: "transport_error",
-                        error_code: None,
-                        reason: Some(text),
-                    },
+                let facts = facts(
+                    Tally::default(),
+                    "transport_error",
+                    None,
+                    Some(text.clone()),
                 );
+                return (Outcome::Failed { text }, facts);
             };
             if let Some((form, upstream_id)) = read_task_handle(&result) {
-                let redacted = secrets::redact_counted(&mut result, mutation);
-                let id = gw
-                    .tasks
-                    .register(&called.server, &upstream_id, &caller.identity);
-                let handle = tasks::relay_handle(&result, form, &id, mutation);
-                let status = result
-                    .get("status")
-                    .or_else(|| result.get("task").and_then(|t| t.get("status")))
-                    .and_then(Value::as_str)
-                    .unwrap_or("unknown");
-                let facts = Facts {
-                    redacted,
-                    status: "task",
-                    error_code: None,
-                    reason: Some(format!("task {id} {status}")),
-                };
-                return (Outcome::Task { handle }, facts);
+                if mutation.is(Mutant::TaskHandleReadAsResult) {
+                    // A CallToolResult model reads a handle as a result without content.
+                    let mut read = json!({"content": []});
+                    if let Some(meta) = result.get("_meta") {
+                        read["_meta"] = meta.clone();
+                    }
+                    result = read;
+                } else {
+                    let redacted = secrets::redact_counted(&mut result, mutation);
+                    let id = gw
+                        .tasks
+                        .register(&called.server, &upstream_id, &caller.identity);
+                    let handle = tasks::relay_handle(&result, form, &id, mutation);
+                    let status = result
+                        .get("status")
+                        .or_else(|| result.get("task").and_then(|t| t.get("status")))
+                        .and_then(Value::as_str)
+                        .unwrap_or("unknown");
+                    let reason = Some(format!("task {id} {status}"));
+                    return (
+                        Outcome::Task { handle },
+                        facts(redacted, "task", None, reason),
+                    );
+                }
             }
             let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
             let raw_reason = is_error.then(|| clip(&first_text(&result)));
@@ -154,45 +189,38 @@ pub fn process(
             };
             if let Some(v) = violation {
                 let result = json!({"content": [{"type": "text", "text": v}], "isError": true});
-                let facts = Facts {
-                    redacted,
-                    status: "tool_error",
-                    error_code: None,
-                    reason: Some(format!("schema violation: {v}")),
-                };
+                let reason = Some(format!("schema violation: {v}"));
+                let facts = facts(redacted, "tool_error", None, reason);
                 return (Outcome::Result { result, own: true }, facts);
             }
-            let facts = Facts {
-                redacted,
-                status: if is_error { "tool_error" } else { "ok" },
-                error_code: None,
-                reason: raw_reason,
-            };
+            result_mutants(&mut result, mutation);
+            let status = if is_error { "tool_error" } else { "ok" };
+            let mut facts = facts(redacted, status, None, raw_reason);
+            if mutation.is(Mutant::AuditKeepsResultBody) {
+                facts.body = Some(result.clone());
+            }
+            (Outcome::Result { result, own: false }, facts)
+        }
+        Ending::Transport { .. } | Ending::Timeout { .. }
+            if mutation.is(Mutant::UpstreamGarbageAsSuccess) =>
+        {
+            // Whatever came back (or did not) is read as a result without content.
+            let result = json!({"content": []});
+            let facts = facts(Tally::default(), "ok", None, None);
             (Outcome::Result { result, own: false }, facts)
         }
         Ending::Oversized { limit } => {
             let text = format!(
                 "The upstream response exceeded the limit of {limit} bytes and was not read: the tool ran but its result was discarded. Ask for less (filters, pagination, fewer fields)."
             );
-            let facts = Facts {
-                redacted: Tally::default(),
-                status: "transport_error",
-                error_code: None,
-                reason: Some(Ending::oversized_detail(limit)),
-            };
+            let reason = Some(Ending::oversized_detail(limit));
+            let facts = facts(Tally::default(), "transport_error", None, reason);
             (Outcome::Failed { text }, facts)
         }
         Ending::Transport { kind, detail } => {
             let text = failure_text(called, kind, &detail);
-            (
-                Outcome::Failed { text },
-                Facts {
-                    redacted: Tally::default(),
-                    status: "transport_error",
-                    error_code: None,
-                    reason: Some(detail),
-                },
-            )
+            let facts = facts(Tally::default(), "transport_error", None, Some(detail));
+            (Outcome::Failed { text }, facts)
         }
         Ending::Timeout { elapsed_ms } => {
             let end = CallEnd::Timeout { elapsed_ms };
@@ -208,15 +236,80 @@ pub fn process(
             let text = env
                 .reason
                 .unwrap_or_else(|| "the outcome is unknown".into());
-            let facts = Facts {
-                redacted: Tally::default(),
-                status: "unknown",
-                error_code: None,
-                reason: Some(format!("no response within {elapsed_ms} ms")),
-            };
+            let reason = Some(format!("no response within {elapsed_ms} ms"));
+            let facts = facts(Tally::default(), "unknown", None, reason);
             (Outcome::Failed { text }, facts)
         }
     }
+}
+
+/// Mutants that damage a result every route relays (after it was validated).
+fn result_mutants(result: &mut Value, mutation: Mutation) {
+    if mutation.is(Mutant::InstructionsStripped) {
+        strip_instructions(result);
+    }
+    if mutation.is(Mutant::FieldsCamelCased)
+        && let Some(s) = result.get_mut("structuredContent")
+    {
+        camel_case_keys(s);
+    }
+}
+
+/// The `instructions-stripped` mutant: every sentence of a text block that the instruction
+/// scanner flags is deleted.
+fn strip_instructions(result: &mut Value) {
+    let Some(Value::Array(blocks)) = result.get_mut("content") else {
+        return;
+    };
+    for block in blocks {
+        let Some(Value::String(text)) = block.get_mut("text") else {
+            continue;
+        };
+        let kept: Vec<&str> = text
+            .split_inclusive(['.', '!', '?'])
+            .filter(|sentence| {
+                let mut flags = Vec::new();
+                relaycheck_reference::instructions::scan_str(sentence, "", &mut flags);
+                flags.is_empty()
+            })
+            .collect();
+        let kept = kept.concat();
+        if kept.len() != text.len() {
+            *text = format!("{} [instruction-like text removed]", kept.trim());
+        }
+    }
+}
+
+/// The `fields-camel-cased` mutant: `order_id`, `next-page-token` and `Amount_EUR` become
+/// `orderId`, `nextPageToken` and `amountEUR`, at any depth.
+fn camel_case_keys(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            let old = std::mem::take(map);
+            for (k, mut child) in old {
+                camel_case_keys(&mut child);
+                map.insert(camel(&k), child);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(camel_case_keys),
+        _ => {}
+    }
+}
+
+fn camel(key: &str) -> String {
+    let mut out = String::new();
+    for (i, part) in key.split(['_', '-']).filter(|p| !p.is_empty()).enumerate() {
+        let mut chars = part.chars();
+        if let Some(first) = chars.next() {
+            if i == 0 {
+                out.extend(first.to_lowercase());
+            } else {
+                out.extend(first.to_uppercase());
+            }
+            out.push_str(chars.as_str());
+        }
+    }
+    if out.is_empty() { key.to_string() } else { out }
 }
 
 fn failure_text(called: &Called, kind: TransportKind, detail: &str) -> String {
@@ -264,12 +357,17 @@ pub fn audit(gw: &Gateway, caller: &Caller, called: &Called, facts: &Facts, resu
         server: called.server.clone(),
         tool: called.tool.clone(),
         call_id: called.call_id.clone(),
-        nonce: called.nonce.clone(),
+        nonce: if gw.mutation.is(Mutant::AuditWithoutCallId) {
+            None
+        } else {
+            called.nonce.clone()
+        },
         status: facts.status.to_string(),
         error_code: facts.error_code,
         reason: facts.reason.clone(),
         duration_ms: called.duration_ms,
         result_bytes,
+        body: facts.body.clone(),
     };
     gw.audit.call(&record, gw.mutation);
 }
@@ -288,7 +386,7 @@ pub async fn flat(
     pin: Option<&Pin>,
     params: &Value,
 ) -> Answer {
-    let mut called = call(gw, up, tool, upstream_params(params, tool)).await;
+    let mut called = call(gw, caller, up, tool, upstream_params(params, tool)).await;
     let bytes = called.ending.bytes();
     let (outcome, facts) = process(gw, caller, &mut called, pin);
     audit(gw, caller, &called, &facts, bytes);
@@ -341,6 +439,75 @@ fn flat_mutants(result: &mut Value, called: &Called, mutation: Mutation) {
         && let Some(map) = result.as_object_mut()
     {
         map.shift_remove("isError");
+    }
+    if mutation.is(Mutant::ResultTypeDropped)
+        && let Some(map) = result.as_object_mut()
+    {
+        map.shift_remove("resultType");
+    }
+    if mutation.is(Mutant::OutputsFlattened) && result.get("outputs").is_some() {
+        // The legacy reading of the outputs, with resultType and the rest kept.
+        let legacy = read_result(result);
+        if let (Some(map), Value::Object(legacy)) = (result.as_object_mut(), legacy) {
+            map.shift_remove("outputs");
+            for k in ["content", "structuredContent"] {
+                if let Some(v) = legacy.get(k) {
+                    map.insert(k.into(), v.clone());
+                }
+            }
+        }
+    }
+    if mutation.is(Mutant::NonObjectStructuredDropped) {
+        drop_non_object_structured(result);
+    }
+    if mutation.is(Mutant::FlatCutSilently) {
+        cut_silently(result, FLAT_CUT_BYTES);
+    }
+}
+
+/// Where the `flat-cut-silently` mutant cuts: a 64 KiB output cap.
+const FLAT_CUT_BYTES: usize = 64 * 1024;
+
+/// The `non-object-structured-dropped` mutant: structured values that are not objects are
+/// dropped, in legacy results and in SEP-3279 outputs.
+fn drop_non_object_structured(result: &mut Value) {
+    let Some(map) = result.as_object_mut() else {
+        return;
+    };
+    if map.get("structuredContent").is_some_and(|s| !s.is_object()) {
+        map.shift_remove("structuredContent");
+    }
+    if let Some(Value::Array(outputs)) = map.get_mut("outputs") {
+        outputs.retain(|o| o.get("structuredContent").is_none_or(Value::is_object));
+    }
+}
+
+/// The `flat-cut-silently` mutant: text blocks shortened until the result fits `cap` bytes of
+/// JSON, with nothing to say so.
+fn cut_silently(result: &mut Value, cap: usize) {
+    let size = result.to_string().len();
+    if size <= cap {
+        return;
+    }
+    let mut excess = size - cap;
+    let blocks = match result.get_mut("content") {
+        Some(Value::Array(blocks)) => blocks,
+        _ => match result.pointer_mut("/outputs/0/content") {
+            Some(Value::Array(blocks)) => blocks,
+            _ => return,
+        },
+    };
+    for block in blocks.iter_mut().rev() {
+        let Some(Value::String(text)) = block.get_mut("text") else {
+            continue;
+        };
+        let keep = text.len().saturating_sub(excess);
+        let keep = text.floor_char_boundary(keep);
+        excess = excess.saturating_sub(text.len() - keep);
+        text.truncate(keep);
+        if excess == 0 {
+            break;
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! Redaction through the normalizer's redactor, for everything that leaves the gateway
 //! without going through an envelope: flat results, errors, audit and log lines.
 
+use relaycheck_reference::RedactionKind;
 use relaycheck_reference::redact::{Tally, redact_value};
 use serde_json::Value;
 
@@ -19,7 +20,50 @@ pub fn redact_counted(v: &mut Value, mutation: Mutation) -> Tally {
     if !mutation.is(Mutant::RedactionOff) {
         redact_value(v, &mut tally);
     }
+    if mutation.is(Mutant::OverRedaction) {
+        redact_look_alikes(v, &mut tally);
+    }
     tally
+}
+
+/// The `over-redaction` mutant: any run of hex digits, spaces and dashes holding 12 or more
+/// digits (an order number, a UUID, a commit hash) is taken for a card number or a key.
+fn redact_look_alikes(v: &mut Value, tally: &mut Tally) {
+    match v {
+        Value::String(s) => {
+            let mut out = String::with_capacity(s.len());
+            let mut run = String::new();
+            let flush = |run: &mut String, out: &mut String, tally: &mut Tally| {
+                let core = run.trim_matches([' ', '-']);
+                if core.chars().filter(char::is_ascii_digit).count() >= 12 {
+                    let lead = &run[..run.len() - run.trim_start_matches([' ', '-']).len()];
+                    let trail = &run[run.trim_end_matches([' ', '-']).len()..];
+                    out.push_str(lead);
+                    out.push_str(&RedactionKind::CardNumber.marker());
+                    out.push_str(trail);
+                    tally.add(RedactionKind::CardNumber);
+                } else {
+                    out.push_str(run);
+                }
+                run.clear();
+            };
+            for c in s.chars() {
+                if c.is_ascii_hexdigit() || c == ' ' || c == '-' {
+                    run.push(c);
+                } else {
+                    flush(&mut run, &mut out, tally);
+                    out.push(c);
+                }
+            }
+            flush(&mut run, &mut out, tally);
+            if out != *s {
+                *s = out;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|x| redact_look_alikes(x, tally)),
+        Value::Object(m) => m.values_mut().for_each(|x| redact_look_alikes(x, tally)),
+        _ => {}
+    }
 }
 
 #[cfg(test)]

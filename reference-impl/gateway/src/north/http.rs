@@ -2,6 +2,7 @@
 //! bearer tokens mapped to identities. A foreign Host or Origin is refused (DNS rebinding).
 
 use std::collections::HashMap;
+use std::convert::Infallible;
 use std::future::Future;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -12,9 +13,11 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
 use axum::routing::post;
+use futures_util::StreamExt;
 use relaycheck_reference::Identity;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
+use tokio::sync::mpsc;
 
 use super::{ConnState, handle};
 use crate::error::ServeError;
@@ -176,7 +179,57 @@ async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) 
         None => (Arc::new(ConnState::default()), None),
     };
     let identity = app.identity(&headers);
-    let answer = handle(&app.gw, msg, &conn, &identity, TRANSPORT).await;
+    // Progress for the request: answered as plain JSON unless a notification comes before the
+    // answer, then as an event stream carrying the notifications and then the answer.
+    let (tx, mut notes) = mpsc::unbounded_channel();
+    let gw = app.gw.clone();
+    let answering_conn = conn.clone();
+    let mut answering =
+        Box::pin(
+            async move { handle(&gw, msg, &answering_conn, &identity, TRANSPORT, Some(tx)).await },
+        );
+    let first = tokio::select! {
+        answer = &mut answering => {
+            let mut early = Vec::new();
+            while let Ok(n) = notes.try_recv() {
+                early.push(n);
+            }
+            if early.is_empty() {
+                return finish(&app, answer, session_id, is_initialize, conn);
+            }
+            return sse_response(early, None, answer, session_id.as_deref());
+        }
+        Some(note) = notes.recv() => note,
+    };
+    let (events, stream) = mpsc::unbounded_channel();
+    let _ = events.send(first);
+    tokio::spawn(async move {
+        let answer = loop {
+            tokio::select! {
+                answer = &mut answering => break answer,
+                Some(note) = notes.recv() => {
+                    let _ = events.send(note);
+                }
+            }
+        };
+        while let Ok(note) = notes.try_recv() {
+            let _ = events.send(note);
+        }
+        if let Some(answer) = answer {
+            let _ = events.send(answer);
+        }
+    });
+    sse_response(Vec::new(), Some(stream), None, session_id.as_deref())
+}
+
+/// A plain JSON answer; a successful `initialize` opens a session.
+fn finish(
+    app: &App,
+    answer: Option<Value>,
+    session_id: Option<String>,
+    is_initialize: bool,
+    conn: Arc<ConnState>,
+) -> Response {
     let session_id = match (session_id, is_initialize, &answer) {
         (None, true, Some(a)) if a.get("result").is_some() => {
             let id = uuid::Uuid::new_v4().to_string();
@@ -192,6 +245,39 @@ async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) 
         Some(a) => json_response(StatusCode::OK, &a, session_id.as_deref()),
         None => empty(StatusCode::ACCEPTED),
     }
+}
+
+/// An event stream: the messages in `first`, then whatever `rest` brings, then `last`.
+fn sse_response(
+    first: Vec<Value>,
+    rest: Option<mpsc::UnboundedReceiver<Value>>,
+    last: Option<Value>,
+    session: Option<&str>,
+) -> Response {
+    let event =
+        |m: &Value| Ok::<Bytes, Infallible>(Bytes::from(format!("event: message\ndata: {m}\n\n")));
+    let head: Vec<_> = first.iter().chain(last.iter()).map(event).collect();
+    let head = futures_util::stream::iter(head);
+    let tail = futures_util::stream::unfold(rest, move |rest| async move {
+        let mut rx = rest?;
+        let m = rx.recv().await?;
+        Some((event(&m), Some(rx)))
+    });
+    let mut r = Response::new(Body::from_stream(head.chain(tail)));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/event-stream"),
+    );
+    r.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-cache"),
+    );
+    if let Some(s) = session
+        && let Ok(v) = header::HeaderValue::from_str(s)
+    {
+        r.headers_mut().insert(SESSION, v);
+    }
+    r
 }
 
 /// The gateway sends no server-initiated messages over a standing stream.

@@ -14,6 +14,8 @@ use serde_json::{Map, Value, json};
 
 use crate::audit::log_fields;
 use crate::gateway::{Answer, Caller, Gateway, META_VERSION, rpc_error};
+use crate::mutant::Mutant;
+use crate::progress::Sink;
 use crate::{batch, continuation, relay, resources, tasks_relay};
 
 /// Versions an `initialize` can settle on.
@@ -96,16 +98,19 @@ pub fn caller_of(
         meta,
         requested: params.and_then(Selector::read_requested),
         transport,
+        progress: None,
     }
 }
 
-/// Answers one message; `None` for notifications and responses.
+/// Answers one message; `None` for notifications and responses. Progress notifications for
+/// the request go to `progress`, re-addressed to the caller's token, before the answer is made.
 pub async fn handle(
     gw: &Arc<Gateway>,
     msg: Value,
     conn: &ConnState,
     identity: &Identity,
     transport: &'static str,
+    progress: Option<Sink>,
 ) -> Option<Value> {
     let started = Instant::now();
     let Some(fields) = msg.as_object() else {
@@ -115,7 +120,8 @@ pub async fn handle(
     };
     let method = fields.get("method").and_then(Value::as_str)?.to_string();
     let params = fields.get("params");
-    let caller = caller_of(params, conn, identity, transport);
+    let mut caller = caller_of(params, conn, identity, transport);
+    caller.progress = progress;
     let Some(id) = fields.get("id") else {
         return None; // notifications: initialized, cancelled, ... need no answer
     };
@@ -131,12 +137,24 @@ pub async fn handle(
     if let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) {
         log["tool"] = json!(name);
     }
-    if let Some(n) = params
+    let nonce = params
         .and_then(|p| p.get("arguments"))
         .and_then(|a| a.get(relaycheck_model::NONCE_ARG))
-        .and_then(Value::as_str)
+        .and_then(Value::as_str);
+    if let Some(n) = nonce
+        && !gw.mutation.is(Mutant::AuditWithoutCallId)
     {
         log["nonce"] = json!(n);
+    }
+    if gw.mutation.is(Mutant::ArgumentsLoggedRaw)
+        && method == "tools/call"
+        && let Some(arguments) = params.and_then(|p| p.get("arguments"))
+    {
+        // The mutant's debug line: the arguments as the client sent them, never redacted.
+        let tool = params.and_then(|p| p.get("name")).cloned();
+        gw.audit.debug_line(&json!({
+            "event": "tool_arguments", "tool": tool, "arguments": arguments,
+        }));
     }
     match &answer {
         Answer::Error(e) => {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use relaycheck_reference::Identity;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Stdout};
-use tokio::sync::{Mutex, broadcast};
+use tokio::sync::{Mutex, mpsc};
 use tokio::task::JoinSet;
 
 use super::{ConnState, handle};
@@ -26,40 +26,10 @@ async fn write(out: &Mutex<Stdout>, msg: &Value) {
     let _ = out.flush().await;
 }
 
-/// Writes every queued upstream progress notification, holding the queue while writing so
-/// that an answer written next comes after them.
-async fn flush_progress(out: &Mutex<Stdout>, notes: &Mutex<broadcast::Receiver<Value>>) {
-    let mut rx = notes.lock().await;
-    loop {
-        match rx.try_recv() {
-            Ok(n) => {
-                if n.get("method").and_then(Value::as_str) == Some("notifications/progress") {
-                    write(out, &n).await;
-                }
-            }
-            Err(broadcast::error::TryRecvError::Lagged(_)) => continue,
-            Err(_) => break,
-        }
-    }
-}
-
 pub async fn serve(gw: Arc<Gateway>) -> Result<(), ServeError> {
     let out = Arc::new(Mutex::new(tokio::io::stdout()));
     let conn = Arc::new(ConnState::default());
     let identity = Identity::new(gw.identity.stdio.clone());
-
-    // Progress from upstreams reaches the one stdio client (its progress token went upstream
-    // unchanged with its request). The upstream reader queues a notification before it hands
-    // over the answer that follows it, so draining the queue before every answer keeps the
-    // upstream's order; a ticker drains it between answers.
-    let notes = Arc::new(Mutex::new(gw.notifications.subscribe()));
-    let (tick_out, tick_notes) = (out.clone(), notes.clone());
-    let progress = tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            flush_progress(&tick_out, &tick_notes).await;
-        }
-    });
 
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     let mut running = JoinSet::new();
@@ -76,16 +46,24 @@ pub async fn serve(gw: Arc<Gateway>) -> Result<(), ServeError> {
             }
         };
         let in_order = msg.get("method").and_then(Value::as_str) == Some("initialize");
-        let (gw, conn, identity, out, notes) = (
-            gw.clone(),
-            conn.clone(),
-            identity.clone(),
-            out.clone(),
-            notes.clone(),
-        );
+        let (gw, conn, identity, out) = (gw.clone(), conn.clone(), identity.clone(), out.clone());
         let work = async move {
-            if let Some(answer) = handle(&gw, msg, &conn, &identity, TRANSPORT).await {
-                flush_progress(&out, &notes).await;
+            // Progress for this request is written as it arrives; the upstream reader routes a
+            // notification before it hands over the answer that follows it, so draining the
+            // queue before the answer keeps the upstream's order.
+            let (tx, mut rx) = mpsc::unbounded_channel();
+            let answering = handle(&gw, msg, &conn, &identity, TRANSPORT, Some(tx));
+            tokio::pin!(answering);
+            let answer = loop {
+                tokio::select! {
+                    answer = &mut answering => break answer,
+                    Some(note) = rx.recv() => write(&out, &note).await,
+                }
+            };
+            while let Ok(note) = rx.try_recv() {
+                write(&out, &note).await;
+            }
+            if let Some(answer) = answer {
                 write(&out, &answer).await;
             }
         };
@@ -102,6 +80,5 @@ pub async fn serve(gw: Arc<Gateway>) -> Result<(), ServeError> {
         while running.join_next().await.is_some() {}
     })
     .await;
-    progress.abort();
     Ok(())
 }

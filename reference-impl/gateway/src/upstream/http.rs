@@ -1,8 +1,8 @@
 //! A streamable HTTP upstream: one POST per message, answered as JSON or as an event stream,
 //! read in chunks and abandoned as soon as it passes the byte limit.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use base64::Engine;
 use relaycheck_reference::TransportKind;
@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::Ending;
 use crate::error::UpstreamError;
+use crate::progress::Progress;
 
 const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 
@@ -21,6 +22,7 @@ pub struct HttpConn {
     session: Mutex<Option<String>>,
     version: Mutex<Option<String>>,
     next_id: AtomicU64,
+    progress: Arc<Progress>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -28,7 +30,12 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl HttpConn {
-    pub fn new(name: &str, url: &str, limit: usize) -> Result<HttpConn, UpstreamError> {
+    pub fn new(
+        name: &str,
+        url: &str,
+        limit: usize,
+        progress: Arc<Progress>,
+    ) -> Result<HttpConn, UpstreamError> {
         let http = reqwest::Client::builder()
             .no_proxy()
             .build()
@@ -44,6 +51,7 @@ impl HttpConn {
             session: Mutex::new(None),
             version: Mutex::new(None),
             next_id: AtomicU64::new(1),
+            progress,
         })
     }
 
@@ -162,7 +170,8 @@ impl HttpConn {
                         return Ending::Oversized { limit: self.limit };
                     }
                     body.extend_from_slice(&chunk);
-                    if is_sse && let Some(found) = scan_sse(&body, &mut scanned, id) {
+                    if is_sse && let Some(found) = scan_sse(&body, &mut scanned, id, &self.progress)
+                    {
                         return found;
                     }
                 }
@@ -180,10 +189,12 @@ impl HttpConn {
         }
         if is_sse {
             body.extend_from_slice(b"\n\n");
-            return scan_sse(&body, &mut scanned, id).unwrap_or(Ending::Transport {
-                kind: TransportKind::Closed,
-                detail: format!("the event stream (HTTP {status}) ended without an answer"),
-            });
+            return scan_sse(&body, &mut scanned, id, &self.progress).unwrap_or(
+                Ending::Transport {
+                    kind: TransportKind::Closed,
+                    detail: format!("the event stream (HTTP {status}) ended without an answer"),
+                },
+            );
         }
         if body.iter().all(u8::is_ascii_whitespace) {
             return Ending::Transport {
@@ -223,7 +234,7 @@ fn classify(bytes: &[u8]) -> Ending {
 }
 
 /// Complete events after `scanned`; the answer to `id` once it has arrived.
-fn scan_sse(body: &[u8], scanned: &mut usize, id: u64) -> Option<Ending> {
+fn scan_sse(body: &[u8], scanned: &mut usize, id: u64, progress: &Progress) -> Option<Ending> {
     loop {
         let rest = &body[*scanned..];
         let end = find_event_end(rest)?;
@@ -247,7 +258,11 @@ fn scan_sse(body: &[u8], scanned: &mut usize, id: u64) -> Option<Ending> {
             Ok(msg) if msg.get("id").and_then(Value::as_u64) == Some(id) => {
                 return Some(classify(&data));
             }
-            Ok(_) => continue, // a notification or a request of the upstream
+            Ok(msg) => {
+                // A notification (progress goes to its caller) or a request of the upstream.
+                progress.route(msg);
+                continue;
+            }
             Err(err) => {
                 return Some(Ending::Transport {
                     kind: TransportKind::Malformed,
@@ -281,7 +296,7 @@ mod tests {
     fn sse_skips_priming_and_notifications() {
         let body = b"data:\n\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{}}\n\n";
         let mut scanned = 0;
-        match scan_sse(body, &mut scanned, 4) {
+        match scan_sse(body, &mut scanned, 4, &Progress::default()) {
             Some(Ending::Response { message, .. }) => assert_eq!(message["id"], 4),
             other => panic!("{other:?}"),
         }

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use relaycheck_reference::TransportKind;
 use serde_json::{Value, json};
-use tokio::sync::broadcast;
+use std::sync::Arc;
+
+use crate::progress::Progress;
 
 use crate::config::UpstreamConfig;
 use crate::error::UpstreamError;
@@ -75,18 +77,21 @@ impl Upstream {
         cfg: &UpstreamConfig,
         max_response_bytes: usize,
         timeout: Duration,
-        notifications: broadcast::Sender<Value>,
+        progress: Arc<Progress>,
     ) -> Result<Upstream, UpstreamError> {
         let conn = match (&cfg.command, &cfg.url) {
             (Some(argv), _) => Conn::Stdio(stdio::StdioConn::spawn(
                 &cfg.name,
                 argv,
                 max_response_bytes,
-                notifications,
+                progress,
             )?),
-            (None, Some(url)) => {
-                Conn::Http(http::HttpConn::new(&cfg.name, url, max_response_bytes)?)
-            }
+            (None, Some(url)) => Conn::Http(http::HttpConn::new(
+                &cfg.name,
+                url,
+                max_response_bytes,
+                progress,
+            )?),
             (None, None) => {
                 return Err(UpstreamError::Handshake {
                     name: cfg.name.clone(),

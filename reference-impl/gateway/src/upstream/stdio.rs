@@ -10,11 +10,12 @@ use relaycheck_reference::TransportKind;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout, Command};
-use tokio::sync::{Mutex as AsyncMutex, broadcast, oneshot};
+use tokio::sync::{Mutex as AsyncMutex, oneshot};
 
 use super::Ending;
 use super::bounded::sniff_id;
 use crate::error::UpstreamError;
+use crate::progress::Progress;
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Ending>>>>;
 
@@ -35,7 +36,7 @@ impl StdioConn {
         name: &str,
         argv: &[String],
         max_response_bytes: usize,
-        notifications: broadcast::Sender<Value>,
+        progress: Arc<Progress>,
     ) -> Result<StdioConn, UpstreamError> {
         let (program, args) = argv.split_first().ok_or_else(|| UpstreamError::Handshake {
             name: name.into(),
@@ -73,7 +74,7 @@ impl StdioConn {
             closed: closed.clone(),
             stdin: stdin.clone(),
             limit: max_response_bytes,
-            notifications,
+            progress,
         };
         tokio::spawn(async move {
             reader.run(stdout).await;
@@ -167,7 +168,7 @@ struct Reader {
     closed: Arc<Mutex<Option<String>>>,
     stdin: Arc<AsyncMutex<ChildStdin>>,
     limit: usize,
-    notifications: broadcast::Sender<Value>,
+    progress: Arc<Progress>,
 }
 
 impl Reader {
@@ -280,8 +281,9 @@ impl Reader {
                         let _ = stdin.flush().await;
                     }
                 }
+                // Progress goes to the caller it is for; other notifications to nobody.
                 None => {
-                    let _ = self.notifications.send(message);
+                    self.progress.route(message);
                 }
             }
             return;
