@@ -50,6 +50,13 @@ enum Command {
     Mutants(MutantsArgs),
     /// Measure the latency of the same calls made directly and through a target, side by side.
     Bench(BenchArgs),
+    /// Write the catalogue as a page for people (surfaces, cases, requirements, sources).
+    Catalogue {
+        #[arg(long, default_value = "reports/catalogue.md")]
+        out: PathBuf,
+        #[arg(long)]
+        specs: Option<PathBuf>,
+    },
     /// Render the gap matrix of one or more runs' results.jsonl.
     Matrix {
         results: Vec<PathBuf>,
@@ -172,6 +179,19 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Normalize(args) => normalize(args),
         Command::Mutants(args) => mutants(args),
         Command::Bench(args) => bench(args),
+        Command::Catalogue { out, specs } => {
+            let catalogue = match load_catalogue(specs)? {
+                Ok(catalogue) => catalogue,
+                Err(errors) => {
+                    eprintln!("{errors}");
+                    return Ok(ExitCode::from(2));
+                }
+            };
+            let text = report::catalogue::render(&catalogue, "relaycheck catalogue");
+            write_file(&out, &text)?;
+            println!("wrote {} ({} cases)", out.display(), catalogue.cases.len());
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Matrix { results, specs } => matrix(&results, specs),
         Command::Compare { before, after } => compare(&before, &after),
         Command::Canary(args) => relaycheck_canary::cli::run(args).map(|()| ExitCode::SUCCESS),

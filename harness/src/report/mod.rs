@@ -2,6 +2,7 @@
 //! the console. Each renderer is a pure function of the run's data, apart from the stream
 //! writer, which appends as results arrive so a run killed half-way keeps what it did.
 
+pub mod catalogue;
 pub mod compare;
 pub mod console;
 pub mod html;
