@@ -171,6 +171,17 @@ struct RunArgs {
     mutant: Option<String>,
 }
 
+impl Cli {
+    /// Whether this command starts targets of its own (and must end them on a signal). The
+    /// `canary` and `gateway` commands are the targets; they handle their signals themselves.
+    pub fn starts_targets(&self) -> bool {
+        matches!(
+            self.command,
+            Command::Run(_) | Command::Mutants(_) | Command::Bench(_)
+        )
+    }
+}
+
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => run_command(args),

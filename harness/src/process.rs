@@ -4,10 +4,52 @@
 //! behind. Every process the harness starts is the leader of a new group, and dropping its
 //! [`GroupChild`] kills the whole group, whether the run ended, failed or panicked.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::Mutex;
 
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+/// Every process group this process started and has not yet ended, so a signal or a panic can
+/// end them all: they live in groups of their own, so the terminal's Ctrl-C does not reach them.
+static LIVE_GROUPS: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+
+fn live_groups() -> std::sync::MutexGuard<'static, BTreeSet<i32>> {
+    LIVE_GROUPS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Ends every process group still alive; for signal handlers and panic hooks. A gateway gets
+/// SIGTERM and half a second first, so it can end the upstreams it started in groups of their
+/// own; then the groups are killed. Returns how many groups it ended.
+pub fn kill_all_groups() -> usize {
+    let groups: Vec<i32> = live_groups().iter().copied().collect();
+    for pgid in &groups {
+        signal_group(*pgid, libc::SIGTERM);
+    }
+    for _ in 0..10 {
+        // SAFETY: signal 0 only asks whether the group still exists.
+        let alive = groups
+            .iter()
+            .any(|pgid| unsafe { libc::kill(-pgid, 0) } == 0);
+        if !alive {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    for pgid in &groups {
+        signal_group(*pgid, libc::SIGKILL);
+    }
+    live_groups().clear();
+    groups.len()
+}
+
+/// How many started process groups are still alive.
+pub fn live_group_count() -> usize {
+    live_groups().len()
+}
 
 /// A started child whose process group dies with this value.
 #[derive(Debug)]
@@ -59,6 +101,9 @@ impl GroupChild {
             std::io::Error::new(err.kind(), format!("cannot start `{program}`: {err}"))
         })?;
         let pgid = child.id().map(|pid| pid as i32);
+        if let Some(pgid) = pgid {
+            live_groups().insert(pgid);
+        }
         Ok(GroupChild { child, pgid })
     }
 
@@ -97,6 +142,7 @@ impl GroupChild {
         if let Some(pgid) = self.pgid.take() {
             signal_group(pgid, libc::SIGKILL);
             let _ = self.child.start_kill();
+            live_groups().remove(&pgid);
         }
     }
 }
