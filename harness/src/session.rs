@@ -253,6 +253,14 @@ impl Session {
         }
     }
 
+    /// Marks the session dead (the target process exited): pending and later calls end as
+    /// `Closed` with `reason`. Over HTTP the connection errors say so by themselves.
+    pub fn mark_closed(&self, reason: &str) {
+        if let North::Stdio(client) = &self.north {
+            client.close_with(reason);
+        }
+    }
+
     /// Why the session can no longer be used, if it cannot.
     pub fn closed(&self) -> Option<String> {
         match &self.north {

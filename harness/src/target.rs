@@ -41,22 +41,33 @@ pub struct Launch<'a> {
 
 /// A running target and the handles the runner observes it through.
 pub struct Target {
-    pub session: Session,
+    pub session: std::sync::Arc<Session>,
     pub observations: ObservationLog,
     pub workdir: PathBuf,
     pub side_channels: BTreeMap<String, PathBuf>,
     gateway: Option<GroupChild>,
     canary: Option<GroupChild>,
+    watcher: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        if let Some(watcher) = self.watcher.take() {
+            watcher.abort();
+        }
+    }
 }
 
 impl Target {
     /// Stops the target and the canary the runner started, waiting briefly for a clean exit.
-    pub async fn stop(self) {
-        drop(self.session);
-        if let Some(gateway) = self.gateway {
+    pub async fn stop(mut self) {
+        if let Some(watcher) = self.watcher.take() {
+            watcher.abort();
+        }
+        if let Some(gateway) = self.gateway.take() {
             gateway.stop(Duration::from_millis(1500)).await;
         }
-        if let Some(canary) = self.canary {
+        if let Some(canary) = self.canary.take() {
             canary.stop(Duration::from_millis(500)).await;
         }
     }
@@ -244,6 +255,11 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
             describe("tools/list", &probe.exchange),
         ));
     }
+    let session = std::sync::Arc::new(session);
+    let watcher = gateway
+        .as_ref()
+        .and_then(GroupChild::pid)
+        .map(|pid| tokio::spawn(watch_exit(pid, session.clone())));
     let side_channels = profile
         .side_channels
         .iter()
@@ -256,7 +272,28 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
         side_channels,
         gateway,
         canary,
+        watcher,
     })
+}
+
+/// Marks the session closed once the target process is gone, so calls in flight end at once
+/// instead of waiting out their timeouts when something the target started keeps its stdout
+/// open.
+async fn watch_exit(pid: u32, session: std::sync::Arc<Session>) {
+    loop {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| {
+                stat.rsplit(')')
+                    .next()
+                    .map(|rest| rest.trim().chars().next())
+            });
+        if matches!(state, None | Some(Some('Z')) | Some(Some('X'))) {
+            session.mark_closed("the target process exited");
+            return;
+        }
+    }
 }
 
 fn read_template(profile: &Profile, template: &str) -> Result<String, String> {

@@ -106,6 +106,21 @@ impl StdioClient {
         stdin.flush().await
     }
 
+    /// Ends the connection from outside: every pending request and every later one gets
+    /// `Closed` with `reason`. For a target that exited while something it started still holds
+    /// its stdout open, so no end of stream ever comes.
+    pub fn close_with(&self, reason: &str) {
+        let mut state = lock(&self.state);
+        if state.closed.is_none() {
+            state.closed = Some(reason.to_string());
+        }
+        for (_, pending) in state.pending.drain() {
+            let _ = pending.reply_to.send(Exchange::Closed {
+                detail: reason.to_string(),
+            });
+        }
+    }
+
     /// Whether the target closed its stdout.
     pub fn closed(&self) -> Option<String> {
         lock(&self.state).closed.clone()

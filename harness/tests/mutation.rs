@@ -1,0 +1,110 @@
+//! The second proof, in `cargo test`: every mutant of the reference gateway is still caught,
+//! and every case catches a mutant or says why it cannot.
+//!
+//! The full table comes from `relaycheck mutants --target reference` (minutes); this test uses
+//! its committed JSON as an index and re-runs, for each mutant, the cases recorded as catching
+//! it, so it stays fast and still fails when a mutant stops being caught, when a mutant or a
+//! case is added without the table being regenerated, or when a case catches nothing.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+use relaycheck::suite::{Pool, Trial};
+use relaycheck_model::{Outcome, Shape};
+use serde_json::Value;
+
+#[test]
+fn every_mutant_is_caught_and_every_case_catches_one() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let table_path = repo.join("reports/reference/mutants.json");
+    let table: Value =
+        serde_json::from_str(&std::fs::read_to_string(&table_path).unwrap_or_else(|err| {
+            panic!(
+                "{}: {err}; run `relaycheck mutants --target reference`",
+                table_path.display()
+            )
+        }))
+        .unwrap();
+    let relaycheck = env!("CARGO_BIN_EXE_relaycheck");
+    let listing = Command::new(relaycheck)
+        .args(["gateway", "--list-mutants"])
+        .output()
+        .unwrap();
+    let listed: BTreeSet<String> = String::from_utf8_lossy(&listing.stdout)
+        .lines()
+        .filter_map(|line| line.split('\t').next().map(str::to_string))
+        .collect();
+    let mutants = table["mutants"].as_array().unwrap();
+    let recorded: BTreeSet<String> = mutants
+        .iter()
+        .map(|m| m["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        listed, recorded,
+        "the gateway's mutants differ from the table: regenerate it"
+    );
+    assert!(
+        table["baseline_failures"].as_array().unwrap().is_empty(),
+        "cases failed on the unmutated reference when the table was made"
+    );
+    let shapes: Vec<Shape> = serde_json::from_value(table["shapes"].clone()).unwrap();
+
+    let pool = Pool::new(&repo.join("specs"), Path::new(relaycheck)).unwrap();
+    let catalogue = pool.catalogue().clone();
+    let mut catching = BTreeSet::new();
+    let mut survivors = Vec::new();
+    for mutant in mutants {
+        let name = mutant["name"].as_str().unwrap();
+        let caught_by: Vec<&str> = mutant["caught_by"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        catching.extend(caught_by.iter().map(|c| c.to_string()));
+        let mut caught = false;
+        'cases: for case_id in caught_by.iter().take(3) {
+            let Some(case) = catalogue.cases.iter().find(|c| c.spec.id == *case_id) else {
+                continue;
+            };
+            for shape in shapes.iter().filter(|s| case.spec.applies_to(**s)) {
+                for route in &case.spec.routes {
+                    let trial = Trial {
+                        target: "reference".into(),
+                        case: case_id.to_string(),
+                        route: route.clone(),
+                        shape: *shape,
+                    };
+                    let result = pool.run(&trial, Some(name)).unwrap();
+                    if matches!(
+                        result.outcome,
+                        Outcome::Fail | Outcome::Error | Outcome::Timeout
+                    ) {
+                        caught = true;
+                        break 'cases;
+                    }
+                }
+            }
+        }
+        if !caught {
+            survivors.push(name.to_string());
+        }
+    }
+    pool.shutdown();
+    assert!(
+        survivors.is_empty(),
+        "mutants no longer caught by their recorded cases: {survivors:?}"
+    );
+    let idle: Vec<&str> = catalogue
+        .cases
+        .iter()
+        .filter(|c| !catching.contains(&c.spec.id) && c.spec.no_mutant.is_none())
+        .map(|c| c.spec.id.as_str())
+        .collect();
+    assert!(
+        idle.is_empty(),
+        "{} case(s) catch no mutant and give no reason (no_mutant) in their file: {idle:?}",
+        idle.len()
+    );
+}
