@@ -315,9 +315,9 @@ pub async fn run_one(
         follow_ups: &drive.follow_ups,
     };
     let mut result = CaseResult::without_run(case, route, shape, Outcome::Pass, "");
-    result.request = Some(drive.request.clone());
-    result.north = north_value(&drive.exchange);
-    result.upstream = evidence.upstream_answer().cloned();
+    result.request = Some(kept_for_report(&drive.request));
+    result.north = north_value(&drive.exchange).map(|v| kept_for_report(&v));
+    result.upstream = evidence.upstream_answer().map(kept_for_report);
 
     if drive.exchange.reply().is_none() && !checks::expects_fault(&case.spec.expect) {
         result.outcome = match drive.exchange {
@@ -348,7 +348,10 @@ pub async fn run_one(
     if let Some(first) = failed {
         result.message = format!("{}: {}", first.check, first.message);
         if first.expected.is_some() || first.actual.is_some() {
-            result.diff = Some(json_diff(&first.expected, &first.actual));
+            result.diff = Some(capped_lines(
+                &json_diff(&first.expected, &first.actual),
+                120,
+            ));
         }
         result.outcome = Outcome::Fail;
     } else if let Some(missing) = missing {
@@ -362,6 +365,36 @@ pub async fn run_one(
     }
     result.duration_ms = started.elapsed().as_millis() as u64;
     result
+}
+
+/// The most bytes of one JSON value a report keeps; a larger value is kept as a preview, so a
+/// run over megabyte results still writes reports a person can open.
+const REPORT_VALUE_BYTES: usize = 16 * 1024;
+
+fn kept_for_report(value: &Value) -> Value {
+    let text = value.to_string();
+    if text.len() <= REPORT_VALUE_BYTES {
+        return value.clone();
+    }
+    let mut cut = 2048.min(text.len());
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    serde_json::json!({
+        "relaycheck-report-note": format!("{} bytes of JSON, shortened for the report", text.len()),
+        "preview": &text[..cut],
+    })
+}
+
+/// The first `limit` lines of a diff, and how many more there were.
+fn capped_lines(text: &str, limit: usize) -> String {
+    let total = text.lines().count();
+    if total <= limit {
+        return text.to_string();
+    }
+    let mut out: String = text.lines().take(limit).map(|l| format!("{l}\n")).collect();
+    out.push_str(&format!("… {} more line(s)\n", total - limit));
+    out
 }
 
 fn north_value(exchange: &Exchange) -> Option<Value> {
