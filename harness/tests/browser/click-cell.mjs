@@ -1,10 +1,11 @@
 // Opens a relaycheck report.html in headless Chromium, clicks the first failing matrix cell,
 // waits for its diff to show, prints the diff's text, and saves a screenshot.
-// Usage: node click-cell.mjs REPORT.html SCREENSHOT.png
+// Usage: node click-cell.mjs REPORT.html SCREENSHOT.png [SURFACE SHAPE]
+// (without SURFACE and SHAPE, the first failing cell)
 import { chromium } from 'playwright-core';
 import { pathToFileURL } from 'node:url';
 
-const [report, screenshot] = process.argv.slice(2);
+const [report, screenshot, surface, shape] = process.argv.slice(2);
 if (!report || !screenshot) {
   console.error('usage: node click-cell.mjs REPORT.html SCREENSHOT.png');
   process.exit(2);
@@ -19,7 +20,9 @@ try {
   const requests = [];
   page.on('request', (r) => { if (!r.url().startsWith('file:')) requests.push(r.url()); });
   await page.goto(pathToFileURL(report).href);
-  const cell = page.locator('td.cell.fail button').first();
+  const cell = surface
+    ? page.locator(`td.cell.fail[data-surface="${surface}"][data-shape="${shape}"] button`)
+    : page.locator('td.cell.fail button').first();
   await cell.click();
   const diff = page.locator('#detail pre.diff').first();
   await diff.waitFor({ state: 'visible', timeout: 5000 });
@@ -28,7 +31,7 @@ try {
     diff: await diff.textContent(),
     network: requests,
   }));
-  await page.screenshot({ path: screenshot, fullPage: false });
+  await page.locator('#detail').screenshot({ path: screenshot });
 } finally {
   await browser.close();
 }
