@@ -145,10 +145,11 @@ pub async fn batch(gw: &Gateway, caller: &Caller, params: &Value) -> Answer {
     let sizes: Vec<usize> = prepared
         .iter()
         .map(|p| match &p.outcome {
-            Outcome::Result { result, .. } => {
-                result.get("content").map_or(0, json_size)
-                    + result.get("structuredContent").map_or(0, json_size)
-            }
+            // SEP-3279 results carry their payload in `outputs`.
+            Outcome::Result { result, .. } => ["content", "structuredContent", "outputs"]
+                .iter()
+                .map(|k| result.get(*k).map_or(0, json_size))
+                .sum(),
             _ => 0,
         })
         .collect();
@@ -156,13 +157,7 @@ pub async fn batch(gw: &Gateway, caller: &Caller, params: &Value) -> Answer {
 
     let mut entries = Vec::new();
     let mut texts = Vec::new();
-    for (index, ((p, share), size)) in prepared.into_iter().zip(shares).zip(sizes).enumerate() {
-        // The `always-cut` defect: every entry is reduced, whatever the budget says.
-        let share = if gw.mutation.is(Mutant::AlwaysCut) {
-            share.min(size / 2)
-        } else {
-            share
-        };
+    for (index, (p, share)) in prepared.into_iter().zip(shares).enumerate() {
         let packed = Packed {
             called: p.called,
             outcome: p.outcome,
@@ -299,7 +294,8 @@ fn pack(gw: &Gateway, caller: &Caller, index: usize, packed: Packed, share: usiz
         if cut && mutation.is(Mutant::MirrorLeftStale) {
             // The structured value is cut; the text blocks stay the upstream's, mirror and all.
             let mut view = cut_view(&full, &envelope);
-            view["content"] = full.get("content").cloned().unwrap_or(json!([]));
+            let legacy = relaycheck_model::render::read_result(&full);
+            view["content"] = legacy.get("content").cloned().unwrap_or(json!([]));
             return view;
         }
         if cut && mutation.is(Mutant::MetaCutApart) {
@@ -369,15 +365,32 @@ fn pack(gw: &Gateway, caller: &Caller, index: usize, packed: Packed, share: usiz
 
 /// Mutants that damage the entry's result as the model reads it.
 fn result_mutants(result: &mut Value, mutation: Mutation) {
+    if mutation.is(Mutant::AlwaysCut) {
+        if let Some(s) = result.get_mut("structuredContent") {
+            halve_arrays(s);
+        }
+        if let Some(Value::Array(outputs)) = result.get_mut("outputs") {
+            for s in outputs
+                .iter_mut()
+                .filter_map(|o| o.get_mut("structuredContent"))
+            {
+                halve_arrays(s);
+            }
+        }
+        for b in relay::content_arrays(result).into_iter().flatten() {
+            if let Some(Value::String(t)) = b.get_mut("text") {
+                let keep = t.floor_char_boundary(t.len() / 2);
+                t.truncate(keep);
+            }
+        }
+    }
     if mutation.is(Mutant::EntryMetaDropped)
         && let Some(map) = result.as_object_mut()
     {
         map.shift_remove("_meta");
     }
-    if mutation.is(Mutant::BatchLinksRebuilt)
-        && let Some(Value::Array(blocks)) = result.get_mut("content")
-    {
-        for b in blocks {
+    if mutation.is(Mutant::BatchLinksRebuilt) {
+        for b in relay::content_arrays(result).into_iter().flatten() {
             if b.get("type").and_then(Value::as_str) == Some("resource_link") {
                 *b = json!({"type": "resource_link", "uri": b.get("uri").cloned()});
             }
@@ -445,6 +458,18 @@ fn strip_tags(html: &str) -> String {
         }
     }
     words.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The `always-cut` mutant's cut: every array keeps its first half.
+fn halve_arrays(v: &mut Value) {
+    match v {
+        Value::Array(items) => {
+            items.truncate(items.len() / 2);
+            items.iter_mut().for_each(halve_arrays);
+        }
+        Value::Object(map) => map.values_mut().for_each(halve_arrays),
+        _ => {}
+    }
 }
 
 /// The `cut-drops-ids` mutant: identifier-like members (`id`, `*Id`, `*_id`, cursors) removed

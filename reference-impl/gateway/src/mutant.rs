@@ -262,7 +262,7 @@ const TABLE: &[(Mutant, &str, &str, &str)] = &[
         Mutant::AlwaysCut,
         "always-cut",
         "batch",
-        "every entry is reduced to half its size, under budget too",
+        "every entry is cut to half (arrays and text), under budget too, without a marker",
     ),
     (
         Mutant::BatchLinksRebuilt,

@@ -248,20 +248,25 @@ fn result_mutants(result: &mut Value, mutation: Mutation) {
     if mutation.is(Mutant::InstructionsStripped) {
         strip_instructions(result);
     }
-    if mutation.is(Mutant::FieldsCamelCased)
-        && let Some(s) = result.get_mut("structuredContent")
-    {
-        camel_case_keys(s);
+    if mutation.is(Mutant::FieldsCamelCased) {
+        if let Some(s) = result.get_mut("structuredContent") {
+            camel_case_keys(s);
+        }
+        if let Some(Value::Array(outputs)) = result.get_mut("outputs") {
+            for s in outputs
+                .iter_mut()
+                .filter_map(|o| o.get_mut("structuredContent"))
+            {
+                camel_case_keys(s);
+            }
+        }
     }
 }
 
 /// The `instructions-stripped` mutant: every sentence of a text block that the instruction
 /// scanner flags is deleted.
 fn strip_instructions(result: &mut Value) {
-    let Some(Value::Array(blocks)) = result.get_mut("content") else {
-        return;
-    };
-    for block in blocks {
+    for block in content_arrays(result).into_iter().flatten() {
         let Some(Value::String(text)) = block.get_mut("text") else {
             continue;
         };
@@ -278,6 +283,27 @@ fn strip_instructions(result: &mut Value) {
             *text = format!("{} [instruction-like text removed]", kept.trim());
         }
     }
+}
+
+/// Every content array of a result: `content`, and each SEP-3279 output's.
+pub fn content_arrays(result: &mut Value) -> Vec<&mut Vec<Value>> {
+    let mut out = Vec::new();
+    if let Some(map) = result.as_object_mut() {
+        for (k, v) in map.iter_mut() {
+            match (k.as_str(), v) {
+                ("content", Value::Array(blocks)) => out.push(blocks),
+                ("outputs", Value::Array(outputs)) => {
+                    for o in outputs.iter_mut() {
+                        if let Some(Value::Array(blocks)) = o.get_mut("content") {
+                            out.push(blocks);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
 }
 
 /// The `fields-camel-cased` mutant: `order_id`, `next-page-token` and `Amount_EUR` become

@@ -265,3 +265,270 @@ fn unbounded_read_holds_an_over_limit_response() {
     let got = gw.call("canary.oversized", json!({"bytes": 300_000}));
     assert_eq!(text(&got["result"]).len(), 300_000);
 }
+
+fn batch_one(gw: &mut Gateway, tool: &str, arguments: Value) -> Value {
+    let got = gw.batch(json!([{"server": "canary", "tool": tool, "arguments": arguments}]));
+    entry(&got, 0)
+}
+
+#[test]
+fn status_flattened_says_ok_for_a_failure() {
+    let mut gw = mutant("status-flattened");
+    let e = batch_one(&mut gw, "is_error", json!({"text": "failed"}));
+    assert_eq!(e["status"], "ok", "{e}");
+}
+
+#[test]
+fn status_only_on_failure_leaves_a_success_without_status() {
+    let mut gw = mutant("status-only-on-failure");
+    let e = batch_one(&mut gw, "echo", json!({"q": 1}));
+    assert!(e["status"].is_null(), "{e}");
+    let e = batch_one(&mut gw, "is_error", json!({"text": "failed"}));
+    assert_eq!(e["status"], "tool_error");
+}
+
+#[test]
+fn reason_dropped_leaves_a_failure_unexplained() {
+    let mut gw = mutant("reason-dropped");
+    let e = batch_one(&mut gw, "is_error", json!({"text": "failed"}));
+    assert_eq!(e["status"], "tool_error");
+    assert!(e["reason"].is_null(), "{e}");
+}
+
+#[test]
+fn failure_result_dropped_loses_the_error_text() {
+    let mut gw = mutant("failure-result-dropped");
+    let e = batch_one(&mut gw, "is_error", json!({"text": "quota exhausted"}));
+    assert_eq!(e["status"], "tool_error");
+    assert!(e["result"].is_null(), "{e}");
+}
+
+#[test]
+fn entry_meta_dropped_loses_the_result_meta() {
+    let mut gw = mutant("entry-meta-dropped");
+    let e = batch_one(&mut gw, "meta", json!({"meta": {"com.example/k": 1}}));
+    assert!(e["result"].get("_meta").is_none(), "{e}");
+}
+
+#[test]
+fn provenance_stripped_loses_server_tool_and_time() {
+    let mut gw = mutant("provenance-stripped");
+    let e = batch_one(&mut gw, "echo", json!({"q": 1}));
+    assert!(e["envelope"]["meta"].get("provenance").is_none(), "{e}");
+}
+
+#[test]
+fn data_mark_dropped_marks_nothing_as_data() {
+    let mut gw = mutant("data-mark-dropped");
+    let e = batch_one(&mut gw, "echo", json!({"q": 1}));
+    assert_eq!(e["envelope"]["meta"]["data_not_direction"], false);
+}
+
+#[test]
+fn instructions_unflagged_flags_nothing() {
+    let mut gw = mutant("instructions-unflagged");
+    let e = batch_one(&mut gw, "instructions", json!({}));
+    assert_eq!(e["envelope"]["meta"]["instruction_flags"], json!([]));
+}
+
+#[test]
+fn instructions_stripped_deletes_what_the_tool_said() {
+    let mut gw = mutant("instructions-stripped");
+    let got = gw.call("canary.instructions", json!({}));
+    let t = text(&got["result"]);
+    assert!(t.starts_with("Weather: 21 C."), "{t}");
+    assert!(!t.contains("Ignore all previous instructions"), "{t}");
+}
+
+#[test]
+fn html_flattened_loses_the_table() {
+    let mut gw = mutant("html-flattened");
+    let e = batch_one(&mut gw, "html_page", json!({}));
+    let t = text(&e["result"]);
+    assert!(
+        t.contains("EMEA 1200") && !t.contains('|') && !t.contains('<'),
+        "{t}"
+    );
+}
+
+#[test]
+fn binary_inline_keeps_base64_in_the_entry() {
+    let mut gw = mutant("binary-inline");
+    let e = batch_one(&mut gw, "image", json!({}));
+    assert_eq!(e["result"]["content"][0]["type"], "image", "{e}");
+    assert!(e["result"]["content"][0]["data"].is_string());
+}
+
+#[test]
+fn mirror_left_stale_disagrees_with_the_cut_value() {
+    let mut gw = mutant("mirror-left-stale");
+    let e = batch_one(&mut gw, "mirror_rows", json!({}));
+    assert!(!e["envelope"]["meta"]["truncation"].is_null());
+    let mirror: Value = serde_json::from_str(text(&e["result"])).expect("the mirror is JSON");
+    assert_ne!(mirror, e["result"]["structuredContent"]);
+}
+
+#[test]
+fn cut_drops_ids_loses_identifiers() {
+    let mut gw = mutant("cut-drops-ids");
+    let e = batch_one(&mut gw, "many_rows", json!({}));
+    let s = &e["result"]["structuredContent"];
+    assert!(s["rows"][0].get("id").is_none(), "{s}");
+    assert!(s.get("nextCursor").is_none(), "{s}");
+}
+
+#[test]
+fn always_cut_cuts_under_budget() {
+    let mut gw = mutant("always-cut");
+    let e = batch_one(&mut gw, "few_rows", json!({}));
+    let rows = e["result"]["structuredContent"]["rows"]
+        .as_array()
+        .expect("rows");
+    assert!(rows.len() < 5, "{e}");
+}
+
+#[test]
+fn batch_links_rebuilt_lose_their_name() {
+    let mut gw = mutant("batch-links-rebuilt");
+    let e = batch_one(&mut gw, "structured_links", json!({}));
+    let link = &e["result"]["content"][1];
+    assert_eq!(link["type"], "resource_link");
+    assert!(link.get("name").is_none(), "{link}");
+}
+
+#[test]
+fn delete_noop_keeps_what_it_deleted() {
+    let mut gw = mutant("delete-noop");
+    let got = oversized_batch(&mut gw);
+    let handle = entry(&got, 0)["continuation"]
+        .as_str()
+        .expect("handle")
+        .to_string();
+    let del = gw.call("relay_delete", json!({"handle": handle}));
+    assert_eq!(del["result"]["structuredContent"]["deleted"], true);
+    let fetch = gw.call("relay_fetch", json!({"handle": handle}));
+    assert_eq!(
+        fetch["result"]["structuredContent"]["found"], true,
+        "{fetch}"
+    );
+}
+
+#[test]
+fn audit_without_call_id_cannot_be_matched() {
+    let mut gw = mutant("audit-without-call-id");
+    gw.call("canary.echo", json!({"nonce": "n-unmatched-7"}));
+    let audit = gw.side_channel("audit.jsonl");
+    assert!(audit.contains("\"status\":\"ok\""), "{audit}");
+    for channel in ["audit.jsonl", "audit.cef", "log.jsonl"] {
+        assert!(
+            !gw.side_channel(channel).contains("n-unmatched-7"),
+            "{channel}"
+        );
+    }
+}
+
+#[test]
+fn audit_keeps_result_body_exports_the_body() {
+    let mut gw = mutant("audit-keeps-result-body");
+    gw.call("canary.body", json!({"nonce": "n-body"}));
+    assert!(gw.side_channel("audit.jsonl").contains("body-marker-7Q2"));
+}
+
+#[test]
+fn arguments_logged_raw_leaks_argument_secrets() {
+    let mut gw = mutant("arguments-logged-raw");
+    gw.call("canary.echo", json!({"password": "Tr0ub4dor&3-horse"}));
+    assert!(gw.side_channel("log.jsonl").contains("Tr0ub4dor&3-horse"));
+}
+
+#[test]
+fn over_redaction_eats_identifiers() {
+    let mut gw = mutant("over-redaction");
+    let got = gw.call("canary.look_alikes", json!({}));
+    let t = text(&got["result"]);
+    assert!(!t.contains("4111 1111 1111 1112"), "{t}");
+    assert!(
+        !t.contains("9fceb02d0ae598e95dc970b74767f19372d61af8"),
+        "{t}"
+    );
+}
+
+#[test]
+fn fields_camel_cased_renames_keys() {
+    let mut gw = mutant("fields-camel-cased");
+    let got = gw.call("canary.snake_fields", json!({}));
+    assert_eq!(
+        got["result"]["structuredContent"],
+        json!({"orderId": "o-17", "nextPageToken": "t-2"})
+    );
+}
+
+#[test]
+fn result_type_dropped_for_a_stateless_caller() {
+    let gw = http_mutant("result-type-dropped");
+    let got = gw.http_call("token-alice", "canary.echo", json!({"q": 1}));
+    assert!(got["result"].get("content").is_some(), "{got}");
+    assert!(got["result"].get("resultType").is_none(), "{got}");
+}
+
+#[test]
+fn non_object_structured_dropped_loses_an_array() {
+    let mut gw = mutant("non-object-structured-dropped");
+    let got = gw.call("canary.array_structured", json!({}));
+    assert_eq!(text(&got["result"]), "[1,2,3]");
+    assert!(got["result"].get("structuredContent").is_none(), "{got}");
+}
+
+#[test]
+fn outputs_flattened_rewrites_sep_3279_results() {
+    let mut gw = mutant("outputs-flattened");
+    let got = gw.request(
+        "tools/call",
+        json!({"name": "canary.snake_fields", "arguments": {},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-12-01",
+                      "io.modelcontextprotocol/clientCapabilities": {}},
+            "requestedOutputs": [{"audience": "assistant", "format": "content"},
+                                 {"audience": "programmatic", "format": "structured"}]}),
+    );
+    let r = &got["result"];
+    assert!(r.get("outputs").is_none(), "{got}");
+    assert_eq!(r["structuredContent"]["order_id"], "o-17", "{got}");
+}
+
+#[test]
+fn flat_cut_silently_shortens_a_large_result() {
+    let mut gw = mutant("flat-cut-silently");
+    let got = gw.call("canary.oversized", json!({"bytes": 80_000}));
+    assert!(got["result"].get("isError").is_none(), "{got:.200}");
+    let n = text(&got["result"]).len();
+    assert!(n < 80_000 && n > 60_000, "{n}");
+}
+
+#[test]
+fn upstream_garbage_as_success_invents_a_success() {
+    let mut gw = mutant("upstream-garbage-as-success");
+    let got = gw.call("canary.garbage", json!({}));
+    assert_eq!(got["result"], json!({"content": []}), "{got}");
+}
+
+#[test]
+fn task_handle_read_as_result_loses_the_handle() {
+    let mut gw = mutant("task-handle-read-as-result");
+    let got = gw.call("canary.task_handle", json!({}));
+    assert!(got["result"].get("task").is_none(), "{got}");
+    assert_eq!(got["result"]["content"], json!([]));
+}
+
+#[test]
+fn task_status_cached_never_ends() {
+    let mut gw = mutant("task-status-cached");
+    let got = gw.call("canary.task_handle", json!({"polls": 1}));
+    let id = got["result"]["task"]["taskId"]
+        .as_str()
+        .expect("a nested handle")
+        .to_string();
+    for _ in 0..3 {
+        let polled = gw.request("tasks/get", json!({"taskId": id}));
+        assert_eq!(polled["result"]["status"], "working", "{polled}");
+    }
+}

@@ -423,7 +423,51 @@ fn config_errors_name_the_field_and_unknown_mutants_exit_2() {
         .output()
         .expect("run");
     let listing = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(listing.lines().count(), 20);
+    assert_eq!(listing.lines().count(), 48);
     assert!(listing.lines().all(|l| l.split('\t').count() == 3));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn progress_over_http_comes_as_events_before_the_answer() {
+    let gw = Gateway::start(Options {
+        http: true,
+        ..Options::default()
+    });
+    let url = gw.url.clone().expect("an HTTP gateway");
+    let body = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "canary.progress", "arguments": {},
+            "_meta": {"progressToken": "caller-token-1",
+                      "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let (status, headers, text) = common::http_post_raw(
+        &url,
+        &body,
+        &[
+            ("authorization", "Bearer token-alice"),
+            ("mcp-protocol-version", "2026-07-28"),
+        ],
+    );
+    assert_eq!(status, 200, "{text}");
+    assert!(
+        headers
+            .iter()
+            .any(|(k, v)| k == "content-type" && v.starts_with("text/event-stream")),
+        "{headers:?}"
+    );
+    let messages: Vec<Value> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).expect("each event is JSON"))
+        .collect();
+    assert_eq!(messages.len(), 4, "{text}");
+    for note in &messages[..3] {
+        assert_eq!(note["method"], "notifications/progress");
+        assert_eq!(note["params"]["progressToken"], "caller-token-1");
+    }
+    assert_eq!(messages[3]["id"], 5);
+    assert_eq!(messages[3]["result"]["content"][0]["text"], "done");
+    // Without progress the answer stays plain JSON.
+    let got = gw.http_call("token-alice", "canary.echo", json!({"q": 1}));
+    assert!(got["result"]["content"].is_array(), "{got}");
 }
