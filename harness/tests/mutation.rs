@@ -49,6 +49,7 @@ fn every_mutant_is_caught_and_every_case_catches_one() {
         "cases failed on the unmutated reference when the table was made"
     );
     let shapes: Vec<Shape> = serde_json::from_value(table["shapes"].clone()).unwrap();
+    let target = table["target"].as_str().unwrap().to_string();
 
     let pool = Pool::new(&repo.join("specs"), Path::new(relaycheck)).unwrap();
     let catalogue = pool.catalogue().clone();
@@ -71,7 +72,7 @@ fn every_mutant_is_caught_and_every_case_catches_one() {
             for shape in shapes.iter().filter(|s| case.spec.applies_to(**s)) {
                 for route in &case.spec.routes {
                     let trial = Trial {
-                        target: "reference".into(),
+                        target: target.clone(),
                         case: case_id.to_string(),
                         route: route.clone(),
                         shape: *shape,

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Regenerates every committed report under reports/ with the commands that made them.
+# Slow parts (the mutation table, the Hangar runs) can be skipped:
+#   scripts/regenerate-reports.sh [--skip-mutants] [--skip-hangar] [--skip-bench]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+skip_mutants=false; skip_hangar=false; skip_bench=false
+for arg in "$@"; do
+  case "$arg" in
+    --skip-mutants) skip_mutants=true ;;
+    --skip-hangar) skip_hangar=true ;;
+    --skip-bench) skip_bench=true ;;
+    *) echo "unknown option $arg" >&2; exit 2 ;;
+  esac
+done
+cargo build --release -p relaycheck
+rc=target/release/relaycheck
+
+$rc catalogue --out reports/catalogue.md
+# A run whose results fail exits 1; that is its report, not an error of this script.
+$rc run --target direct --shape all --out reports/direct || true
+$rc run --target direct --shape sep-3279 --forced --out reports/direct-forced-sep-3279 || true
+$rc run --target reference --shape all --out reports/reference || true
+$rc run --target reference --shape sep-3279 --forced --out reports/reference-forced-sep-3279 || true
+$rc compare reports/direct/results.jsonl reports/direct-forced-sep-3279/results.jsonl \
+  > reports/compare-direct-negotiated-vs-forced-sep-3279.md
+if ! $skip_hangar; then
+  $rc run --target harness/targets/hangar.toml --shape all \
+    --expected-failures reports/hangar-2.34.4/expected-failures.yaml --out reports/hangar-2.34.4 || true
+  $rc run --target harness/targets/hangar-front-door.toml --shape all \
+    --expected-failures reports/hangar-2.34.4-front-door/expected-failures.yaml \
+    --out reports/hangar-2.34.4-front-door || true
+  $rc compare reports/reference/results.jsonl reports/hangar-2.34.4-front-door/results.jsonl \
+    > reports/compare-reference-vs-hangar-front-door.md
+fi
+runs=(reports/direct/results.jsonl reports/reference/results.jsonl)
+for r in reports/hangar-2.34.4/results.jsonl reports/hangar-2.34.4-front-door/results.jsonl; do
+  [ -f "$r" ] && runs+=("$r")
+done
+$rc matrix "${runs[@]}" > reports/matrix.md
+if ! $skip_mutants; then
+  $rc mutants --target reference-http --shape 2025-11-25 --shape 2026-07-28 --shape sep-3279 \
+    --out reports/reference/mutants.md || true
+fi
+if ! $skip_bench; then
+  {
+    echo "# relaycheck bench"
+    echo
+    echo "Latency of the same calls made to the canary directly and through each target, alternating"
+    echo "call by call in one run (p50/p90/p99 over the measured calls, after one warm-up each)."
+    echo "Measured on the 2-core machine this was run on; ratios are the comparable figure."
+    echo
+    $rc bench --target reference --calls 50
+    $skip_hangar || $rc bench --target harness/targets/hangar.toml --calls 20 --size 0 --size 1048576
+  } > reports/bench-targets.md
+fi
