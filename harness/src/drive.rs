@@ -220,7 +220,9 @@ async fn tasks(session: &Session, drive: &mut Drive, timeout: Duration) {
             _ => return,
         }
     }
-    if form == HandleForm::Nested {
+    // tasks/result belongs to the 2025-11-25 core tasks; a stateless session reads the final
+    // result inline from tasks/get.
+    if form == HandleForm::Nested && !session.shape().is_stateless() {
         drive.follow_ups.push(
             step(
                 session,

@@ -102,36 +102,37 @@ impl View {
             .as_deref()
             .and_then(|pointer| result.pointer(pointer))
             .cloned();
-        let picked_error = route
-            .pick_error
-            .as_deref()
-            .and_then(|pointer| result.pointer(pointer))
-            .filter(|error| !error.is_null())
-            .cloned();
         let base = View {
             entry,
             whole: Some(result.clone()),
             ..View::default()
         };
-        if let Some(error) = picked_error {
-            return View {
-                error: Some(error),
-                ..base
-            };
-        }
         if route.pick.iter().all(String::is_empty) {
             return View {
                 result: Some(result.clone()),
                 ..base
             };
         }
-        match route
+        if let Some(picked) = route
             .pick
             .iter()
             .find_map(|pointer| result.pointer(pointer).filter(|v| !v.is_null()))
         {
-            Some(picked) => View {
+            return View {
                 result: Some(picked.clone()),
+                ..base
+            };
+        }
+        // No result where the route looks: the per-call error, if the target put one there.
+        let picked_error = route
+            .pick_error
+            .as_deref()
+            .and_then(|pointer| result.pointer(pointer))
+            .filter(|error| !error.is_null())
+            .cloned();
+        match picked_error {
+            Some(error) => View {
+                error: Some(error),
                 ..base
             },
             None => View {

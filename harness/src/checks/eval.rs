@@ -122,6 +122,11 @@ fn relayed_unchanged(name: &str, params: &Map<String, Value>, evidence: &Evidenc
     };
     let mut expected = without(answer.get(member), &ignore);
     let mut actual = without(got, &ignore);
+    if evidence.shape.is_stateless()
+        && let (Some(expected), Some(actual)) = (expected.as_ref(), actual.as_mut())
+    {
+        forgive_stateless_additions(expected, actual);
+    }
     if params.get("ignore-link-uris").and_then(Value::as_bool) == Some(true) {
         for value in [&mut expected, &mut actual].into_iter().flatten() {
             strip_link_uris(value);
@@ -286,7 +291,10 @@ fn kept(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Ver
         Ok(result) => result,
         Err(verdict) => return *verdict,
     };
-    let (upstream, result) = (read_result(upstream), read_result(result));
+    let (upstream, mut result) = (read_result(upstream), read_result(result));
+    if evidence.shape.is_stateless() {
+        forgive_stateless_additions(&upstream, &mut result);
+    }
     let sent = upstream.pointer(pointer);
     let got = result.pointer(pointer);
     if sent.is_none() {
@@ -779,5 +787,31 @@ fn strip_link_uris(value: &mut Value) {
         }
         Value::Array(items) => items.iter_mut().for_each(strip_link_uris),
         _ => {}
+    }
+}
+
+/// What a 2026-07-28 gateway adds to a result from an older upstream, as the shape requires or
+/// recommends: `resultType: "complete"` (required) and `_meta["io.modelcontextprotocol/serverInfo"]`
+/// (SHOULD, on every result). Removed from `actual` when the upstream did not send them, so they
+/// do not count as changes.
+fn forgive_stateless_additions(expected: &Value, actual: &mut Value) {
+    const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+    let Some(fields) = actual.as_object_mut() else {
+        return;
+    };
+    if expected.get("resultType").is_none()
+        && fields.get("resultType") == Some(&Value::from("complete"))
+    {
+        fields.shift_remove("resultType");
+    }
+    if expected
+        .pointer("/_meta/io.modelcontextprotocol~1serverInfo")
+        .is_none()
+        && let Some(Value::Object(meta)) = fields.get_mut("_meta")
+    {
+        meta.shift_remove(SERVER_INFO);
+        if meta.is_empty() && expected.get("_meta").is_none() {
+            fields.shift_remove("_meta");
+        }
     }
 }

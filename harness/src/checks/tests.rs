@@ -43,6 +43,7 @@ struct Fixture {
     side: BTreeMap<String, Vec<String>>,
     route: crate::profile::Route,
     follow_ups: Vec<super::FollowUp>,
+    shape: Shape,
 }
 
 impl Fixture {
@@ -70,6 +71,7 @@ impl Fixture {
             side: BTreeMap::new(),
             route: crate::profile::Route::default(),
             follow_ups: Vec::new(),
+            shape: Shape::V2025_06_18,
         }
     }
 
@@ -150,7 +152,7 @@ impl Fixture {
         evaluate(
             &expectation,
             &Evidence {
-                shape: Shape::V2025_06_18,
+                shape: self.shape,
                 arguments: &self.arguments,
                 exchange: &self.exchange,
                 view: &self.view,
@@ -212,6 +214,23 @@ fn relayed_unchanged_sees_any_difference_but_ignored_ones() {
         "relayed-unchanged",
         json!({"ignore-link-uris": true}),
     );
+}
+
+#[test]
+fn a_stateless_gateway_may_add_result_type_and_server_info() {
+    let sent = json!({"content": [text("a")]});
+    let added = json!({"resultType": "complete", "content": [text("a")],
+        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "gw", "version": "1"}}});
+    let mut fixture = Fixture::results(sent.clone(), added.clone());
+    fails(&fixture, "relayed-unchanged", json!({}));
+    fixture.shape = Shape::V2026_07_28;
+    passes(&fixture, "relayed-unchanged", json!({}));
+    let mut other = Fixture::results(
+        sent,
+        json!({"resultType": "complete", "content": [text("a")], "_meta": {"x": 1}}),
+    );
+    other.shape = Shape::V2026_07_28;
+    fails(&other, "relayed-unchanged", json!({}));
 }
 
 #[test]
