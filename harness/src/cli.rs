@@ -359,7 +359,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         shapes,
         forced: args.forced,
         started: report::now_rfc3339(),
-        command: std::env::args().collect::<Vec<_>>().join(" "),
+        command: invocation(),
     };
     let mut writer = match &args.out {
         Some(dir) => {
@@ -681,7 +681,7 @@ fn mutants(args: MutantsArgs) -> anyhow::Result<ExitCode> {
     }
     runtime.shutdown_timeout(Duration::from_secs(2));
     let _ = std::fs::remove_dir_all(&workdir);
-    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let command = invocation();
     let text = table.render(&catalogue, &profile.name, &command);
     let out = args
         .out
@@ -755,7 +755,7 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let command = invocation();
     let result: anyhow::Result<String> = runtime.block_on(async {
         relaycheck::provision::provision(&profile)
             .await
@@ -808,4 +808,13 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     }
     println!("{text}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The command line as a user would type it: `relaycheck` and the arguments, whatever path the
+/// binary was started from, so reports show a command that reruns them.
+fn invocation() -> String {
+    std::iter::once("relaycheck".to_string())
+        .chain(std::env::args().skip(1))
+        .collect::<Vec<_>>()
+        .join(" ")
 }

@@ -32,6 +32,9 @@ struct State {
     tokens: HashMap<String, String>,
     strays: Vec<Vec<u8>>,
     closed: Option<String>,
+    /// Requests the runner stopped waiting for; their late answers are strays, not answers
+    /// to whoever is pending now.
+    abandoned: std::collections::HashSet<String>,
 }
 
 /// A client over one child's pipes.
@@ -87,7 +90,9 @@ impl StdioClient {
                 detail: "the reader stopped".into(),
             },
             Err(_) => {
-                lock(&self.state).pending.remove(&id_key(&id));
+                let mut state = lock(&self.state);
+                state.pending.remove(&id_key(&id));
+                state.abandoned.insert(id_key(&id));
                 Exchange::Timeout
             }
         }
@@ -213,6 +218,13 @@ fn dispatch(state: &std::sync::Mutex<State>, raw: Vec<u8>) {
                 pending.notifications.push(message.clone());
                 return;
             }
+            state.strays.push(raw);
+            return;
+        }
+        if let Some(id) = message.get("id")
+            && state.abandoned.remove(&id_key(id))
+        {
+            // A late answer to a call that already timed out.
             state.strays.push(raw);
             return;
         }
