@@ -1,0 +1,111 @@
+//! The reference gateway's answer to every case in every shape, pinned as insta snapshots (one
+//! per surface), so any change in what the reference does is seen in review. Ids, times,
+//! nonces and handles are redacted; everything else is the answer as the client got it.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use regex::Regex;
+use relaycheck::profile::Profile;
+use relaycheck::suite::{Pool, trials};
+use serde_json::{Value, json};
+
+/// Members whose values change from run to run.
+const VOLATILE_KEYS: &[&str] = &[
+    "id",
+    "taskId",
+    "createdAt",
+    "lastUpdatedAt",
+    "retrieved_at",
+    "call_id",
+    "jsonrpc_id",
+    "handle",
+    "continuation",
+    "elapsed_ms",
+    "duration_ms",
+    "time",
+    "nonce",
+    "progressToken",
+    "batch_id",
+    "continuation_id",
+];
+
+fn redact(value: &mut Value, patterns: &[(Regex, &str)]) {
+    match value {
+        Value::Object(fields) => {
+            // A report's preview of a large answer starts with the request id, so where it is
+            // cut moves from run to run: pin that it was shortened, not the cut.
+            if fields.contains_key("relaycheck-report-note") {
+                fields.shift_remove("preview");
+            }
+            for (key, child) in fields.iter_mut() {
+                if VOLATILE_KEYS.contains(&key.as_str()) && !child.is_object() && !child.is_array()
+                {
+                    *child = json!("[redacted]");
+                } else {
+                    redact(child, patterns);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|item| redact(item, patterns)),
+        Value::String(text) => {
+            for (pattern, replacement) in patterns {
+                if pattern.is_match(text) {
+                    *text = pattern.replace_all(text, *replacement).into_owned();
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn the_reference_answers_every_case_as_pinned() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let pool = Pool::new(
+        &repo.join("specs"),
+        Path::new(env!("CARGO_BIN_EXE_relaycheck")),
+    )
+    .unwrap();
+    let profile = Profile::load("reference").unwrap();
+    let patterns: Vec<(Regex, &str)> = vec![
+        (Regex::new(r"rc-\d+-\d+").unwrap(), "[nonce]"),
+        (Regex::new(r"rc_[0-9a-f]{32}").unwrap(), "[handle]"),
+        (
+            Regex::new(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z").unwrap(),
+            "[time]",
+        ),
+        (
+            Regex::new(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}").unwrap(),
+            "[uuid]",
+        ),
+        (Regex::new(r"within \d+ ms").unwrap(), "within [n] ms"),
+        (Regex::new(r"call-\d+").unwrap(), "[call]"),
+        (
+            Regex::new(r"\d+ bytes of JSON").unwrap(),
+            "[n] bytes of JSON",
+        ),
+    ];
+    let mut by_surface: BTreeMap<String, BTreeMap<String, Value>> = BTreeMap::new();
+    for trial in trials(pool.catalogue(), &profile) {
+        let result = pool.run(&trial, None).unwrap();
+        let mut answer = json!({"outcome": result.outcome, "north": result.north});
+        redact(&mut answer, &patterns);
+        by_surface
+            .entry(result.surface.clone())
+            .or_default()
+            .insert(
+                format!("{} [{} {}]", trial.case, trial.shape, trial.route),
+                answer,
+            );
+    }
+    pool.shutdown();
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path(repo.join("harness/tests/snapshots"));
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| {
+        for (surface, answers) in by_surface {
+            insta::assert_json_snapshot!(format!("reference-{surface}"), answers);
+        }
+    });
+}
