@@ -83,6 +83,8 @@ pub fn render(
                 "na"
             } else if cell.failed > 0 {
                 "fail"
+            } else if cell.known > 0 {
+                "known"
             } else {
                 "pass"
             };
@@ -97,6 +99,8 @@ pub fn render(
             };
             let label = if cell.applicable == 0 {
                 "n/a".to_string()
+            } else if cell.known > 0 {
+                format!("{}/{} ({} known)", cell.passed, cell.applicable, cell.known)
             } else {
                 format!("{}/{}", cell.passed, cell.applicable)
             };
@@ -172,7 +176,7 @@ code,pre{font:12px/1.4 ui-monospace,monospace}
 table{border-collapse:collapse;margin:8px 0}
 th,td{border:1px solid #d4d8dd;padding:4px 8px;text-align:center}
 th.surface{text-align:left;font-weight:500}
-td.pass{background:#e6f4ea}td.fail{background:#fce8e6}td.na{background:#f1f3f4;color:#777}
+td.pass{background:#e6f4ea}td.fail{background:#fce8e6}td.known{background:#fef7e0}td.na{background:#f1f3f4;color:#777}
 td.cell button{border:0;background:none;font:inherit;cursor:pointer;padding:2px 6px}
 td.fail button{font-weight:700;color:#a50e0e}
 td.selected{outline:2px solid #1a73e8}

@@ -17,15 +17,22 @@ use crate::result::CaseResult;
 pub struct Cell {
     pub passed: usize,
     pub applicable: usize,
+    /// Failures the expected-failures baseline does not list.
     pub failed: usize,
+    /// Failures the baseline lists: still failures of the target, known ones.
+    pub known: usize,
 }
 
 impl Cell {
     pub fn add(&mut self, outcome: Outcome) {
         match outcome {
             Outcome::Skip | Outcome::NotApplicable => {}
-            Outcome::Pass | Outcome::Observed | Outcome::ExpectedFail => {
+            Outcome::Pass | Outcome::Observed => {
                 self.passed += 1;
+                self.applicable += 1;
+            }
+            Outcome::ExpectedFail => {
+                self.known += 1;
                 self.applicable += 1;
             }
             _ => {
@@ -36,12 +43,17 @@ impl Cell {
     }
 
     pub fn render(&self) -> String {
+        let known = if self.known > 0 {
+            format!(" ({} known)", self.known)
+        } else {
+            String::new()
+        };
         if self.applicable == 0 {
             "n/a".into()
         } else if self.failed == 0 {
-            format!("{}/{}", self.passed, self.applicable)
+            format!("{}/{}{known}", self.passed, self.applicable)
         } else {
-            format!("**{}/{}**", self.passed, self.applicable)
+            format!("**{}/{}**{known}", self.passed, self.applicable)
         }
     }
 }
@@ -168,5 +180,7 @@ mod tests {
         assert_eq!(cell.render(), "1/1");
         cell.add(Outcome::Timeout);
         assert_eq!(cell.render(), "**1/2**");
+        cell.add(Outcome::ExpectedFail);
+        assert_eq!(cell.render(), "**1/3** (1 known)");
     }
 }
