@@ -81,6 +81,10 @@ struct MutantsArgs {
     /// Only these mutants (repeatable). Default: all the target lists.
     #[arg(long = "mutant")]
     mutants: Vec<String>,
+    /// Join the JSON tables of earlier runs over parts of the mutants instead of running
+    /// (repeatable; every mutant must be in one part).
+    #[arg(long = "merge")]
+    merge: Vec<PathBuf>,
     /// Where to write the table. Default: reports/<target>/mutants.md.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -650,6 +654,35 @@ fn mutants(args: MutantsArgs) -> anyhow::Result<ExitCode> {
             }
         }
         listed.retain(|m| args.mutants.contains(&m.name));
+    }
+    if !args.merge.is_empty() {
+        let parts: Vec<serde_json::Value> = args
+            .merge
+            .iter()
+            .map(|path| {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read {}", path.display()))?;
+                serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))
+            })
+            .collect::<anyhow::Result<_>>()?;
+        let (table, shapes) = relaycheck::mutation::MutationTable::merge(&parts, &listed)
+            .map_err(anyhow::Error::msg)?;
+        let command = invocation();
+        let out = args
+            .out
+            .unwrap_or_else(|| PathBuf::from(format!("reports/{}/mutants.md", profile.name)));
+        write_file(&out, &table.render(&catalogue, &profile.name, &command))?;
+        let json = table.to_json(&profile.name, &shapes, &command);
+        write_file(
+            &out.with_extension("json"),
+            &serde_json::to_string_pretty(&json)?,
+        )?;
+        println!("wrote {}", out.display());
+        return Ok(if table.holds(&catalogue) {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        });
     }
     let shapes = parse_shapes(&args.shapes, &profile)?;
     let workdir = std::env::temp_dir().join(format!("relaycheck-mutants-{}", std::process::id()));

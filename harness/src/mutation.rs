@@ -111,6 +111,49 @@ impl MutationTable {
                 .all(|(_, why)| why.is_some())
     }
 
+    /// Joins the JSON tables of runs that each covered some of the mutants (a sharded run),
+    /// in the order of `order` (the target's own listing). The shapes must agree.
+    pub fn merge(
+        parts: &[serde_json::Value],
+        order: &[Mutant],
+    ) -> Result<(MutationTable, Vec<relaycheck_model::Shape>), String> {
+        let mut table = MutationTable::default();
+        let mut shapes: Option<Vec<relaycheck_model::Shape>> = None;
+        for part in parts {
+            let part_shapes: Vec<relaycheck_model::Shape> =
+                serde_json::from_value(part["shapes"].clone())
+                    .map_err(|e| format!("shapes: {e}"))?;
+            match &shapes {
+                Some(known) if known != &part_shapes => {
+                    return Err("the parts were run in different shapes".into());
+                }
+                _ => shapes = Some(part_shapes),
+            }
+            for failure in part["baseline_failures"].as_array().into_iter().flatten() {
+                if let Some(case) = failure.as_str() {
+                    table.baseline_failures.insert(case.to_string());
+                }
+            }
+            for mutant in part["mutants"].as_array().into_iter().flatten() {
+                let name = mutant["name"].as_str().ok_or("a mutant without a name")?;
+                let caught: BTreeSet<String> = mutant["caught_by"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|c| c.as_str().map(str::to_string))
+                    .collect();
+                table.caught.insert(name.to_string(), caught);
+            }
+        }
+        for mutant in order {
+            if !table.caught.contains_key(&mutant.name) {
+                return Err(format!("no part ran the mutant `{}`", mutant.name));
+            }
+        }
+        table.mutants = order.to_vec();
+        Ok((table, shapes.unwrap_or_default()))
+    }
+
     /// The table as data, for the test that re-proves it: which cases caught which mutant.
     pub fn to_json(
         &self,
@@ -228,6 +271,21 @@ impl MutationTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parts_of_a_sharded_run_merge_in_listing_order() {
+        let order = parse_listing("a\tflat\tx\nb\tbatch\ty\n").unwrap();
+        let part = |name: &str, caught: &[&str]| {
+            serde_json::json!({"shapes": ["2025-11-25"], "baseline_failures": [],
+                "mutants": [{"name": name, "caught_by": caught}]})
+        };
+        let (table, shapes) =
+            MutationTable::merge(&[part("b", &["c/2"]), part("a", &[])], &order).unwrap();
+        assert_eq!(shapes.len(), 1);
+        assert_eq!(table.mutants[0].name, "a");
+        assert_eq!(table.survivors().len(), 1);
+        assert!(MutationTable::merge(&[part("a", &[])], &order).unwrap_err().contains("`b`"));
+    }
 
     #[test]
     fn listings_are_parsed_or_refused_by_line() {
