@@ -284,7 +284,11 @@ mod tests {
         assert_eq!(shapes.len(), 1);
         assert_eq!(table.mutants[0].name, "a");
         assert_eq!(table.survivors().len(), 1);
-        assert!(MutationTable::merge(&[part("a", &[])], &order).unwrap_err().contains("`b`"));
+        assert!(
+            MutationTable::merge(&[part("a", &[])], &order)
+                .unwrap_err()
+                .contains("`b`")
+        );
     }
 
     #[test]

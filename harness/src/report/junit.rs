@@ -15,19 +15,7 @@ pub fn render(info: &RunInfo, results: &[CaseResult]) -> String {
         by_surface.entry(&result.surface).or_default().push(result);
     }
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let failures = results
-        .iter()
-        .filter(|r| r.outcome == Outcome::Fail)
-        .count();
-    let errors = results
-        .iter()
-        .filter(|r| {
-            matches!(
-                r.outcome,
-                Outcome::Error | Outcome::Timeout | Outcome::SetupFail
-            )
-        })
-        .count();
+    let (failures, errors) = tally(results.iter());
     let _ = writeln!(
         out,
         "<testsuites name=\"relaycheck {}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\">",
@@ -35,19 +23,7 @@ pub fn render(info: &RunInfo, results: &[CaseResult]) -> String {
         results.len()
     );
     for (surface, results) in by_surface {
-        let failures = results
-            .iter()
-            .filter(|r| r.outcome == Outcome::Fail)
-            .count();
-        let errors = results
-            .iter()
-            .filter(|r| {
-                matches!(
-                    r.outcome,
-                    Outcome::Error | Outcome::Timeout | Outcome::SetupFail
-                )
-            })
-            .count();
+        let (failures, errors) = tally(results.iter().copied());
         let skipped = results
             .iter()
             .filter(|r| matches!(r.outcome, Outcome::Skip | Outcome::NotApplicable))
@@ -101,6 +77,15 @@ pub fn render(info: &RunInfo, results: &[CaseResult]) -> String {
     }
     out.push_str("</testsuites>\n");
     out
+}
+
+/// JUnit's failures (mismatches) and errors (the target broke) among some results.
+fn tally<'a>(results: impl Iterator<Item = &'a CaseResult>) -> (usize, usize) {
+    results.fold((0, 0), |(failures, errors), r| match r.outcome {
+        Outcome::Fail => (failures + 1, errors),
+        Outcome::Error | Outcome::Timeout | Outcome::SetupFail => (failures, errors + 1),
+        _ => (failures, errors),
+    })
 }
 
 /// Escapes text for XML attributes and content, dropping characters XML 1.0 cannot carry.
