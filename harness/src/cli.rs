@@ -195,12 +195,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Mutants(args) => mutants(args),
         Command::Bench(args) => bench(args),
         Command::Catalogue { out, specs } => {
-            let catalogue = match load_catalogue(specs)? {
-                Ok(catalogue) => catalogue,
-                Err(errors) => {
-                    eprintln!("{errors}");
-                    return Ok(ExitCode::from(2));
-                }
+            let Some(catalogue) = require_catalogue(specs)? else {
+                return Ok(ExitCode::from(2));
             };
             let text = report::catalogue::render(&catalogue, "relaycheck catalogue");
             write_file(&out, &text)?;
@@ -236,6 +232,17 @@ fn load_catalogue(specs: Option<PathBuf>) -> anyhow::Result<Result<Catalogue, St
     Ok(Catalogue::load(&dir).map_err(|errors| errors.to_string()))
 }
 
+/// The catalogue, or `None` after printing why it cannot be loaded (a spec error: exit 2).
+fn require_catalogue(specs: Option<PathBuf>) -> anyhow::Result<Option<Catalogue>> {
+    match load_catalogue(specs)? {
+        Ok(catalogue) => Ok(Some(catalogue)),
+        Err(errors) => {
+            eprintln!("{errors}");
+            Ok(None)
+        }
+    }
+}
+
 fn lint(specs: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     match load_catalogue(specs)? {
         Ok(catalogue) => {
@@ -254,12 +261,8 @@ fn lint(specs: Option<PathBuf>) -> anyhow::Result<ExitCode> {
 }
 
 fn list(json: bool, specs: Option<PathBuf>) -> anyhow::Result<ExitCode> {
-    let catalogue = match load_catalogue(specs)? {
-        Ok(catalogue) => catalogue,
-        Err(errors) => {
-            eprintln!("{errors}");
-            return Ok(ExitCode::from(2));
-        }
+    let Some(catalogue) = require_catalogue(specs)? else {
+        return Ok(ExitCode::from(2));
     };
     if json {
         let cases: Vec<CaseEvent> = catalogue.cases.iter().map(CaseEvent::of).collect();
