@@ -321,12 +321,8 @@ fn canary_command() -> anyhow::Result<Vec<String>> {
 }
 
 fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let catalogue = match load_catalogue(args.specs.clone())? {
-        Ok(catalogue) => catalogue,
-        Err(errors) => {
-            eprintln!("{errors}");
-            return Ok(ExitCode::from(2));
-        }
+    let Some(catalogue) = require_catalogue(args.specs.clone())? else {
+        return Ok(ExitCode::from(2));
     };
     let profile = Profile::load(&args.target)?;
     let shapes = parse_shapes(&args.shapes, &profile)?;
@@ -620,12 +616,8 @@ fn collect(
 }
 
 fn mutants(args: MutantsArgs) -> anyhow::Result<ExitCode> {
-    let catalogue = match load_catalogue(args.specs.clone())? {
-        Ok(catalogue) => catalogue,
-        Err(errors) => {
-            eprintln!("{errors}");
-            return Ok(ExitCode::from(2));
-        }
+    let Some(catalogue) = require_catalogue(args.specs.clone())? else {
+        return Ok(ExitCode::from(2));
     };
     let profile = Profile::load(&args.target)?;
     let Some(listing) = &profile.mutants else {
@@ -754,12 +746,8 @@ fn mutants(args: MutantsArgs) -> anyhow::Result<ExitCode> {
 
 fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     use relaycheck::bench::{Size, measure, render};
-    let catalogue = match load_catalogue(args.specs.clone())? {
-        Ok(catalogue) => catalogue,
-        Err(errors) => {
-            eprintln!("{errors}");
-            return Ok(ExitCode::from(2));
-        }
+    let Some(catalogue) = require_catalogue(args.specs.clone())? else {
+        return Ok(ExitCode::from(2));
     };
     let direct = Profile::load("direct")?;
     let profile = Profile::load(&args.target)?;
