@@ -25,6 +25,10 @@ pub struct Cli {
     /// Answer in this shape whatever was negotiated (redesign-impact runs).
     #[arg(long, global = true, env = "CANARY_FORCE_SHAPE")]
     force_shape: Option<Shape>,
+    /// Serve a fixture set too: `official` (alias `official-fixtures`) adds the official MCP
+    /// conformance suite's tools, resources and prompts (`relaycheck official`).
+    #[arg(long, global = true, env = "CANARY_FIXTURES", value_enum)]
+    fixtures: Option<crate::fixtures::Fixtures>,
     #[command(subcommand)]
     pub transport: Transport,
 }
@@ -54,7 +58,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         None => CanaryScript::default(),
     };
     let log = Arc::new(ObsLog::open(cli.log.as_deref())?);
-    let canary = Arc::new(Canary::new(script, cli.force_shape));
+    let canary = Arc::new(Canary::new(script, cli.force_shape).with_fixtures(cli.fixtures));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

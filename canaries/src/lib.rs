@@ -10,6 +10,7 @@ pub mod digest;
 pub mod emit;
 pub mod error;
 pub mod faults;
+pub mod fixtures;
 pub mod headers;
 pub mod http;
 pub mod named;

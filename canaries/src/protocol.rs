@@ -13,6 +13,7 @@ use relaycheck_model::script::{CanaryScript, Respond, RpcError, ToolScript, defa
 use relaycheck_model::shape::Shape;
 use serde_json::{Map, Value, json};
 
+use crate::fixtures::{self, Fixtures, ToolAnswer};
 use crate::oversized::OversizedBody;
 use crate::tasks::{Final, Origin, TaskStore, error_object, with_related_task};
 use crate::{SERVER_NAME, faults, named, resources};
@@ -111,6 +112,8 @@ pub struct Canary {
     script: CanaryScript,
     force: Option<Shape>,
     tasks: TaskStore,
+    /// Extra fixtures served besides the named canaries (`--fixtures`).
+    fixtures: Option<Fixtures>,
 }
 
 /// Everything about a `tools/call` that shapes its answer.
@@ -150,7 +153,14 @@ impl Canary {
             script,
             force,
             tasks: TaskStore::default(),
+            fixtures: None,
         }
+    }
+
+    /// Serves a fixture set too (the official conformance suite's tools, resources, prompts).
+    pub fn with_fixtures(mut self, fixtures: Option<Fixtures>) -> Canary {
+        self.fixtures = fixtures;
+        self
     }
 
     /// What to log for a message as it arrives, before it is handled: method, id, and the
@@ -253,13 +263,30 @@ impl Canary {
         shape: Shape,
     ) -> Result<Reply, RpcError> {
         let plain = |result: Value| Ok(Reply::Json(response(id, complete(result, shape))));
+        if self.fixtures.is_some()
+            && let Some(reply) = self.fixture_request(method, id, params, shape)
+        {
+            return reply;
+        }
         match method {
-            "initialize" => Ok(Reply::Json(response(id, initialize(params, session)))),
+            "initialize" => {
+                let mut result = initialize(params, session);
+                if self.fixtures.is_some() {
+                    fixtures::add_capabilities(&mut result["capabilities"]);
+                }
+                Ok(Reply::Json(response(id, result)))
+            }
             "ping" => plain(json!({})),
             "server/discover" => plain(self.discover()),
             "tools/list" => plain(json!({ "tools": self.tool_list(shape) })),
             "tools/call" => self.call(id, params, shape),
-            "resources/list" => plain(json!({ "resources": resources::list() })),
+            "resources/list" => {
+                let mut listed = resources::list();
+                if self.fixtures.is_some() {
+                    listed.extend(fixtures::resources());
+                }
+                plain(json!({ "resources": listed }))
+            }
             "resources/read" => {
                 let uri = param_str(params, "uri")?;
                 let contents = resources::read(uri)
@@ -280,6 +307,81 @@ impl Canary {
             }
             _ => Err(rpc_error(-32601, format!("Method not found: {method}"))),
         }
+    }
+
+    /// Methods and names only the fixtures answer; `None` leaves the message to the canary.
+    fn fixture_request(
+        &self,
+        method: &str,
+        id: &Value,
+        params: Option<&Value>,
+        shape: Shape,
+    ) -> Option<Result<Reply, RpcError>> {
+        let plain = |result: Value| Ok(Reply::Json(response(id, complete(result, shape))));
+        let arguments = || {
+            params
+                .and_then(|p| p.get("arguments"))
+                .cloned()
+                .unwrap_or_else(|| json!({}))
+        };
+        Some(match method {
+            "tools/call" => {
+                let name = param_str(params, "name").ok()?;
+                if !fixtures::is_tool(name) || self.script.tool(name).is_some() {
+                    return None;
+                }
+                let token = params
+                    .and_then(|p| p.get("_meta"))
+                    .and_then(|m| m.get("progressToken"));
+                let render = |legacy: &Value| {
+                    response(
+                        id,
+                        render_result(
+                            legacy,
+                            shape,
+                            params.and_then(Selector::read_requested).as_deref(),
+                        ),
+                    )
+                };
+                match fixtures::call(name, &arguments(), token)? {
+                    ToolAnswer::Result(legacy) => Ok(Reply::Json(render(&legacy))),
+                    ToolAnswer::Notified {
+                        notifications,
+                        result,
+                    } => Ok(Reply::Progress {
+                        notifications,
+                        then: Box::new(Reply::Json(render(&result))),
+                    }),
+                }
+            }
+            "resources/read" => plain(fixtures::read(param_str(params, "uri").ok()?)?),
+            "resources/templates/list" => {
+                plain(json!({ "resourceTemplates": fixtures::resource_templates() }))
+            }
+            "resources/subscribe" | "resources/unsubscribe" => match param_str(params, "uri") {
+                Ok(uri) if fixtures::subscribable(uri) => plain(json!({})),
+                Ok(uri) => Err(rpc_error(-32602, format!("Resource not found: {uri}"))),
+                Err(err) => Err(err),
+            },
+            "prompts/list" => plain(json!({ "prompts": fixtures::prompts() })),
+            "prompts/get" => {
+                let name = param_str(params, "name");
+                match name {
+                    Ok(name) => match fixtures::get_prompt(name, &arguments()) {
+                        Some(Ok(result)) => plain(result),
+                        Some(Err(err)) => Err(err),
+                        None => Err(rpc_error(-32602, format!("Unknown prompt: {name}"))),
+                    },
+                    Err(err) => Err(err),
+                }
+            }
+            "logging/setLevel" => match param_str(params, "level") {
+                Ok(_) => plain(json!({})),
+                Err(err) => Err(err),
+            },
+            "completion/complete" => plain(fixtures::complete(params)),
+            _ => return None,
+        })
     }
 
     fn discover(&self) -> Value {
@@ -323,6 +425,13 @@ impl Canary {
                 .iter()
                 .map(|tool| tool_definition(tool, shape)),
         );
+        if self.fixtures.is_some() {
+            tools.extend(fixtures::tool_definitions().into_iter().filter(|def| {
+                def["name"]
+                    .as_str()
+                    .is_some_and(|n| self.script.tool(n).is_none())
+            }));
+        }
         tools
     }
 

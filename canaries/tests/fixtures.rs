@@ -1,0 +1,171 @@
+//! The official conformance suite's fixtures (`--fixtures official`) over streamable HTTP,
+//! the transport that suite speaks: listed only when asked for, answered as its scenarios
+//! expect, notifications before the answer on the request's event stream.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+
+fn request(canary: &HttpCanary, id: u64, method: &str, params: Value) -> Value {
+    canary
+        .post(
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+            &[],
+        )
+        .json()
+}
+
+#[test]
+fn fixtures_are_served_only_when_asked_for() {
+    let mut plain = HttpCanary::start(&[], &[]);
+    plain.initialize("2025-11-25");
+    let names = tool_names(&request(&plain, 1, "tools/list", json!({})));
+    assert!(!names.iter().any(|n| n == "test_simple_text"), "{names:?}");
+    let call = request(&plain, 2, "tools/call", json!({"name": "test_simple_text"}));
+    assert_eq!(call["error"]["message"], "Unknown tool: test_simple_text");
+    let prompts = request(&plain, 3, "prompts/list", json!({}));
+    assert_eq!(prompts["error"]["code"], -32601);
+
+    // The set's other name selects it too.
+    let mut aliased = HttpCanary::start(&["--fixtures", "official-fixtures"], &[]);
+    aliased.initialize("2025-11-25");
+    let names = tool_names(&request(&aliased, 1, "tools/list", json!({})));
+    assert!(names.iter().any(|n| n == "test_simple_text"), "{names:?}");
+}
+
+#[test]
+fn official_fixtures_answer_as_the_scenarios_expect() {
+    let mut canary = HttpCanary::start(&["--fixtures", "official"], &[]);
+    let init = canary.initialize("2025-11-25").json();
+    let caps = &init["result"]["capabilities"];
+    assert!(caps["prompts"].is_object() && caps["logging"].is_object());
+    assert_eq!(caps["resources"]["subscribe"], true);
+
+    let names = tool_names(&request(&canary, 1, "tools/list", json!({})));
+    for name in [
+        "echo",
+        "test_simple_text",
+        "test_tool_with_progress",
+        "test_error_handling",
+    ] {
+        assert!(names.iter().any(|n| n == name), "{name} missing: {names:?}");
+    }
+
+    let text = request(
+        &canary,
+        2,
+        "tools/call",
+        json!({"name": "test_simple_text"}),
+    );
+    assert_eq!(
+        text["result"]["content"][0]["text"],
+        "This is a simple text response for testing."
+    );
+    let error = request(
+        &canary,
+        3,
+        "tools/call",
+        json!({"name": "test_error_handling", "arguments": {}}),
+    );
+    assert_eq!(error["result"]["isError"], true);
+    let mixed = request(
+        &canary,
+        4,
+        "tools/call",
+        json!({"name": "test_multiple_content_types"}),
+    );
+    let types: Vec<&str> = mixed["result"]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["text", "image", "resource"]);
+
+    // Progress: three notifications, then the answer, on one event stream.
+    let progress = canary.post(
+        &json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+            "name": "test_tool_with_progress", "arguments": {}, "_meta": {"progressToken": "p-1"}}}),
+        &[],
+    );
+    assert_eq!(progress.header("content-type"), Some("text/event-stream"));
+    let events = progress.events();
+    assert_eq!(events.len(), 4, "{events:?}");
+    let values: Vec<i64> = events[..3]
+        .iter()
+        .map(|e| e["params"]["progress"].as_i64().unwrap())
+        .collect();
+    assert_eq!(values, [0, 50, 100]);
+    assert_eq!(events[3]["id"], 5);
+    let logging = canary.post(
+        &json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "test_tool_with_logging"}}),
+        &[],
+    );
+    let events = logging.events();
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e["method"] == "notifications/message")
+            .count(),
+        3
+    );
+
+    let listed = request(&canary, 7, "resources/list", json!({}));
+    let uris: Vec<&str> = listed["result"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .collect();
+    assert!(uris.contains(&"test://static-text") && uris.contains(&"canary://links/report.txt"));
+    let read = request(
+        &canary,
+        8,
+        "resources/read",
+        json!({"uri": "test://template/123/data"}),
+    );
+    assert!(
+        read["result"]["contents"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("123")
+    );
+    let read = request(
+        &canary,
+        9,
+        "resources/read",
+        json!({"uri": "canary://links/report.txt"}),
+    );
+    assert!(
+        read["result"]["contents"].is_array(),
+        "the canary's own resources still resolve"
+    );
+    assert_eq!(
+        request(
+            &canary,
+            10,
+            "resources/subscribe",
+            json!({"uri": "test://watched-resource"})
+        )["result"],
+        json!({})
+    );
+    let prompt = request(
+        &canary,
+        11,
+        "prompts/get",
+        json!({"name": "test_prompt_with_arguments", "arguments": {"arg1": "testValue1", "arg2": "testValue2"}}),
+    );
+    assert!(prompt["result"].to_string().contains("testValue2"));
+    assert_eq!(
+        request(&canary, 12, "logging/setLevel", json!({"level": "debug"}))["result"],
+        json!({})
+    );
+    let done = request(
+        &canary,
+        13,
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"}, "argument": {"name": "arg1", "value": "test"}}),
+    );
+    assert!(done["result"]["completion"]["values"].is_array());
+}
