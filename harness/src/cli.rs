@@ -69,6 +69,17 @@ enum Command {
     Canary(relaycheck_canary::cli::Cli),
     /// Run the reference gateway (the same as `relaycheck-gateway`), optionally as a mutant.
     Gateway(relaycheck_gateway::cli::Cli),
+    /// Print a JSON Schema (`profile`: target profiles), or write it with `--out`.
+    Schema(SchemaArgs),
+}
+
+#[derive(clap::Args)]
+struct SchemaArgs {
+    /// Which schema.
+    which: relaycheck::schema::Which,
+    /// Write it here instead of stdout.
+    #[arg(long)]
+    out: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -207,6 +218,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Compare { before, after } => compare(&before, &after),
         Command::Canary(args) => relaycheck_canary::cli::run(args).map(|()| ExitCode::SUCCESS),
         Command::Gateway(args) => relaycheck_gateway::cli::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Schema(args) => relaycheck::schema::command(args.which, args.out.as_deref()),
     }
 }
 

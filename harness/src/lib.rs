@@ -21,6 +21,7 @@ pub mod report;
 pub mod result;
 pub mod routes;
 pub mod run;
+pub mod schema;
 pub mod session;
 pub mod suite;
 pub mod target;

@@ -6,6 +6,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use relaycheck_model::Shape;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -20,6 +21,8 @@ const BUILTIN: &[(&str, &str)] = &[
     ),
 ];
 
+/// Why a profile cannot be used. Every variant names the file; `Parse` and `Invalid` name the
+/// field and, where the TOML shows it, the line.
 #[derive(Debug)]
 pub enum ProfileError {
     Unknown {
@@ -30,12 +33,19 @@ pub enum ProfileError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// Not TOML, or TOML that does not fit the profile format (an unknown key, a wrong type, a
+    /// missing field). `field` is absent for a syntax error.
     Parse {
         path: PathBuf,
+        line: Option<usize>,
+        field: Option<String>,
         message: String,
     },
+    /// A profile that fits the format but cannot work (a missing URL, an unknown placeholder,
+    /// a config template that is not there).
     Invalid {
         path: PathBuf,
+        line: Option<usize>,
         field: String,
         message: String,
     },
@@ -43,6 +53,10 @@ pub enum ProfileError {
 
 impl fmt::Display for ProfileError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let at = |f: &mut fmt::Formatter<'_>, path: &Path, line: &Option<usize>| match line {
+            Some(line) => write!(f, "{}:{line}: ", path.display()),
+            None => write!(f, "{}: ", path.display()),
+        };
         match self {
             ProfileError::Unknown { name, known } => write!(
                 f,
@@ -52,12 +66,38 @@ impl fmt::Display for ProfileError {
             ProfileError::Read { path, source } => {
                 write!(f, "{}: cannot read: {source}", path.display())
             }
-            ProfileError::Parse { path, message } => write!(f, "{}: {message}", path.display()),
-            ProfileError::Invalid {
+            ProfileError::Parse {
                 path,
+                line,
                 field,
                 message,
-            } => write!(f, "{}: field `{field}`: {message}", path.display()),
+            } => {
+                at(f, path, line)?;
+                match field {
+                    Some(field) => write!(f, "field `{field}`: {message}"),
+                    None => write!(f, "not valid TOML: {message}"),
+                }
+            }
+            ProfileError::Invalid {
+                path,
+                line,
+                field,
+                message,
+            } => {
+                at(f, path, line)?;
+                write!(f, "field `{field}`: {message}")
+            }
+        }
+    }
+}
+
+impl ProfileError {
+    /// The profile field the error is about, when it names one.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            ProfileError::Parse { field, .. } => field.as_deref(),
+            ProfileError::Invalid { field, .. } => Some(field),
+            _ => None,
         }
     }
 }
@@ -65,53 +105,85 @@ impl fmt::Display for ProfileError {
 impl std::error::Error for ProfileError {}
 
 /// How the runner reaches the target.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Transport {
+    /// JSON-RPC lines over the process's stdin and stdout.
     Stdio,
+    /// Streamable HTTP (POST with JSON or SSE answers, `Mcp-Session-Id`).
     Http,
 }
 
 /// How the runner knows the target is ready to take calls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Readiness {
     /// The first answered request is the signal (stdio targets).
     FirstResponse,
-    /// A line `LISTENING <url>` on the target's stdout gives the URL.
+    /// A line `LISTENING <url>` on the target's stdout gives the URL, as `{url}`.
     ListeningLine,
-    /// `GET <ready_path>` on the target's port answers 200.
+    /// `GET <ready_path>` on `127.0.0.1:{port}` answers 200.
     Http,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A target profile: how to install and start a gateway in front of relaycheck's canary, how
+/// the runner reaches it, and how a call to an upstream tool is routed through it. One TOML
+/// file per gateway and topology; `relaycheck init-target NAME` writes a commented start and
+/// `relaycheck smoke --target FILE` checks it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Profile {
+    /// The target's name in reports and on the command line; by convention the file's stem.
     pub name: String,
+    /// One line saying what runs and how it is wired (transports, topology).
     pub description: String,
-    /// The gateway and version under test, for report headers.
+    /// The product under test (the package name), for report headers.
     #[serde(default)]
     pub product: Option<String>,
+    /// The product's version, for report headers; pin the same version in `provision`.
     #[serde(default)]
     pub version: Option<String>,
-    /// Installing the target once per machine (a virtual environment, an npm folder).
+    /// Installing the target once per machine into relaycheck's cache (a virtual environment, an
+    /// npm folder). Leave out when the gateway is already on the machine.
     #[serde(default)]
     pub provision: Option<Provision>,
+    /// How to start the target for each run. Required for a stdio target; an HTTP target
+    /// without it must already be listening at `north.url`.
     #[serde(default)]
     pub start: Option<Start>,
+    /// How the runner, playing the MCP client, reaches the target.
     pub north: North,
+    /// How the target reaches the canary, its upstream MCP server.
     pub canary: CanarySide,
+    /// Several upstream canaries at once, by label (`a`, `b`), for gateways that aggregate
+    /// upstreams under prefixed names. Each label gets its own canary process, observation log
+    /// and placeholders (`{canary_cmd:a}`, `{canary_cmd_json:a}`, `{canary_cmd_shell:a}`,
+    /// `{canary_url:a}`); route templates name the upstream a call is meant for as
+    /// `{upstream}`. Cases without an `upstream` go to the first label. Empty: one canary.
+    #[serde(default)]
+    pub canaries: BTreeMap<String, NamedCanary>,
+    /// How a call reaches an upstream tool through the target, by route name: `flat`, `batch`,
+    /// `continuation`, `tasks`, `resources-read`. A case whose route the profile lacks is
+    /// not applicable. At least one of `flat` and `batch` is needed for any case to run.
     #[serde(default)]
     pub routes: BTreeMap<String, Route>,
+    /// Files the target writes besides its answers (audit trail, log), by name (`audit`,
+    /// `cef`, `log`); checks read them for leaks and for the events they must record.
     #[serde(default)]
     pub side_channels: BTreeMap<String, SideChannel>,
+    /// What the target claims to support; cases outside the claims are not applicable.
     #[serde(default)]
     pub claims: Claims,
+    /// Cases the target declares unsupported, each with a reason; they are reported as
+    /// `skip`, never as a pass.
     #[serde(default)]
     pub skip: Vec<Skip>,
     /// How to list the target's deliberate defects, for `relaycheck mutants`.
     #[serde(default)]
     pub mutants: Option<Mutants>,
+    /// Case time budgets for this target (a slow gateway), overriding the runner's default.
+    #[serde(default)]
+    pub timeouts: Timeouts,
     /// Where the profile was read from; config templates are relative to it.
     #[serde(skip)]
     pub origin: Option<PathBuf>,
@@ -119,11 +191,16 @@ pub struct Profile {
 
 /// Commands that install the target, run once: skipped while `creates` exists. `{cache}` is
 /// relaycheck's cache directory (`RELAYCHECK_CACHE`, else `~/.cache/relaycheck`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Provision {
+    /// A path the install creates (usually the gateway's executable under `{cache}`); while
+    /// it exists, provisioning is skipped. Only `{cache}` is filled in here.
     pub creates: String,
+    /// The install commands, each an argv run in order in the cache directory; the first
+    /// that fails stops provisioning and its output tail is shown. Only `{cache}` is filled in.
     pub commands: Vec<Vec<String>>,
+    /// How long all the install commands may take together, in milliseconds.
     #[serde(default = "default_provision_timeout")]
     pub timeout_ms: u64,
 }
@@ -143,21 +220,34 @@ pub fn cache_dir() -> PathBuf {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Starting the target: one fresh process, in a fresh `{workdir}`, for every shape of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Start {
-    /// argv; an item exactly `{canary_cmd}` expands to the canary's whole argv.
+    /// The argv that starts the target, with placeholders: `{workdir}`, `{port}`, `{config}`,
+    /// `{cache}`, `{relaycheck}`, `{canary_url}`, `{canary_cmd_json}`, `{shape}`, ... (the
+    /// list is in harness/targets/README.md). An item exactly `{canary_cmd}` expands to the
+    /// canary's whole argv, an item exactly `{mutant_args}` to `--mutant NAME` or nothing.
     pub command: Vec<String>,
+    /// Environment variables added for the target; values take placeholders.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
-    /// A config file written from a template before start, relative to the profile.
+    /// A config file template, relative to the profile file; its placeholders are filled and
+    /// the result written to `config_path` before start. Goes with `config_path`.
     #[serde(default)]
     pub config_template: Option<String>,
+    /// Where the filled config template is written (usually under `{workdir}`); `{config}` in
+    /// the command is this path. Goes with `config_template`.
     #[serde(default)]
     pub config_path: Option<String>,
+    /// How the runner knows the target is ready: `first-response` (stdio), `listening-line`
+    /// (a `LISTENING <url>` line on stdout) or `http` (`GET ready_path` answers 200).
     pub ready: Readiness,
+    /// The path polled on `http://127.0.0.1:{port}` when `ready = "http"`, e.g. `/health`.
     #[serde(default)]
     pub ready_path: Option<String>,
+    /// How long the start may take until ready and through the first `tools/list`, in
+    /// milliseconds; also the handshake's timeout.
     #[serde(default = "default_start_timeout")]
     pub timeout_ms: u64,
 }
@@ -166,11 +256,15 @@ fn default_start_timeout() -> u64 {
     20_000
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The runner's side of the target: the client connection relaycheck opens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct North {
+    /// `stdio` (the runner talks over the started process's stdin and stdout) or `http`
+    /// (streamable HTTP at `url`).
     pub transport: Transport,
-    /// For HTTP: the MCP endpoint, with placeholders (`{url}` from a listening line).
+    /// For HTTP: the MCP endpoint, with placeholders (`http://127.0.0.1:{port}/mcp` when
+    /// the target listens on the port given to it, `{url}` from a listening line).
     #[serde(default)]
     pub url: Option<String>,
     /// Headers sent with every HTTP request (the caller's credentials, for example).
@@ -182,12 +276,23 @@ pub struct North {
     pub identities: BTreeMap<String, BTreeMap<String, String>>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The target's side of the canary: how the gateway reaches its upstream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CanarySide {
-    /// `stdio`: the target spawns the canary from `{canary_cmd}`. `http`: the runner starts
-    /// the canary on loopback and gives the target `{canary_url}`.
+    /// `stdio`: the target spawns the canary from `{canary_cmd}` (or `{canary_cmd_json}` in a
+    /// config template). `http`: the runner starts the canary on loopback and gives the target
+    /// `{canary_url}`.
     pub transport: Transport,
+}
+
+/// One upstream canary of an aggregating target, under the label cases use (`a`, `b`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NamedCanary {
+    /// The name the gateway's config gives this upstream (its tools' prefix, usually); fills
+    /// `{upstream}` in route templates for calls meant for it.
+    pub name: String,
 }
 
 /// How a call reaches an upstream tool through the target.
@@ -195,27 +300,33 @@ pub struct CanarySide {
 /// `flat` and `batch` make one call. `continuation`, `tasks` and `resources-read` follow up the
 /// answer of the route named in `via`: fetching a retained result by its handle, polling a
 /// task to its end, reading the links the answer handed out.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Route {
-    /// The route whose answer this one follows up.
+    /// The route whose answer this one follows up (required on `continuation`, `tasks` and
+    /// `resources-read`).
     #[serde(default)]
     pub via: Option<String>,
-    /// The north tool name; `{tool}` is the upstream tool's name.
+    /// The north tool name; `{tool}` is the upstream tool's name (`{tool}` for a transparent
+    /// proxy, `canary_{tool}` for an aggregator that prefixes, `relay_batch` for a meta tool).
     #[serde(default)]
     pub tool: Option<String>,
     /// Argument template: a string value exactly `{arguments}` becomes the call's arguments
     /// object, exactly `{handle}` the continuation handle; `{tool}` inside strings is the
-    /// upstream tool's name.
+    /// upstream tool's name. Left out: the call's arguments are sent as they are.
     #[serde(default)]
     pub arguments: Option<Value>,
     /// JSON pointer into the north result where the upstream's result is found; a list is
     /// tried in order and the first non-null value wins (a target that puts a failed call's
-    /// result under another key than a successful one's).
+    /// result under another key than a successful one's). Left out: the north result itself.
+    /// A `|json` step decodes the string found so far as JSON and goes on with the pointer
+    /// after it: `/content/0/text|json/data` (a result carried as JSON inside a text block).
     #[serde(default, deserialize_with = "one_or_many")]
+    #[schemars(with = "OneOrMany")]
     pub pick: Vec<String>,
     /// JSON pointer into the north result where the upstream's JSON-RPC error is found, for
-    /// targets that answer a batch call with a result holding per-call errors.
+    /// targets that answer a batch call with a result holding per-call errors (`|json` steps
+    /// as in `pick`).
     #[serde(default)]
     pub pick_error: Option<String>,
     /// JSON pointer to the per-call entry (the target's envelope) in the north result.
@@ -228,21 +339,23 @@ pub struct Route {
     /// does not show is not applicable.
     #[serde(default)]
     pub fields: BTreeMap<String, String>,
-    /// Continuation: the tool that frees a retained result, and its argument template.
+    /// Continuation: the tool that frees a retained result.
     #[serde(default)]
     pub delete_tool: Option<String>,
+    /// Continuation: the argument template of `delete_tool` (`{handle}` is the handle).
     #[serde(default)]
     pub delete_arguments: Option<Value>,
 }
 
 /// A string or a list of strings.
+#[derive(Deserialize, JsonSchema)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
 fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum OneOrMany {
-        One(String),
-        Many(Vec<String>),
-    }
     Ok(match OneOrMany::deserialize(d)? {
         OneOrMany::One(one) => vec![one],
         OneOrMany::Many(many) => many,
@@ -268,37 +381,101 @@ pub const ENTRY_FIELDS: [&str; 15] = [
     "instruction_flags",
 ];
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Something the target writes besides its answers: a file read whole, or a store read by a
+/// command whose stdout lines stand for its records.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SideChannel {
-    pub path: String,
+    /// `file` (read `path`) or `command` (run `command`, read its stdout lines).
+    #[serde(default)]
+    pub kind: SideChannelKind,
+    /// For `kind = "file"`: where the file is, with placeholders (usually under `{workdir}`).
+    #[serde(default)]
+    pub path: Option<String>,
+    /// For `kind = "command"`: the argv that prints the store's records, one a line, with
+    /// placeholders; it runs in the start's `{workdir}`.
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+    /// How the lines are written (`jsonl`, `cef`, `text`). A `command` channel with `jsonl`
+    /// must print only JSON lines; a file is read line by line whatever it says.
     pub format: String,
+}
+
+/// How a side channel is read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum SideChannelKind {
+    /// A file, read whole after each case.
+    #[default]
+    File,
+    /// A command whose stdout lines are the channel's lines (a database the runner has no
+    /// driver for).
+    Command,
+}
+
+/// Case time budgets for this target.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Timeouts {
+    /// The budget, in milliseconds, of a case that sets none of its own; `--timeout-ms` wins
+    /// over it, and without either the runner's default (10000) applies.
+    #[serde(default)]
+    pub case_ms: Option<u64>,
+    /// Budgets for particular cases, by case-id glob; the first match wins over the case's own.
+    #[serde(default)]
+    pub cases: Vec<CaseTimeout>,
+}
+
+/// One case budget of a target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CaseTimeout {
+    /// A case-id glob (`*` matches any run of characters).
+    pub case: String,
+    /// The budget in milliseconds.
+    pub ms: u64,
 }
 
 /// A target that can start with one deliberate defect: `{mutant_args}` in its start command
 /// becomes `--mutant NAME`, and `list` prints one `name<TAB>surface<TAB>defect` line each.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Mutants {
+    /// The argv that lists the defects (`{relaycheck}` is relaycheck's own executable).
     pub list: Vec<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// What the target claims to support.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Claims {
-    /// Shapes the target speaks; empty means all.
+    /// Shapes the target speaks; empty means all. `--shape all` runs only these; a shape named
+    /// outright (`--shape sep-3279`) still runs, with a notice that it is unclaimed.
     #[serde(default)]
+    #[schemars(schema_with = "shape_list_schema")]
     pub shapes: Vec<Shape>,
-    /// Surfaces the target has; empty means all.
+    /// Surfaces the target has (names from `specs/surfaces.yaml`); empty means all. Cases of
+    /// other surfaces are not applicable.
     #[serde(default)]
     pub surfaces: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The schema of a list of shape names, from [`Shape::ALL`] so it cannot drift.
+fn shape_list_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let names: Vec<&str> = Shape::ALL.iter().map(|shape| shape.as_str()).collect();
+    schemars::json_schema!({
+        "type": "array",
+        "items": { "type": "string", "enum": names },
+    })
+}
+
+/// A case the target declares unsupported.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Skip {
     /// A case-id glob (`*` matches any run of characters).
     pub case: String,
+    /// Why the target cannot or need not pass it; shown in every report.
     pub reason: String,
 }
 
@@ -329,18 +506,39 @@ impl Profile {
         BUILTIN.iter().map(|(name, _)| *name).collect()
     }
 
+    /// Reads a profile from its text. `path` names the file in errors, and config templates
+    /// are looked up beside it.
     pub fn parse(path: &Path, text: &str) -> Result<Profile, ProfileError> {
-        let profile: Profile = toml::from_str(text).map_err(|err| ProfileError::Parse {
+        let line_at = |span: Option<std::ops::Range<usize>>| {
+            span.map(|span| text[..span.start.min(text.len())].matches('\n').count() + 1)
+        };
+        let document = toml::Deserializer::parse(text).map_err(|err| ProfileError::Parse {
             path: path.to_path_buf(),
-            message: err.to_string(),
+            line: line_at(err.span()),
+            field: None,
+            message: err.message().trim().to_string(),
         })?;
-        profile.validate(path)?;
+        let profile: Profile = serde_path_to_error::deserialize(document).map_err(|err| {
+            let field = match err.path().to_string() {
+                root if root == "." => "(top level)".to_string(),
+                field => field,
+            };
+            let inner = err.into_inner();
+            ProfileError::Parse {
+                path: path.to_path_buf(),
+                line: line_at(inner.span()),
+                field: Some(field),
+                message: inner.message().trim().to_string(),
+            }
+        })?;
+        profile.validate(path, text)?;
         Ok(profile)
     }
 
-    fn validate(&self, path: &Path) -> Result<(), ProfileError> {
+    fn validate(&self, path: &Path, text: &str) -> Result<(), ProfileError> {
         let invalid = |field: &str, message: &str| ProfileError::Invalid {
             path: path.to_path_buf(),
+            line: line_of(text, field),
             field: field.to_string(),
             message: message.to_string(),
         };
@@ -366,6 +564,12 @@ impl Profile {
                     "config_template and config_path go together",
                 ));
             }
+        }
+        if !self.routes.contains_key("flat") && !self.routes.contains_key("batch") {
+            return Err(invalid(
+                "routes",
+                "needs `routes.flat` or `routes.batch`: every case starts with one call",
+            ));
         }
         for (name, route) in &self.routes {
             let follow_up = matches!(name.as_str(), "continuation" | "tasks" | "resources-read");
@@ -406,15 +610,237 @@ impl Profile {
                     ),
                 ));
             }
-            if let Some(pick) = route
+            let pointers = route
                 .pick
                 .iter()
-                .find(|p| !p.is_empty() && !p.starts_with('/'))
+                .map(|p| ("pick", p))
+                .chain(route.pick_error.iter().map(|p| ("pick_error", p)))
+                .chain(route.entry.iter().map(|p| ("entry", p)));
+            for (key, pointer) in pointers {
+                if key != "entry"
+                    && let Err(message) = crate::routes::Pick::parse(pointer)
+                {
+                    return Err(invalid(&format!("routes.{name}.{key}"), &message));
+                }
+                if !pointer.is_empty() && !pointer.starts_with('/') {
+                    return Err(invalid(
+                        &format!("routes.{name}.{key}"),
+                        &format!("a JSON pointer starts with `/`: `{pointer}`"),
+                    ));
+                }
+            }
+        }
+        for (_, (field, value)) in self.templated_strings() {
+            self.check_labels(&value)
+                .map_err(|message| invalid(&field, &message))?;
+        }
+        for (name, channel) in &self.side_channels {
+            match channel.kind {
+                SideChannelKind::File if channel.path.is_none() => {
+                    return Err(invalid(
+                        &format!("side_channels.{name}.path"),
+                        "a file side channel needs a path",
+                    ));
+                }
+                SideChannelKind::Command
+                    if channel.command.as_ref().is_none_or(|argv| argv.is_empty()) =>
+                {
+                    return Err(invalid(
+                        &format!("side_channels.{name}.command"),
+                        "a command side channel needs a command (an argv)",
+                    ));
+                }
+                _ => {}
+            }
+        }
+        for (field, text_value) in self.templated_strings() {
+            let allowed = field.allowed();
+            for used in placeholders_in(&text_value.1) {
+                if allowed.contains(&used) {
+                    if let Some(why) = self.unavailable(used) {
+                        return Err(invalid(&text_value.0, &why));
+                    }
+                    continue;
+                }
+                return Err(invalid(&text_value.0, &unknown_placeholder(used, allowed)));
+            }
+        }
+        if let Some(template) = self.start.as_ref().and_then(|s| s.config_template.as_ref()) {
+            self.check_template(path, template)
+                .map_err(|message| invalid("start.config_template", &message))?;
+        }
+        Ok(())
+    }
+
+    /// Whether `{name}` is set at all in this profile's starts; `Some(why)` when it never is.
+    fn unavailable(&self, name: &str) -> Option<String> {
+        let ready = self.start.as_ref().map(|start| start.ready);
+        match name {
+            "canary_url" if self.canary.transport != Transport::Http => Some(
+                "`{canary_url}` is set only when `canary.transport = \"http\"` (the runner \
+                 starts the canary); a stdio canary is spawned from `{canary_cmd}`"
+                    .to_string(),
+            ),
+            "upstream" if self.canaries.is_empty() => Some(
+                "`{upstream}` names the upstream a call is meant for: it needs `[canaries]`"
+                    .to_string(),
+            ),
+            "url" if ready != Some(Readiness::ListeningLine) => Some(
+                "`{url}` comes from a `LISTENING <url>` line: it needs \
+                 `start.ready = \"listening-line\"`"
+                    .to_string(),
+            ),
+            "config"
+                if self
+                    .start
+                    .as_ref()
+                    .is_none_or(|start| start.config_template.is_none()) =>
             {
-                return Err(invalid(
-                    &format!("routes.{name}.pick"),
-                    &format!("a JSON pointer starts with `/`: `{pick}`"),
-                ));
+                Some(
+                    "`{config}` is the written config file: it needs `start.config_template`"
+                        .to_string(),
+                )
+            }
+            _ => None,
+        }
+    }
+
+    /// Every string that takes placeholders, with the field it is in and where its
+    /// placeholders come from.
+    fn templated_strings(&self) -> Vec<(PlaceholderScope, (String, String))> {
+        let mut out = Vec::new();
+        let mut push = |scope, field: String, value: &str| {
+            out.push((scope, (field, value.to_string())));
+        };
+        if let Some(provision) = &self.provision {
+            push(
+                PlaceholderScope::Provision,
+                "provision.creates".into(),
+                &provision.creates,
+            );
+            for (i, command) in provision.commands.iter().enumerate() {
+                for item in command {
+                    push(
+                        PlaceholderScope::Provision,
+                        format!("provision.commands.{i}"),
+                        item,
+                    );
+                }
+            }
+        }
+        if let Some(start) = &self.start {
+            for item in &start.command {
+                push(PlaceholderScope::StartArgv, "start.command".into(), item);
+            }
+            for (key, value) in &start.env {
+                push(PlaceholderScope::Start, format!("start.env.{key}"), value);
+            }
+            if let Some(config_path) = &start.config_path {
+                push(
+                    PlaceholderScope::Start,
+                    "start.config_path".into(),
+                    config_path,
+                );
+            }
+        }
+        if let Some(url) = &self.north.url {
+            push(PlaceholderScope::Start, "north.url".into(), url);
+        }
+        for (key, value) in &self.north.headers {
+            push(
+                PlaceholderScope::Start,
+                format!("north.headers.{key}"),
+                value,
+            );
+        }
+        for (name, headers) in &self.north.identities {
+            for (key, value) in headers {
+                push(
+                    PlaceholderScope::Start,
+                    format!("north.identities.{name}.{key}"),
+                    value,
+                );
+            }
+        }
+        for (name, channel) in &self.side_channels {
+            if let Some(path) = &channel.path {
+                push(
+                    PlaceholderScope::Start,
+                    format!("side_channels.{name}.path"),
+                    path,
+                );
+            }
+            for item in channel.command.iter().flatten() {
+                push(
+                    PlaceholderScope::Start,
+                    format!("side_channels.{name}.command"),
+                    item,
+                );
+            }
+        }
+        for (name, route) in &self.routes {
+            for (key, tool) in [("tool", &route.tool), ("delete_tool", &route.delete_tool)] {
+                if let Some(tool) = tool {
+                    push(
+                        PlaceholderScope::Route,
+                        format!("routes.{name}.{key}"),
+                        tool,
+                    );
+                }
+            }
+            for (key, arguments) in [
+                ("arguments", &route.arguments),
+                ("delete_arguments", &route.delete_arguments),
+            ] {
+                let mut strings = Vec::new();
+                if let Some(arguments) = arguments {
+                    json_strings(arguments, &mut strings);
+                }
+                for value in strings {
+                    push(
+                        PlaceholderScope::Route,
+                        format!("routes.{name}.{key}"),
+                        &value,
+                    );
+                }
+            }
+        }
+        if let Some(mutants) = &self.mutants {
+            for item in &mutants.list {
+                push(PlaceholderScope::Mutants, "mutants.list".into(), item);
+            }
+        }
+        out
+    }
+
+    /// The config template exists (built in, or beside the profile) and uses only known
+    /// placeholders; the message names the template's line.
+    fn check_template(&self, path: &Path, template: &str) -> Result<(), String> {
+        let text = match builtin_template(template) {
+            Some(text) => text.to_string(),
+            None => {
+                let file = path.parent().unwrap_or(Path::new(".")).join(template);
+                std::fs::read_to_string(&file).map_err(|err| {
+                    format!(
+                        "cannot read the config template {} (a path relative to the profile): {err}",
+                        file.display()
+                    )
+                })?
+            }
+        };
+        for (number, line) in text.lines().enumerate() {
+            self.check_labels(line)
+                .map_err(|problem| format!("{template}:{}: {problem}", number + 1))?;
+            for used in placeholders_in(line) {
+                let allowed = PlaceholderScope::Start.allowed();
+                let problem = if allowed.contains(&used) {
+                    self.unavailable(used)
+                } else {
+                    Some(unknown_placeholder(used, allowed))
+                };
+                if let Some(problem) = problem {
+                    return Err(format!("{template}:{}: {problem}", number + 1));
+                }
             }
         }
         Ok(())
@@ -444,6 +870,22 @@ impl Profile {
         }
     }
 
+    /// Whether the target claims to speak `shape` (no claim is a claim of every shape).
+    pub fn claims_shape(&self, shape: Shape) -> bool {
+        self.claims.shapes.is_empty() || self.claims.shapes.contains(&shape)
+    }
+
+    /// The budget this profile sets for case `case_id` whose own budget is `own_ms`, if it or
+    /// the case sets one (see [`Timeouts`]); `None` leaves the runner's default.
+    pub fn case_timeout_ms(&self, case_id: &str, own_ms: Option<u64>) -> Option<u64> {
+        self.timeouts
+            .cases
+            .iter()
+            .find(|entry| crate::glob::matches(&entry.case, case_id))
+            .map(|entry| entry.ms)
+            .or(own_ms)
+    }
+
     pub fn claims_surface(&self, surface: &str) -> bool {
         self.claims.surfaces.is_empty() || self.claims.surfaces.iter().any(|s| s == surface)
     }
@@ -457,18 +899,292 @@ impl Profile {
     }
 }
 
+/// The placeholders a profile's start strings may use, with what each becomes. The runner sets
+/// them in `target::start`; a new one is added there and here, or profiles using it are refused.
+pub const PLACEHOLDERS: &[(&str, &str)] = &[
+    ("workdir", "a fresh directory for this start"),
+    ("port", "a free loopback port for the target to listen on"),
+    ("url", "the URL of the target's `LISTENING <url>` line"),
+    ("config", "the path the config template was written to"),
+    (
+        "cache",
+        "relaycheck's cache directory, where provisioned targets live",
+    ),
+    ("relaycheck", "relaycheck's own executable"),
+    (
+        "canary_url",
+        "the HTTP canary's MCP endpoint (canary.transport = \"http\")",
+    ),
+    (
+        "canary_cmd_json",
+        "the canary's argv as a JSON array, for config templates",
+    ),
+    (
+        "canary_cmd_shell",
+        "the canary's argv as one shell-quoted command line, for gateways that take a string",
+    ),
+    ("canary_log", "the canary's observation log"),
+    ("script", "the canary's script for this start"),
+    ("shape", "the result shape of this start (e.g. 2025-11-25)"),
+    (
+        "protocol_version",
+        "the protocol version the shape puts on the wire",
+    ),
+];
+
+/// Placeholders that stand for several argv items, allowed only as a whole item of
+/// `start.command`.
+pub const LIST_PLACEHOLDERS: &[(&str, &str)] = &[
+    ("canary_cmd", "the canary's whole argv"),
+    (
+        "mutant_args",
+        "`--mutant NAME` under `relaycheck mutants`, else nothing",
+    ),
+];
+
+/// Placeholders of route templates, filled per call.
+pub const ROUTE_PLACEHOLDERS: &[(&str, &str)] = &[
+    ("tool", "the upstream tool's name"),
+    (
+        "arguments",
+        "the call's arguments object (a whole string value)",
+    ),
+    ("handle", "the continuation handle (a whole string value)"),
+    (
+        "upstream",
+        "the `name` of the upstream the call is meant for (profiles with `[canaries]` only)",
+    ),
+];
+
+/// Placeholders that take an upstream label after a colon (`{canary_cmd_json:b}`), in
+/// profiles with `[canaries]`.
+pub const LABELLED_PLACEHOLDERS: [&str; 5] = [
+    "canary_cmd",
+    "canary_cmd_json",
+    "canary_cmd_shell",
+    "canary_url",
+    "canary_log",
+];
+
+/// The `{name:label}` placeholders in a string.
+fn labelled_placeholders_in(text: &str) -> Vec<(&str, &str)> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('{') {
+        rest = &rest[open + 1..];
+        let Some(close) = rest.find('}') else { break };
+        if let Some((name, label)) = rest[..close].split_once(':') {
+            let word = |w: &str| {
+                !w.is_empty()
+                    && w.chars().all(|c| {
+                        c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-'
+                    })
+            };
+            if word(name) && word(label) {
+                out.push((name, label));
+            }
+        }
+    }
+    out
+}
+
+impl Profile {
+    /// The upstream labels, in order; the first takes the calls of cases that name none.
+    pub fn upstream_labels(&self) -> Vec<&str> {
+        self.canaries.keys().map(String::as_str).collect()
+    }
+
+    /// This profile with `{upstream}` in its route templates filled for the upstream labelled
+    /// `label` (the first, when `None`). Unchanged when the profile has one canary.
+    pub fn for_upstream(&self, label: Option<&str>) -> Profile {
+        let Some(canary) = label
+            .and_then(|l| self.canaries.get(l))
+            .or_else(|| self.canaries.values().next())
+        else {
+            return self.clone();
+        };
+        fn fill(value: &mut Value, name: &str) {
+            match value {
+                Value::String(text) => *text = text.replace("{upstream}", name),
+                Value::Array(items) => items.iter_mut().for_each(|v| fill(v, name)),
+                Value::Object(fields) => fields.values_mut().for_each(|v| fill(v, name)),
+                _ => {}
+            }
+        }
+        let mut profile = self.clone();
+        for route in profile.routes.values_mut() {
+            for tool in [&mut route.tool, &mut route.delete_tool]
+                .into_iter()
+                .flatten()
+            {
+                *tool = tool.replace("{upstream}", &canary.name);
+            }
+            for arguments in [&mut route.arguments, &mut route.delete_arguments]
+                .into_iter()
+                .flatten()
+            {
+                fill(arguments, &canary.name);
+            }
+        }
+        profile
+    }
+
+    /// Every `{name:label}` placeholder names a per-upstream placeholder and a label of
+    /// `[canaries]`; `text` is a templated string or a config template line.
+    fn check_labels(&self, text: &str) -> Result<(), String> {
+        for (name, label) in labelled_placeholders_in(text) {
+            if !LABELLED_PLACEHOLDERS.contains(&name) {
+                return Err(format!(
+                    "`{{{name}:{label}}}`: only {} take an upstream label",
+                    LABELLED_PLACEHOLDERS
+                        .map(|n| format!("{{{n}:LABEL}}"))
+                        .join(", ")
+                ));
+            }
+            if !self.canaries.contains_key(label) {
+                return Err(format!(
+                    "`{{{name}:{label}}}` names no upstream of `[canaries]` (labels: {})",
+                    self.upstream_labels().join(", ")
+                ));
+            }
+            if name == "canary_url" && self.canary.transport != Transport::Http {
+                return Err(format!(
+                    "`{{canary_url:{label}}}` is set only when `canary.transport = \"http\"`"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where a templated string is filled, which decides the placeholders it may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PlaceholderScope {
+    /// `provision.*`: filled before any start, with `{cache}` only.
+    Provision,
+    /// Strings filled at start.
+    Start,
+    /// `start.command` items, which may also be list placeholders.
+    StartArgv,
+    /// Route tool names and argument templates.
+    Route,
+    /// `mutants.list`: `{relaycheck}` only.
+    Mutants,
+}
+
+impl PlaceholderScope {
+    fn allowed(self) -> Vec<&'static str> {
+        let names = |list: &[(&'static str, &str)]| list.iter().map(|(n, _)| *n).collect();
+        match self {
+            PlaceholderScope::Provision => vec!["cache"],
+            PlaceholderScope::Start => names(PLACEHOLDERS),
+            PlaceholderScope::StartArgv => {
+                let mut all: Vec<&str> = names(PLACEHOLDERS);
+                all.extend(LIST_PLACEHOLDERS.iter().map(|(n, _)| *n));
+                all
+            }
+            PlaceholderScope::Route => names(ROUTE_PLACEHOLDERS),
+            PlaceholderScope::Mutants => vec!["relaycheck"],
+        }
+    }
+}
+
+/// The `{name}` placeholders in a string (lower-case names only, so TOML or JSON braces in a
+/// config template are not mistaken for one).
+fn placeholders_in(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('{') {
+        rest = &rest[open + 1..];
+        let Some(close) = rest.find('}') else { break };
+        let name = &rest[..close];
+        let starts_well = name.starts_with(|c: char| c.is_ascii_lowercase());
+        if starts_well
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        {
+            out.push(name);
+        }
+    }
+    out
+}
+
+fn unknown_placeholder(name: &str, allowed: Vec<&str>) -> String {
+    let known: Vec<String> = allowed.iter().map(|n| format!("{{{n}}}")).collect();
+    let list_only = LIST_PLACEHOLDERS.iter().any(|(n, _)| *n == name);
+    let hint = if list_only {
+        " (a list placeholder is allowed only as a whole item of `start.command`; in a config \
+         template use `{canary_cmd_json}`)"
+    } else {
+        ""
+    };
+    format!(
+        "unknown placeholder `{{{name}}}`{hint}; known here: {}",
+        known.join(", ")
+    )
+}
+
+/// Every string inside a JSON value.
+fn json_strings(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::String(text) => out.push(text.clone()),
+        Value::Array(items) => items.iter().for_each(|item| json_strings(item, out)),
+        Value::Object(map) => map.values().for_each(|item| json_strings(item, out)),
+        _ => {}
+    }
+}
+
+/// The line where a dotted field (`routes.batch.pick`, `provision.commands.1`) is written, or
+/// its nearest written parent (a missing field is reported on its table's line).
+fn line_of(text: &str, field: &str) -> Option<usize> {
+    let document = toml::de::DeTable::parse(text).ok()?;
+    let mut span = None;
+    let mut table = Some(document.get_ref());
+    let mut array: Option<&toml::de::DeArray<'_>> = None;
+    for part in field.split('.') {
+        let value = if let Some(current) = table {
+            let (key, value) = current.get_key_value(part)?;
+            span = Some(key.span());
+            value
+        } else if let Some(items) = array {
+            let value = items.get(part.parse::<usize>().ok()?)?;
+            span = Some(value.span());
+            value
+        } else {
+            break;
+        };
+        table = None;
+        array = None;
+        match value.get_ref() {
+            toml::de::DeValue::Table(inner) => table = Some(inner),
+            toml::de::DeValue::Array(items) => array = Some(items),
+            _ => {}
+        }
+    }
+    let start = span?.start.min(text.len());
+    Some(text[..start].matches('\n').count() + 1)
+}
+
 /// Placeholder values for one target start.
 #[derive(Debug, Clone, Default)]
 pub struct Vars {
-    pub values: BTreeMap<&'static str, String>,
+    /// Keys are owned so that per-upstream placeholders (`canary_cmd_json:b`) can be made at
+    /// start time from the labels a profile's `[canaries]` gives.
+    pub values: BTreeMap<String, String>,
     /// Placeholders that stand for several argv items: an argv item exactly `{name}` expands
     /// into the list (`canary_cmd`: the canary's argv; `mutant_args`: `--mutant NAME` or none).
-    pub lists: BTreeMap<&'static str, Vec<String>>,
+    pub lists: BTreeMap<String, Vec<String>>,
 }
 
 impl Vars {
-    pub fn set(&mut self, key: &'static str, value: impl Into<String>) {
-        self.values.insert(key, value.into());
+    pub fn set(&mut self, key: impl Into<String>, value: impl Into<String>) {
+        self.values.insert(key.into(), value.into());
+    }
+
+    /// Sets a placeholder that expands into several argv items.
+    pub fn set_list(&mut self, key: impl Into<String>, items: Vec<String>) {
+        self.lists.insert(key.into(), items);
     }
 
     /// Replaces every `{name}` this set knows; unknown ones stay for the reader to see.
@@ -554,9 +1270,8 @@ mod tests {
     #[test]
     fn argv_expands_the_canary_command() {
         let mut vars = Vars::default();
-        vars.lists
-            .insert("canary_cmd", vec!["relaycheck".into(), "canary".into()]);
-        vars.lists.insert("mutant_args", vec![]);
+        vars.set_list("canary_cmd", vec!["relaycheck".into(), "canary".into()]);
+        vars.set_list("mutant_args", vec![]);
         vars.set("workdir", "/w");
         let argv = vars.fill_argv(&[
             "gw".into(),

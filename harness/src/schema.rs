@@ -1,0 +1,127 @@
+//! `relaycheck schema profile`: the JSON Schema of target profiles, generated from the profile
+//! types themselves (their doc comments are the descriptions), so the published schema and
+//! what `Profile::load` accepts cannot drift apart. The committed copy lives at
+//! [`PROFILE_SCHEMA_PATH`]; a test fails when it is stale and names the command that
+//! regenerates it.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use crate::profile::Profile;
+
+/// Where the published profile schema lives, relative to the repository root.
+pub const PROFILE_SCHEMA_PATH: &str = "specs/schema/profile.schema.json";
+
+/// The command that regenerates the committed schema from the repository root.
+pub const REGENERATE: &str =
+    "cargo run -q -p relaycheck -- schema profile --out specs/schema/profile.schema.json";
+
+/// The schemas `relaycheck schema` can print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Which {
+    /// Target profiles (`harness/targets/*.toml`).
+    Profile,
+}
+
+/// The profile schema as pretty JSON with a final newline, exactly as committed.
+pub fn profile_schema() -> String {
+    let mut schema = schemars::schema_for!(Profile);
+    schema.insert(
+        "title".into(),
+        "relaycheck target profile (TOML, shown as JSON)".into(),
+    );
+    let mut text = serde_json::to_string_pretty(&schema).expect("a schema is always JSON");
+    text.push('\n');
+    text
+}
+
+/// The command: print the schema, or write it to `out`.
+pub fn command(which: Which, out: Option<&Path>) -> anyhow::Result<ExitCode> {
+    let text = match which {
+        Which::Profile => profile_schema(),
+    };
+    match out {
+        Some(path) => {
+            std::fs::write(path, &text)
+                .map_err(|err| anyhow::anyhow!("cannot write {}: {err}", path.display()))?;
+            eprintln!("wrote {}", path.display());
+        }
+        None => print!("{text}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repo() -> &'static Path {
+        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+    }
+
+    #[test]
+    fn the_committed_profile_schema_is_current() {
+        let path = repo().join(PROFILE_SCHEMA_PATH);
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            committed == profile_schema(),
+            "{PROFILE_SCHEMA_PATH} is stale (or missing): the profile types changed. \
+             Regenerate it from the repository root with:\n    {REGENERATE}"
+        );
+    }
+
+    /// The schema accepts every profile relaycheck accepts (all of harness/targets) and
+    /// refuses the mistakes a vendor makes first.
+    #[test]
+    fn the_schema_accepts_every_shipped_profile_and_refuses_broken_ones() {
+        let schema: serde_json::Value = serde_json::from_str(&profile_schema()).unwrap();
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let mut checked = 0;
+        for entry in std::fs::read_dir(repo().join("harness/targets")).unwrap() {
+            let path = entry.unwrap().path();
+            let is_profile = path.extension().is_some_and(|e| e == "toml")
+                && !path.to_string_lossy().ends_with(".config.toml");
+            if !is_profile {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let value: serde_json::Value = toml::from_str(&text).unwrap();
+            let errors: Vec<String> = validator
+                .iter_errors(&value)
+                .map(|e| format!("{e} at {}", e.instance_path()))
+                .collect();
+            assert!(errors.is_empty(), "{}: {errors:?}", path.display());
+            checked += 1;
+        }
+        assert!(checked >= 4, "found only {checked} profiles");
+        let base = serde_json::json!({
+            "name": "x", "description": "d",
+            "north": {"transport": "stdio"}, "canary": {"transport": "stdio"},
+            "start": {"command": ["gw"], "ready": "first-response"},
+            "routes": {"flat": {"tool": "{tool}"}},
+        });
+        assert!(validator.is_valid(&base), "the minimal profile must pass");
+        let mut unknown = base.clone();
+        unknown["start"]["colour"] = "red".into();
+        assert!(!validator.is_valid(&unknown), "an unknown key must fail");
+        let mut wrong_type = base.clone();
+        wrong_type["start"]["timeout_ms"] = "soon".into();
+        assert!(!validator.is_valid(&wrong_type), "a wrong type must fail");
+        let mut missing = base.clone();
+        missing.as_object_mut().unwrap().remove("north");
+        assert!(!validator.is_valid(&missing), "a missing field must fail");
+        let mut bad_shape = base;
+        bad_shape["claims"] = serde_json::json!({"shapes": ["2024-01-01"]});
+        assert!(
+            !validator.is_valid(&bad_shape),
+            "an unknown shape must fail"
+        );
+    }
+
+    #[test]
+    fn field_docs_become_descriptions() {
+        let schema = profile_schema();
+        assert!(schema.contains("How the runner knows the target is ready"));
+        assert!(schema.contains("JSON pointer into the north result"));
+    }
+}
