@@ -71,6 +71,9 @@ enum Command {
     Gateway(relaycheck_gateway::cli::Cli),
     /// Print a JSON Schema (`profile`: target profiles), or write it with `--out`.
     Schema(SchemaArgs),
+    /// Run the official MCP conformance suite's server scenarios against a target in front of
+    /// the fixtures canary, and import its checks (`official list`, `official table`).
+    Official(relaycheck::official::OfficialArgs),
 }
 
 #[derive(clap::Args)]
@@ -192,7 +195,7 @@ impl Cli {
     pub fn starts_targets(&self) -> bool {
         matches!(
             self.command,
-            Command::Run(_) | Command::Mutants(_) | Command::Bench(_)
+            Command::Run(_) | Command::Mutants(_) | Command::Bench(_) | Command::Official(_)
         )
     }
 }
@@ -219,6 +222,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Canary(args) => relaycheck_canary::cli::run(args).map(|()| ExitCode::SUCCESS),
         Command::Gateway(args) => relaycheck_gateway::cli::run(args).map(|()| ExitCode::SUCCESS),
         Command::Schema(args) => relaycheck::schema::command(args.which, args.out.as_deref()),
+        Command::Official(args) => relaycheck::official::command(args, canary_command()?),
     }
 }
 

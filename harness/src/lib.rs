@@ -14,6 +14,7 @@ pub mod glob;
 pub mod impact;
 pub mod mutation;
 pub mod observe;
+pub mod official;
 pub mod process;
 pub mod profile;
 pub mod provision;

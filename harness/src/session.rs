@@ -39,6 +39,17 @@ pub struct Call {
 }
 
 impl Session {
+    /// The streamable HTTP endpoint and the headers every request carries, for clients other
+    /// than the runner (the official conformance suite); `None` for a stdio north.
+    pub fn http_endpoint(&self) -> Option<(&str, &[(String, String)])> {
+        match &self.north {
+            North::Http {
+                client, headers, ..
+            } => Some((client.url(), headers.as_slice())),
+            North::Stdio(_) => None,
+        }
+    }
+
     /// Opens a session: `initialize` and `notifications/initialized` for handshake shapes.
     pub async fn open(north: North, shape: Shape, timeout: Duration) -> Result<Session, String> {
         let mut session = Session {

@@ -1,0 +1,226 @@
+//! A loopback bridge between the official suite's client and a target whose profile names
+//! upstream tools differently from the upstream (the reference gateway's `canary.{tool}`), or
+//! wants headers on every request (its bearer token). The suite calls `test_simple_text`; the
+//! profile's flat route says the target serves that tool as `canary.test_simple_text`.
+//!
+//! The bridge changes exactly two things and says so in every report: `params.name` of a
+//! `tools/call` request, filled into the flat route's tool template, and the profile's north
+//! headers, added to each request. Every other byte goes through as it came, both ways,
+//! event streams as they arrive, Host and Origin included (the DNS rebinding scenario sends
+//! a foreign Host on purpose, and the target must see it).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode, Uri};
+use futures_util::TryStreamExt;
+use serde_json::Value;
+
+/// How requests are rewritten on their way to the target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rewrite {
+    /// The flat route's tool template (`canary.{tool}`); `{tool}` is the suite's tool name.
+    pub tool_template: String,
+    /// Headers added to every request (the profile's north headers).
+    pub headers: Vec<(String, String)>,
+}
+
+impl Rewrite {
+    /// Whether the bridge would change anything: a transparent template and no headers mean
+    /// the suite can talk to the target directly.
+    pub fn is_identity(&self) -> bool {
+        self.tool_template == "{tool}" && self.headers.is_empty()
+    }
+
+    /// The tool name the target serves for the suite's `name`.
+    pub fn tool(&self, name: &str) -> String {
+        self.tool_template.replace("{tool}", name)
+    }
+
+    /// A JSON-RPC `tools/call` body with its tool renamed; any other body unchanged (`None`).
+    pub fn body(&self, body: &[u8]) -> Option<Vec<u8>> {
+        if self.tool_template == "{tool}" {
+            return None;
+        }
+        let mut msg: Value = serde_json::from_slice(body).ok()?;
+        if msg.get("method").and_then(Value::as_str) != Some("tools/call") {
+            return None;
+        }
+        let name = msg.get("params")?.get("name")?.as_str()?.to_string();
+        msg["params"]["name"] = Value::String(self.tool(&name));
+        serde_json::to_vec(&msg).ok()
+    }
+
+    /// One line for reports: what the bridge changes.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if self.tool_template != "{tool}" {
+            parts.push(format!(
+                "tools/call `X` is sent as `{}` (the profile's flat route)",
+                self.tool("X")
+            ));
+        }
+        if !self.headers.is_empty() {
+            let names: Vec<&str> = self.headers.iter().map(|(k, _)| k.as_str()).collect();
+            parts.push(format!(
+                "the profile's north headers ({}) are added",
+                names.join(", ")
+            ));
+        }
+        if parts.is_empty() {
+            "nothing is changed".into()
+        } else {
+            parts.join("; ") + "; nothing else is changed"
+        }
+    }
+}
+
+struct Bridge {
+    target: String,
+    rewrite: Rewrite,
+    client: reqwest::Client,
+}
+
+/// A running bridge; dropping it stops it.
+pub struct Running {
+    pub url: String,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Starts a bridge on a free loopback port, forwarding to `target` (an MCP endpoint URL).
+pub async fn start(target: &str, rewrite: Rewrite) -> Result<Running, String> {
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .map_err(|err| format!("bridge client: {err}"))?;
+    let state = Arc::new(Bridge {
+        target: target.to_string(),
+        rewrite,
+        client,
+    });
+    let app = axum::Router::new().fallback(forward).with_state(state);
+    let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .map_err(|err| format!("bridge: cannot bind a loopback port: {err}"))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|err| format!("bridge: {err}"))?;
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok(Running {
+        url: format!("http://{addr}/mcp"),
+        task,
+    })
+}
+
+/// Hop-by-hop headers and the ones the HTTP client sets itself.
+fn passes(name: &HeaderName) -> bool {
+    !matches!(
+        name.as_str(),
+        "connection" | "keep-alive" | "transfer-encoding" | "te" | "upgrade" | "content-length"
+    )
+}
+
+async fn forward(
+    State(bridge): State<Arc<Bridge>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response<Body> {
+    let _ = uri;
+    let body = match method {
+        Method::POST => bridge.rewrite.body(&body).map(Bytes::from).unwrap_or(body),
+        _ => body,
+    };
+    let mut request = bridge.client.request(method, &bridge.target);
+    for (name, value) in headers.iter().filter(|(name, _)| passes(name)) {
+        request = request.header(name, value);
+    }
+    for (name, value) in &bridge.rewrite.headers {
+        request = request.header(name.as_str(), value.as_str());
+    }
+    let answer = match request.body(body).send().await {
+        Ok(answer) => answer,
+        Err(err) => {
+            let mut response = Response::new(Body::from(format!(
+                "relaycheck bridge: the target did not answer: {err}"
+            )));
+            *response.status_mut() = StatusCode::BAD_GATEWAY;
+            return response;
+        }
+    };
+    let mut response = Response::builder().status(answer.status().as_u16());
+    for (name, value) in answer.headers().iter().filter(|(name, _)| passes(name)) {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_str().as_bytes()),
+            HeaderValue::from_bytes(value.as_bytes()),
+        ) {
+            response = response.header(name, value);
+        }
+    }
+    let stream = answer.bytes_stream().map_err(std::io::Error::other);
+    response
+        .body(Body::from_stream(stream))
+        .unwrap_or_else(|_| Response::new(Body::empty()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rewrite(template: &str) -> Rewrite {
+        Rewrite {
+            tool_template: template.into(),
+            headers: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn only_tools_call_names_are_rewritten() {
+        let r = rewrite("canary.{tool}");
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "test_simple_text", "arguments": {"a": 1}}});
+        let got: Value =
+            serde_json::from_slice(&r.body(call.to_string().as_bytes()).unwrap()).unwrap();
+        assert_eq!(got["params"]["name"], "canary.test_simple_text");
+        assert_eq!(got["params"]["arguments"], json!({"a": 1}));
+        let read =
+            json!({"jsonrpc": "2.0", "id": 2, "method": "prompts/get", "params": {"name": "p"}});
+        assert!(r.body(read.to_string().as_bytes()).is_none());
+        assert!(r.body(b"not json").is_none());
+        assert!(
+            rewrite("{tool}")
+                .body(call.to_string().as_bytes())
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn identity_and_description() {
+        assert!(rewrite("{tool}").is_identity());
+        assert_eq!(rewrite("{tool}").describe(), "nothing is changed");
+        let mut r = rewrite("canary.{tool}");
+        r.headers.push(("authorization".into(), "Bearer t".into()));
+        assert!(!r.is_identity());
+        let text = r.describe();
+        assert!(
+            text.contains("`canary.X`") && text.contains("authorization"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("Bearer t"),
+            "header values stay out of reports"
+        );
+    }
+}
