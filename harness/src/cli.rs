@@ -71,9 +71,27 @@ enum Command {
     Gateway(relaycheck_gateway::cli::Cli),
     /// Print a JSON Schema (`profile`: target profiles), or write it with `--out`.
     Schema(SchemaArgs),
+    /// A few trivial steps that tell a wrong profile (named field) from a failing gateway.
+    Smoke(SmokeArgs),
     /// Run the official MCP conformance suite's server scenarios against a target in front of
     /// the fixtures canary, and import its checks (`official list`, `official table`).
     Official(relaycheck::official::OfficialArgs),
+}
+
+#[derive(clap::Args)]
+struct SmokeArgs {
+    /// A built-in target name or a profile file.
+    #[arg(long)]
+    target: String,
+    /// The shape to speak. Default: 2025-11-25, or the first the target claims.
+    #[arg(long)]
+    shape: Option<Shape>,
+    /// How long each call may take, in milliseconds.
+    #[arg(long, default_value_t = 10_000)]
+    timeout_ms: u64,
+    /// Start the target with this deliberate defect (a target with `[mutants]`).
+    #[arg(long)]
+    mutant: Option<String>,
 }
 
 #[derive(clap::Args)]
@@ -195,7 +213,11 @@ impl Cli {
     pub fn starts_targets(&self) -> bool {
         matches!(
             self.command,
-            Command::Run(_) | Command::Mutants(_) | Command::Bench(_) | Command::Official(_)
+            Command::Run(_)
+                | Command::Mutants(_)
+                | Command::Bench(_)
+                | Command::Smoke(_)
+                | Command::Official(_)
         )
     }
 }
@@ -222,6 +244,9 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Canary(args) => relaycheck_canary::cli::run(args).map(|()| ExitCode::SUCCESS),
         Command::Gateway(args) => relaycheck_gateway::cli::run(args).map(|()| ExitCode::SUCCESS),
         Command::Schema(args) => relaycheck::schema::command(args.which, args.out.as_deref()),
+        Command::Smoke(args) => {
+            relaycheck::smoke::command(&args.target, args.shape, args.timeout_ms, args.mutant)
+        }
         Command::Official(args) => relaycheck::official::command(args, canary_command()?),
     }
 }

@@ -24,5 +24,6 @@ pub mod routes;
 pub mod run;
 pub mod schema;
 pub mod session;
+pub mod smoke;
 pub mod suite;
 pub mod target;

@@ -1,0 +1,210 @@
+//! `relaycheck smoke` tells a wrong profile (exit 2, the field named) from a failing gateway
+//! (exit 1), quickly, and passes on the built-in targets.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs `relaycheck smoke ARGS` and returns (exit code, stdout and stderr, how long it took).
+/// The command is killed after `limit`, which fails the test.
+fn smoke(args: &[&str], limit: Duration) -> (i32, String, Duration) {
+    let started = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_relaycheck"))
+        .arg("smoke")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let output = child.wait_with_output().unwrap();
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+            return (status.code().unwrap_or(-1), text, started.elapsed());
+        }
+        if started.elapsed() > limit {
+            // SIGTERM lets relaycheck end the process groups it started.
+            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+            let _ = child.wait();
+            panic!("`relaycheck smoke {}` took over {limit:?}", args.join(" "));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "relaycheck-smoke-test-{name}-{}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The reference-http profile with one text replaced, written beside its config template.
+fn variant(name: &str, from: &str, to: &str) -> PathBuf {
+    let targets = Path::new(env!("CARGO_MANIFEST_DIR")).join("targets");
+    let text = std::fs::read_to_string(targets.join("reference-http.toml")).unwrap();
+    assert!(
+        text.contains(from),
+        "reference-http.toml no longer has {from:?}"
+    );
+    let dir = scratch(name);
+    std::fs::copy(
+        targets.join("reference-http.config.toml"),
+        dir.join("reference-http.config.toml"),
+    )
+    .unwrap();
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
+    path
+}
+
+fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+#[test]
+fn the_built_in_targets_pass() {
+    for target in ["direct", "reference"] {
+        let (code, text, took) = smoke(&["--target", target], Duration::from_secs(60));
+        assert_eq!(code, 0, "{target}:\n{text}");
+        assert!(text.contains("ok      echo (flat)"), "{text}");
+        assert!(text.contains("the profile works"), "{text}");
+        assert!(took < Duration::from_secs(30), "{target} took {took:?}");
+    }
+}
+
+#[test]
+fn a_wrong_port_names_north_url_quickly() {
+    let port = closed_port();
+    let profile = variant(
+        "wrong-port",
+        "url = \"{url}\"",
+        &format!("url = \"http://127.0.0.1:{port}/mcp\""),
+    );
+    let (code, text, took) = smoke(
+        &["--target", profile.to_str().unwrap()],
+        Duration::from_secs(30),
+    );
+    let _ = std::fs::remove_dir_all(profile.parent().unwrap());
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("PROFILE start"), "{text}");
+    assert!(text.contains("look at `north.url`"), "{text}");
+    assert!(text.contains(&format!("127.0.0.1:{port}")), "{text}");
+    assert!(took < Duration::from_secs(10), "took {took:?}:\n{text}");
+}
+
+#[test]
+fn a_wrong_command_names_start_command_at_once() {
+    let profile = variant(
+        "wrong-command",
+        "\"{relaycheck}\", \"gateway\"",
+        "\"relaycheck-gateway-not-installed\", \"gateway\"",
+    );
+    let (code, text, took) = smoke(
+        &["--target", profile.to_str().unwrap()],
+        Duration::from_secs(30),
+    );
+    let _ = std::fs::remove_dir_all(profile.parent().unwrap());
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("look at `start.command`"), "{text}");
+    assert!(
+        text.contains("`relaycheck-gateway-not-installed` is not on PATH"),
+        "{text}"
+    );
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+}
+
+#[test]
+fn a_target_that_exits_at_once_shows_its_stderr() {
+    let profile = variant(
+        "exits",
+        "\"--config\", \"{config}\"",
+        "\"--config\", \"{workdir}/no-such-config.toml\"",
+    );
+    let (code, text, took) = smoke(
+        &["--target", profile.to_str().unwrap()],
+        Duration::from_secs(30),
+    );
+    let _ = std::fs::remove_dir_all(profile.parent().unwrap());
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("look at `start.command`"), "{text}");
+    assert!(
+        text.contains("no-such-config.toml"),
+        "stderr not shown:\n{text}"
+    );
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+}
+
+#[test]
+fn a_tool_name_the_target_does_not_list_names_the_route() {
+    let profile = variant(
+        "wrong-tool",
+        "tool = \"canary.{tool}\"",
+        "tool = \"canary_{tool}\"",
+    );
+    let (code, text, _) = smoke(
+        &["--target", profile.to_str().unwrap()],
+        Duration::from_secs(30),
+    );
+    let _ = std::fs::remove_dir_all(profile.parent().unwrap());
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("look at `routes.flat.tool`"), "{text}");
+    assert!(
+        text.contains("canary.echo"),
+        "the listing is not shown:\n{text}"
+    );
+}
+
+#[test]
+fn a_pick_that_finds_nothing_names_the_pick() {
+    let profile = variant(
+        "wrong-pick",
+        "pick = \"/structuredContent/results/0/result\"",
+        "pick = \"/structuredContent/results/0/answer\"",
+    );
+    let (code, text, _) = smoke(
+        &["--target", profile.to_str().unwrap()],
+        Duration::from_secs(30),
+    );
+    let _ = std::fs::remove_dir_all(profile.parent().unwrap());
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("ok      echo (flat)"), "{text}");
+    assert!(text.contains("look at `routes.batch.pick`"), "{text}");
+}
+
+#[test]
+fn a_gateway_that_changes_the_echo_is_the_gateways_fault() {
+    let (code, text, _) = smoke(
+        &["--target", "reference", "--mutant", "fields-camel-cased"],
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("GATEWAY echo (flat)"), "{text}");
+    assert!(text.contains("snakeCaseKey"), "{text}");
+    assert!(text.contains("the gateway fails a trivial case"), "{text}");
+    assert!(!text.contains("PROFILE"), "{text}");
+}
+
+#[test]
+fn a_profile_that_does_not_load_names_the_field() {
+    let profile = variant(
+        "bad-field",
+        "ready = \"listening-line\"",
+        "ready = \"listening\"",
+    );
+    let (code, text, _) = smoke(
+        &["--target", profile.to_str().unwrap()],
+        Duration::from_secs(10),
+    );
+    let _ = std::fs::remove_dir_all(profile.parent().unwrap());
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("field `start.ready`"), "{text}");
+    assert!(text.contains("look at start.ready"), "{text}");
+}
