@@ -480,7 +480,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         eprintln!("work files kept in {}", workdir.display());
     }
-    outcome.map_err(anyhow::Error::msg)?;
+    let target_events = outcome.map_err(anyhow::Error::msg)?;
     if let Some(err) = write_error {
         return Err(err).context("writing results.jsonl failed");
     }
@@ -507,7 +507,8 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
     drop(stderr);
 
     let surfaces = catalogue.surface_ids();
-    let summary = report::summary::render(&info, &results, &surfaces, &catalogue.impact());
+    let summary = report::summary::render(&info, &results, &surfaces, &catalogue.impact())
+        + &relaycheck::restart::markdown(&target_events);
     if let Some(dir) = &args.out {
         if let Some(writer) = writer.as_mut() {
             writer.write(&Event::Footer(Footer {
@@ -515,6 +516,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
                 counts: report::counts(&results),
                 exit_code,
                 stale_baseline: stale.clone(),
+                target_events: target_events.clone(),
             }))?;
         }
         write_file(

@@ -19,6 +19,7 @@ pub mod process;
 pub mod profile;
 pub mod provision;
 pub mod report;
+pub mod restart;
 pub mod result;
 pub mod routes;
 pub mod run;

@@ -51,6 +51,10 @@ pub fn live_group_count() -> usize {
     live_groups().len()
 }
 
+/// The most bytes of a child's stderr kept in its log file; the rest is read and dropped, so
+/// a target flooding its stderr can neither block on a full pipe nor fill the disk.
+pub const MAX_STDERR_BYTES: u64 = 16 * 1024 * 1024;
+
 /// A started child whose process group dies with this value.
 #[derive(Debug)]
 pub struct GroupChild {
@@ -94,12 +98,22 @@ impl GroupChild {
                 Stdio::null()
             })
             .stdout(Stdio::piped())
-            .stderr(Stdio::from(stderr))
             .process_group(0)
             .kill_on_drop(true);
-        let child = command.spawn().map_err(|err| {
+        // Inside a runtime, stderr is copied to the file up to a cap; outside one (no task
+        // can copy), the file takes it directly.
+        let runtime = tokio::runtime::Handle::try_current().ok();
+        if runtime.is_some() {
+            command.stderr(Stdio::piped());
+        } else {
+            command.stderr(Stdio::from(stderr.try_clone()?));
+        }
+        let mut child = command.spawn().map_err(|err| {
             std::io::Error::new(err.kind(), format!("cannot start `{program}`: {err}"))
         })?;
+        if let (Some(runtime), Some(pipe)) = (runtime, child.stderr.take()) {
+            runtime.spawn(copy_capped(pipe, tokio::fs::File::from_std(stderr)));
+        }
         let pgid = child.id().map(|pid| pid as i32);
         if let Some(pgid) = pgid {
             live_groups().insert(pgid);
@@ -151,6 +165,35 @@ impl Drop for GroupChild {
     fn drop(&mut self) {
         self.kill_group();
     }
+}
+
+/// Copies `from` into `to` up to [`MAX_STDERR_BYTES`], then reads the rest and says how much
+/// was dropped.
+async fn copy_capped(from: tokio::process::ChildStderr, mut to: tokio::fs::File) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut from = from;
+    let mut buffer = vec![0u8; 64 * 1024];
+    let mut kept: u64 = 0;
+    let mut dropped: u64 = 0;
+    loop {
+        let read = match from.read(&mut buffer).await {
+            Ok(0) | Err(_) => break,
+            Ok(read) => read,
+        };
+        let room = MAX_STDERR_BYTES.saturating_sub(kept) as usize;
+        let keep = read.min(room);
+        if keep > 0 && to.write_all(&buffer[..keep]).await.is_ok() {
+            kept += keep as u64;
+        }
+        dropped += (read - keep) as u64;
+    }
+    if dropped > 0 {
+        let note = format!(
+            "\n[relaycheck: {dropped} more bytes of stderr dropped after {MAX_STDERR_BYTES}]\n"
+        );
+        let _ = to.write_all(note.as_bytes()).await;
+    }
+    let _ = to.flush().await;
 }
 
 fn signal_group(pgid: i32, signal: i32) {
@@ -208,6 +251,43 @@ mod tests {
         }
         let _ = std::fs::remove_file(&pidfile);
         assert!(gone, "the grandchild {grandchild} outlived its group");
+    }
+
+    #[tokio::test]
+    async fn a_stderr_flood_is_kept_up_to_the_cap_and_counted() {
+        let dir = std::env::temp_dir();
+        let log = dir.join(format!("relaycheck-flood-{}.log", std::process::id()));
+        let _ = std::fs::remove_file(&log);
+        let over = MAX_STDERR_BYTES + 3 * 1024 * 1024;
+        let script = format!("head -c {over} /dev/zero >&2");
+        let mut child = GroupChild::spawn(
+            &["sh".into(), "-c".into(), script],
+            &[],
+            &dir,
+            &log,
+            Pipes::StdoutOnly,
+        )
+        .unwrap();
+        let waited = tokio::time::timeout(std::time::Duration::from_secs(20), child.wait()).await;
+        assert!(waited.is_ok(), "the flooding child blocked");
+        let mut size = 0;
+        for _ in 0..200 {
+            let text = std::fs::read(&log).unwrap_or_default();
+            size = text.len() as u64;
+            if String::from_utf8_lossy(&text[text.len().saturating_sub(200)..]).contains("dropped")
+            {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+        let tail = std::fs::read(&log).unwrap();
+        let _ = std::fs::remove_file(&log);
+        assert!(size <= MAX_STDERR_BYTES + 200, "{size} bytes kept");
+        let tail = String::from_utf8_lossy(&tail[tail.len() - 200..]).into_owned();
+        assert!(
+            tail.contains("3145728 more bytes of stderr dropped"),
+            "{tail}"
+        );
     }
 
     fn is_zombie(pid: i32) -> bool {

@@ -17,9 +17,10 @@ use crate::checks::{self, Evidence};
 use crate::client::Exchange;
 use crate::drive::{Request, drive};
 use crate::profile::Profile;
+use crate::restart::{Driven, TargetEvent, note_death, run_batch};
 use crate::result::{CaseResult, json_diff};
 use crate::session::preview;
-use crate::target::{self, Launch, Target};
+use crate::target::Target;
 
 /// What to run, and with what.
 pub struct RunPlan<'a> {
@@ -74,7 +75,13 @@ impl RunPlan<'_> {
 
 /// Runs the plan, calling `report` with each result as it is known. A harness error (the
 /// script cannot be written) is the only `Err`; target faults are outcomes.
-pub async fn run(plan: &RunPlan<'_>, report: &mut dyn FnMut(CaseResult)) -> Result<(), String> {
+///
+/// Returns what happened to targets that died mid-run (see [`crate::restart`]).
+pub async fn run(
+    plan: &RunPlan<'_>,
+    report: &mut dyn FnMut(CaseResult),
+) -> Result<Vec<TargetEvent>, String> {
+    let mut events = Vec::new();
     let script_path = write_script(plan.catalogue, &plan.workdir)?;
     let selected = plan.selected();
     if let Err(err) = crate::provision::provision(plan.profile).await {
@@ -91,7 +98,7 @@ pub async fn run(plan: &RunPlan<'_>, report: &mut dyn FnMut(CaseResult)) -> Resu
                 }
             }
         }
-        return Ok(());
+        return Ok(events);
     }
     for shape in &plan.shapes {
         let mut shared = Vec::new();
@@ -108,13 +115,13 @@ pub async fn run(plan: &RunPlan<'_>, report: &mut dyn FnMut(CaseResult)) -> Resu
             }
         }
         if !shared.is_empty() {
-            run_batch(plan, &script_path, *shape, shared, report).await;
+            run_batch(plan, &script_path, *shape, shared, report, &mut events).await;
         }
         for item in isolated {
-            run_batch(plan, &script_path, *shape, vec![item], report).await;
+            run_batch(plan, &script_path, *shape, vec![item], report, &mut events).await;
         }
     }
-    Ok(())
+    Ok(events)
 }
 
 /// Writes the canary script of the catalogue into `workdir` and returns its path.
@@ -138,42 +145,20 @@ pub fn start_dir(root: &std::path::Path, profile: &str, shape: Shape) -> PathBuf
 }
 static NONCE_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-async fn run_batch(
+/// Runs `items` on a started target, `jobs` at a time, reporting each result as it ends. A
+/// case whose turn comes after the target died is not started but handed back, so the caller
+/// can run it on a new start.
+pub(crate) async fn drive_items<'c>(
     plan: &RunPlan<'_>,
-    script_path: &std::path::Path,
     shape: Shape,
-    items: Vec<(&LoadedCase, String)>,
+    target: &Arc<Target>,
+    items: Vec<(&'c LoadedCase, String)>,
     report: &mut dyn FnMut(CaseResult),
-) {
-    let workdir = start_dir(&plan.workdir, &plan.profile.name, shape);
-    let launch = Launch {
-        profile: plan.profile,
-        shape,
-        forced: plan.forced,
-        canary_cmd: &plan.canary_cmd,
-        relaycheck: &plan.relaycheck,
-        script_path,
-        workdir,
-        mutant: plan.mutant.as_deref(),
-    };
-    let target = match target::start(launch).await {
-        Ok(target) => Arc::new(target),
-        Err(err) => {
-            for (case, route) in items {
-                report(CaseResult::without_run(
-                    case,
-                    &route,
-                    shape,
-                    Outcome::SetupFail,
-                    format!("the target did not start: {err}"),
-                ));
-            }
-            return;
-        }
-    };
+) -> Driven<'c> {
+    let cases: Vec<&LoadedCase> = items.iter().map(|(case, _)| *case).collect();
     let semaphore = Arc::new(Semaphore::new(plan.jobs.max(1)));
     let mut tasks = tokio::task::JoinSet::new();
-    for (case, route) in items {
+    for (index, (case, route)) in items.into_iter().enumerate() {
         let case = case.clone();
         let target = target.clone();
         let semaphore = semaphore.clone();
@@ -185,18 +170,33 @@ async fn run_batch(
             .unwrap_or(plan.case_timeout);
         tasks.spawn(async move {
             let _permit = semaphore.acquire().await;
-            run_one(&case, &route, &profile, shape, &target, timeout).await
+            if target.gone().is_some() {
+                return (index, route, None);
+            }
+            let result = run_one(&case, &route, &profile, shape, &target, timeout).await;
+            (index, route, Some(result))
         });
     }
+    let mut driven = Driven::default();
+    let mut untouched = Vec::new();
     while let Some(joined) = tasks.join_next().await {
         match joined {
-            Ok(result) => report(result),
+            Ok((index, route, None)) => untouched.push((index, route)),
+            Ok((_, _, Some(mut result))) => {
+                if note_death(&mut result, target.gone()) {
+                    driven.touched.push(result.case.clone());
+                }
+                report(result)
+            }
             Err(err) => eprintln!("relaycheck: a case task failed: {err}"),
         }
     }
-    if let Ok(target) = Arc::try_unwrap(target) {
-        target.stop().await;
-    }
+    untouched.sort_by_key(|(index, _)| *index);
+    driven.untouched = untouched
+        .into_iter()
+        .map(|(index, route)| (cases[index], route))
+        .collect();
+    driven
 }
 
 /// The result for a case that cannot run on this target, if it cannot.

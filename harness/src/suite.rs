@@ -14,6 +14,7 @@ use tokio::sync::OnceCell;
 
 use crate::catalogue::Catalogue;
 use crate::profile::Profile;
+use crate::restart::{RESTARTS, note_death};
 use crate::result::CaseResult;
 use crate::run::{RunPlan, is_isolated, not_runnable, run, run_one, start_dir, write_script};
 use crate::target::{self, Launch, Target};
@@ -68,13 +69,20 @@ pub struct Pool {
     relaycheck: PathBuf,
     workdir: PathBuf,
     script: PathBuf,
-    targets: Mutex<HashMap<PoolKey, Arc<Started>>>,
+    targets: Mutex<HashMap<PoolKey, Slot>>,
 }
 
 type PoolKey = (String, Shape, Option<String>);
 
 /// A shared target, started once by the first trial that needs it (or the reason it did not).
 type Started = OnceCell<Result<Arc<Target>, String>>;
+
+/// The current start of one shared target, and how often it was started again after it died.
+#[derive(Default)]
+struct Slot {
+    cell: Arc<Started>,
+    restarts: usize,
+}
 
 impl Pool {
     /// A pool whose targets run `relaycheck` (the built binary) for the canary and for
@@ -135,20 +143,60 @@ impl Pool {
                 trial.shape,
                 mutant.map(str::to_string),
             );
-            let cell = {
-                let mut targets = self.targets.lock().unwrap_or_else(|p| p.into_inner());
-                targets.entry(key).or_default().clone()
+            let start = || async {
+                self.start(&profile, trial.shape, mutant)
+                    .await
+                    .map(Arc::new)
             };
-            let target = cell
-                .get_or_init(|| async {
-                    self.start(&profile, trial.shape, mutant)
-                        .await
-                        .map(Arc::new)
-                })
-                .await
-                .clone()?;
-            Ok(run_one(case, &trial.route, &profile, trial.shape, &target, timeout).await)
+            let cell = self.current(&key);
+            let mut target = cell.get_or_init(start).await.clone()?;
+            if let Some(cause) = target.gone() {
+                // It died under an earlier trial, which got `error`: start it again, once.
+                let Some(fresh) = self.restart(&key, &cell) else {
+                    return Ok(CaseResult::without_run(
+                        case,
+                        &trial.route,
+                        trial.shape,
+                        Outcome::Error,
+                        format!(
+                            "not run: the shared target `{}` [{}]: {cause}; it had been \
+                             restarted once already",
+                            profile.name, trial.shape
+                        ),
+                    ));
+                };
+                target = fresh.get_or_init(start).await.clone()?;
+            }
+            let mut result =
+                run_one(case, &trial.route, &profile, trial.shape, &target, timeout).await;
+            note_death(&mut result, target.gone());
+            Ok(result)
         })
+    }
+
+    /// The current start of `key`.
+    fn current(&self, key: &PoolKey) -> Arc<Started> {
+        let mut targets = self.targets.lock().unwrap_or_else(|p| p.into_inner());
+        targets.entry(key.clone()).or_default().cell.clone()
+    }
+
+    /// A fresh start in place of the `dead` one (another trial may have made it already), or
+    /// `None` when `key` was restarted [`RESTARTS`] times already.
+    fn restart(&self, key: &PoolKey, dead: &Arc<Started>) -> Option<Arc<Started>> {
+        let mut targets = self.targets.lock().unwrap_or_else(|p| p.into_inner());
+        let slot = targets.entry(key.clone()).or_default();
+        if Arc::ptr_eq(&slot.cell, dead) {
+            if slot.restarts >= RESTARTS {
+                return None;
+            }
+            slot.restarts += 1;
+            slot.cell = Arc::new(OnceCell::new());
+            eprintln!(
+                "relaycheck: the shared target `{}` [{}] died; restarting it once",
+                key.0, key.1
+            );
+        }
+        Some(slot.cell.clone())
     }
 
     /// Runs every case in `shapes` against `target` (a mutant of it, when given).
@@ -177,6 +225,7 @@ impl Pool {
         let mut results = Vec::new();
         self.runtime
             .block_on(run(&plan, &mut |r| results.push(r)))?;
+        // A target that died mid-run has already said so on stderr and in its results.
         Ok(results)
     }
 
@@ -206,7 +255,7 @@ impl Pool {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .drain()
-            .filter_map(|(_, cell)| Arc::try_unwrap(cell).ok()?.into_inner()?.ok())
+            .filter_map(|(_, slot)| Arc::try_unwrap(slot.cell).ok()?.into_inner()?.ok())
             .filter_map(|target| Arc::try_unwrap(target).ok())
             .collect();
         self.runtime.block_on(async {

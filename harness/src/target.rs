@@ -48,6 +48,8 @@ pub struct Target {
     gateway: Option<GroupChild>,
     canary: Option<GroupChild>,
     watcher: Option<tokio::task::JoinHandle<()>>,
+    /// How the target process ended, once the watcher saw it end ("exited with code 3").
+    exit: std::sync::Arc<std::sync::Mutex<Option<String>>>,
 }
 
 impl Drop for Target {
@@ -70,6 +72,29 @@ impl Target {
         if let Some(canary) = self.canary.take() {
             canary.stop(Duration::from_millis(500)).await;
         }
+    }
+
+    /// Why the target can serve no more calls, if it cannot: its process ended (with its
+    /// exit code or signal) or it closed its stdout. A target that only hangs is not gone.
+    pub fn gone(&self) -> Option<String> {
+        let exit = self.exit.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        exit.or_else(|| self.session.closed())
+    }
+
+    /// [`Target::gone`], giving the exit watcher a moment to see the process end when only
+    /// the stream has closed so far, so the account carries the exit code when there is one.
+    pub async fn gone_settled(&self) -> Option<String> {
+        let first = self.gone()?;
+        if self.watcher.is_none() {
+            return Some(first);
+        }
+        for _ in 0..10 {
+            if let Some(exit) = self.exit.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+                return Some(exit);
+            }
+            tokio::time::sleep(Duration::from_millis(30)).await;
+        }
+        Some(first)
     }
 
     /// Whether the target process has exited, and how.
@@ -256,10 +281,11 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
         ));
     }
     let session = std::sync::Arc::new(session);
+    let exit = std::sync::Arc::new(std::sync::Mutex::new(None));
     let watcher = gateway
         .as_ref()
         .and_then(GroupChild::pid)
-        .map(|pid| tokio::spawn(watch_exit(pid, session.clone())));
+        .map(|pid| tokio::spawn(watch_exit(pid, session.clone(), exit.clone())));
     let side_channels = profile
         .side_channels
         .iter()
@@ -273,27 +299,53 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
         gateway,
         canary,
         watcher,
+        exit,
     })
 }
 
 /// Marks the session closed once the target process is gone, so calls in flight end at once
 /// instead of waiting out their timeouts when something the target started keeps its stdout
 /// open.
-async fn watch_exit(pid: u32, session: std::sync::Arc<Session>) {
+async fn watch_exit(
+    pid: u32,
+    session: std::sync::Arc<Session>,
+    exit: std::sync::Arc<std::sync::Mutex<Option<String>>>,
+) {
     loop {
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|stat| {
-                stat.rsplit(')')
-                    .next()
-                    .map(|rest| rest.trim().chars().next())
-            });
-        if matches!(state, None | Some(Some('Z')) | Some(Some('X'))) {
-            session.mark_closed("the target process exited");
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
+        if let Some(ended) = ended(stat.as_deref()) {
+            *exit.lock().unwrap_or_else(|p| p.into_inner()) = Some(ended.clone());
+            session.mark_closed(&ended);
             return;
         }
     }
+}
+
+/// How a process ended, read from its `/proc/<pid>/stat` (`None`: it has not). A process not
+/// yet reaped is a zombie whose stat still carries its wait status (field 52, Linux 3.5+).
+fn ended(stat: Option<&str>) -> Option<String> {
+    let Some(stat) = stat else {
+        return Some("the target process exited".into());
+    };
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    if !matches!(fields.first(), Some(&"Z") | Some(&"X")) {
+        return None;
+    }
+    let status = fields.get(49).and_then(|s| s.parse::<i32>().ok());
+    Some(match status {
+        Some(status) if status & 0x7f == 0 => {
+            format!(
+                "the target process exited with code {}",
+                (status >> 8) & 0xff
+            )
+        }
+        Some(status) => format!("the target process was killed by signal {}", status & 0x7f),
+        None => "the target process exited".into(),
+    })
 }
 
 fn read_template(profile: &Profile, template: &str) -> Result<String, String> {
@@ -380,5 +432,33 @@ fn stderr_context(workdir: &Path, message: String) -> String {
     match tail {
         Some(tail) => format!("{message}\n--- target stderr (last lines) ---\n{tail}"),
         None => message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ended;
+
+    /// A zombie's stat line with `status` in field 52 (the comm may hold spaces and parens).
+    fn zombie(status: i32) -> String {
+        let mut fields = vec!["Z".to_string()];
+        fields.extend((4..52).map(|n| n.to_string()));
+        fields.push(status.to_string());
+        format!("4242 (py (thon) x) {}", fields.join(" "))
+    }
+
+    #[test]
+    fn a_zombies_stat_says_how_the_process_ended() {
+        assert_eq!(
+            ended(Some(&zombie(3 << 8))).as_deref(),
+            Some("the target process exited with code 3")
+        );
+        assert_eq!(
+            ended(Some(&zombie(9))).as_deref(),
+            Some("the target process was killed by signal 9")
+        );
+        assert_eq!(ended(None).as_deref(), Some("the target process exited"));
+        let running = zombie(0).replacen(") Z ", ") S ", 1);
+        assert_eq!(ended(Some(&running)), None);
     }
 }

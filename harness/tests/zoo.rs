@@ -1,29 +1,41 @@
-//! relaycheck against broken targets: a gateway that hangs, writes garbage, crashes or answers
-//! under another id must give each case the outcome it should, never hang the run, and leave
-//! no process behind (the broken gateway also starts a grandchild of its own).
+//! relaycheck against broken targets: a gateway that hangs, writes garbage, crashes, answers
+//! under another id or floods its output must give each case the outcome it should, never
+//! hang the run, and leave no process behind (the broken gateway also starts a grandchild of
+//! its own). A gateway that crashes mid-run is restarted once and the run goes on.
+//!
+//! The tests take one lock, so a process left behind is the running test's own.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-fn zoo_profile(mode: &str, dir: &Path) -> PathBuf {
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// The longest any one zoo run may take; a run past it is killed and the test fails.
+const RUN_BOUND: Duration = Duration::from_secs(120);
+
+fn zoo_profile(name: &str, gateway_args: &[String], dir: &Path) -> PathBuf {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/zoo/broken_gateway.py");
-    let path = dir.join(format!("zoo-{mode}.toml"));
+    let mut command = vec!["python3".to_string(), script.display().to_string()];
+    command.extend(gateway_args.iter().cloned());
+    let path = dir.join(format!("zoo-{name}.toml"));
     std::fs::write(
         &path,
         format!(
-            "name = \"zoo-{mode}\"\ndescription = \"a broken gateway: {mode}\"\n\
-             [start]\ncommand = [\"python3\", \"{}\", \"{mode}\"]\nready = \"first-response\"\ntimeout_ms = 3000\n\
+            "name = \"zoo-{name}\"\ndescription = \"a broken gateway: {name}\"\n\
+             [start]\ncommand = {}\nready = \"first-response\"\ntimeout_ms = 5000\n\
              [north]\ntransport = \"stdio\"\n[canary]\ntransport = \"stdio\"\n[routes.flat]\ntool = \"{{tool}}\"\n",
-            script.display()
+            serde_json::to_string(&command).unwrap()
         ),
     )
     .unwrap();
     path
 }
 
-/// Processes whose command line names this test's marker directory.
+/// Processes whose command line names this test's marker.
 fn leftovers(marker: &str) -> Vec<String> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -38,116 +50,312 @@ fn leftovers(marker: &str) -> Vec<String> {
     found
 }
 
-fn run(mode: &str) -> (i32, Vec<Value>, PathBuf) {
-    let dir = std::env::temp_dir().join(format!("relaycheck-zoo-{mode}-{}", std::process::id()));
+/// What one run of relaycheck against a zoo gateway left.
+struct Run {
+    code: i32,
+    results: Vec<Value>,
+    footer: Option<Value>,
+    summary: String,
+    stderr: String,
+    elapsed: Duration,
+    dir: PathBuf,
+}
+
+impl Run {
+    fn outcomes(&self) -> Vec<String> {
+        self.results
+            .iter()
+            .map(|r| r["outcome"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    fn count(&self, outcome: &str) -> usize {
+        self.outcomes().iter().filter(|o| *o == outcome).count()
+    }
+
+    fn message(&self, index: usize) -> &str {
+        self.results[index]["message"].as_str().unwrap()
+    }
+}
+
+/// Runs relaycheck against the broken gateway started with `gateway_args`, on `cases`, one
+/// case at a time, waiting at most [`RUN_BOUND`].
+fn run_with(name: &str, gateway_args: &[String], cases: &[&str], extra: &[&str]) -> Run {
+    let dir = std::env::temp_dir().join(format!("relaycheck-zoo-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let profile = zoo_profile(mode, &dir);
+    let profile = zoo_profile(name, gateway_args, &dir);
     let out = dir.join("out");
-    let status = Command::new(env!("CARGO_BIN_EXE_relaycheck"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_relaycheck"));
+    command
         .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
-        .args([
-            "run",
-            "--target",
-            profile.to_str().unwrap(),
-            "--shape",
-            "2025-11-25",
-            "--jobs",
-            "1",
-        ])
-        .args([
-            "--case",
-            "is-error/flag-reaches-client",
-            "--case",
-            "protocol-errors/code-message-and-data-kept",
-        ])
+        .args(["run", "--target", profile.to_str().unwrap()])
+        .args(["--shape", "2025-11-25", "--jobs", "1"]);
+    for case in cases {
+        command.args(["--case", case]);
+    }
+    command
         .args(["--timeout-ms", "1500", "--out", out.to_str().unwrap()])
-        .status()
-        .unwrap();
-    let results: Vec<Value> = std::fs::read_to_string(out.join("results.jsonl"))
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(
+            std::fs::File::create(dir.join("stderr.log")).unwrap(),
+        ));
+    let started = Instant::now();
+    let mut child = command.spawn().unwrap();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > RUN_BOUND {
+            // relaycheck ends its process groups on SIGTERM; a kill is the last resort.
+            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+            std::thread::sleep(Duration::from_secs(2));
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("relaycheck against `{name}` ran past {RUN_BOUND:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let elapsed = started.elapsed();
+    let events: Vec<Value> = std::fs::read_to_string(out.join("results.jsonl"))
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|e| e["event"] == "result")
         .collect();
-    (status.code().unwrap_or(-1), results, dir)
+    Run {
+        code: status.code().unwrap_or(-1),
+        results: events
+            .iter()
+            .filter(|e| e["event"] == "result")
+            .cloned()
+            .collect(),
+        footer: events.iter().find(|e| e["event"] == "footer").cloned(),
+        summary: std::fs::read_to_string(out.join("summary.md")).unwrap_or_default(),
+        stderr: std::fs::read_to_string(dir.join("stderr.log")).unwrap_or_default(),
+        elapsed,
+        dir,
+    }
 }
 
-fn outcomes(results: &[Value]) -> Vec<String> {
-    results
-        .iter()
-        .map(|r| r["outcome"].as_str().unwrap().to_string())
-        .collect()
+/// The two cases the simple modes run.
+const TWO_CASES: [&str; 2] = [
+    "is-error/flag-reaches-client",
+    "protocol-errors/code-message-and-data-kept",
+];
+
+fn run(mode: &str) -> Run {
+    run_with(mode, &[mode.to_string()], &TWO_CASES, &[])
 }
 
-fn assert_clean(dir: &Path) {
+/// A relaying mode: the gateway passes calls to the canary (`{canary_cmd}`) until it breaks.
+fn relaying(mode: &str, options: &[&str]) -> Vec<String> {
+    let mut args = vec![mode.to_string()];
+    args.extend(options.iter().map(|o| o.to_string()));
+    args.extend(["--".to_string(), "{canary_cmd}".to_string()]);
+    args
+}
+
+fn assert_clean(run: &Run) {
     // The grandchild `sleep 300` of the broken gateway is in the gateway's group; the
     // gateway's python process names the script. None may outlive the run.
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    let left: Vec<String> = leftovers("broken_gateway.py")
-        .into_iter()
-        .chain(leftovers("sleep 300"))
-        .collect();
-    let _ = std::fs::remove_dir_all(dir);
+    let mut left = Vec::new();
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_millis(100));
+        left = leftovers("broken_gateway.py")
+            .into_iter()
+            .chain(leftovers("sleep 300"))
+            .collect();
+        if left.is_empty() {
+            break;
+        }
+    }
+    let _ = std::fs::remove_dir_all(&run.dir);
     assert!(left.is_empty(), "processes left behind: {left:?}");
 }
 
-/// One test, modes one after another, so that a process left behind is this run's.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Modes one after another, so that a process left behind is this run's.
 #[test]
 fn broken_gateways_get_the_outcome_they_earn_and_leave_nothing_behind() {
+    let _serial = serial();
     // A gateway that never answers: a setup failure after the start timeout, not a hang.
-    let (code, results, dir) = run("hang");
-    assert_eq!(code, 1);
-    assert_eq!(outcomes(&results), ["setup-fail", "setup-fail"]);
-    assert!(
-        results[0]["message"]
-            .as_str()
-            .unwrap()
-            .contains("initialize")
-    );
-    assert_clean(&dir);
+    let got = run("hang");
+    assert_eq!(got.code, 1);
+    assert_eq!(got.outcomes(), ["setup-fail", "setup-fail"]);
+    assert!(got.message(0).contains("initialize"));
+    assert_clean(&got);
 
     // Garbage instead of answers: errors that quote what came.
-    let (code, results, dir) = run("garbage");
-    assert_eq!(code, 1);
-    assert_eq!(outcomes(&results), ["error", "error"]);
-    assert!(
-        results[0]["message"].as_str().unwrap().contains("not JSON"),
-        "{}",
-        results[0]["message"]
-    );
-    assert_clean(&dir);
+    let got = run("garbage");
+    assert_eq!(got.code, 1);
+    assert_eq!(got.outcomes(), ["error", "error"]);
+    assert!(got.message(0).contains("not JSON"), "{}", got.message(0));
+    assert_clean(&got);
 
-    // A crash mid-run, while a grandchild holds its stdout open: errors, at once.
-    let (code, results, dir) = run("crash");
-    assert_eq!(code, 1);
-    assert_eq!(outcomes(&results), ["error", "error"]);
+    // A crash at the first call, while a grandchild holds its stdout open: errors, at once.
+    // The first case touched the crash; the restarted gateway crashes at the second, which
+    // touches it too.
+    let got = run("crash");
+    assert_eq!(got.code, 1);
+    assert_eq!(got.outcomes(), ["error", "error"]);
     assert!(
-        results
-            .iter()
-            .all(|r| r["message"].as_str().unwrap().contains("exited")
-                || r["message"].as_str().unwrap().contains("stream ended")),
-        "{results:?}"
-    );
-    assert_clean(&dir);
-
-    // An answer under another id is not taken as the answer.
-    let (code, results, dir) = run("wrong-id");
-    assert_eq!(code, 1);
-    assert_eq!(outcomes(&results), ["error", "error"]);
-    assert!(
-        results[0]["message"]
+        got.results.iter().all(|r| r["message"]
             .as_str()
             .unwrap()
-            .contains("id 987654"),
-        "{}",
-        results[0]["message"]
+            .contains("exited with code 3")),
+        "{:?}",
+        got.results
     );
-    assert_clean(&dir);
+    assert_clean(&got);
+
+    // An answer under another id is not taken as the answer.
+    let got = run("wrong-id");
+    assert_eq!(got.code, 1);
+    assert_eq!(got.outcomes(), ["error", "error"]);
+    assert!(got.message(0).contains("id 987654"), "{}", got.message(0));
+    assert_clean(&got);
 
     // An answer later than the case's timeout is a timeout.
-    let (code, results, dir) = run("late");
-    assert_eq!(code, 1);
-    assert_eq!(outcomes(&results), ["timeout", "timeout"]);
-    assert_clean(&dir);
+    let got = run("late");
+    assert_eq!(got.code, 1);
+    assert_eq!(got.outcomes(), ["timeout", "timeout"]);
+    assert_clean(&got);
+}
+
+/// The ten results of `is-error/*` in 2025-11-25 (one case has two routes), all passing on a
+/// gateway that relays them faithfully.
+const IS_ERROR: [&str; 1] = ["is-error/*"];
+
+#[test]
+fn a_gateway_that_crashes_once_is_restarted_and_the_later_cases_pass() {
+    let _serial = serial();
+    let dir = std::env::temp_dir().join(format!("relaycheck-zoo-marker-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let marker = dir.join("crashed-once");
+    let _ = std::fs::remove_file(&marker);
+    let got = run_with(
+        "crash-once",
+        &relaying("crash-once", &["2", marker.to_str().unwrap()]),
+        &IS_ERROR,
+        &[],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(got.results.len(), 10, "{:?}", got.outcomes());
+    // Two calls relayed, the third crashes the gateway: that case is an error, and every
+    // case after it passes on the restarted gateway.
+    assert_eq!(got.outcomes()[..3], ["pass", "pass", "error"]);
+    assert_eq!(got.count("pass"), 9, "{:?}", got.outcomes());
+    let crashed = got.message(2);
+    assert!(
+        crashed.contains("the target process exited with code 3"),
+        "{crashed}"
+    );
+    let events = &got.footer.as_ref().expect("a footer")["target_events"];
+    assert_eq!(events.as_array().map(Vec::len), Some(1), "{events}");
+    assert_eq!(events[0]["restarted"], true);
+    assert_eq!(events[0]["touched"][0], got.results[2]["case"]);
+    assert!(
+        got.summary.contains("## Target restarts")
+            && got.summary.contains("exited with code 3 at case")
+            && got.summary.contains("restarted once; the run went on"),
+        "{}",
+        got.summary
+    );
+    assert!(got.stderr.contains("restarted once"), "{}", got.stderr);
+    assert_eq!(got.code, 1, "the crash fails the run");
+    assert_clean(&got);
+}
+
+#[test]
+fn a_gateway_that_always_crashes_is_restarted_once_then_its_cases_end_as_errors() {
+    let _serial = serial();
+    let got = run_with(
+        "crash-always",
+        &relaying("crash-always", &["1"]),
+        &IS_ERROR,
+        &[],
+    );
+    // Every result is there: one pass and one crash per life, then the rest not run.
+    assert_eq!(got.results.len(), 10, "{:?}", got.outcomes());
+    assert_eq!(
+        got.outcomes(),
+        [
+            "pass", "error", "pass", "error", "error", "error", "error", "error", "error", "error"
+        ]
+    );
+    for index in 4..10 {
+        let message = got.message(index);
+        assert!(
+            message.starts_with("not run: the target process exited with code 3 at case")
+                && message.contains("restarted once already"),
+            "{message}"
+        );
+    }
+    let events = got.footer.as_ref().expect("a footer")["target_events"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(events[0]["restarted"], true);
+    assert_eq!(events[1]["restarted"], false);
+    assert_eq!(events[1]["not_run"], 6);
+    assert!(got.summary.contains("6 case(s) not run"), "{}", got.summary);
+    // Bounded: two starts and four calls, nowhere near a timeout per case.
+    assert!(got.elapsed < Duration::from_secs(30), "{:?}", got.elapsed);
+    assert_clean(&got);
+}
+
+/// The peak resident memory of the largest child this process has waited for, in KiB.
+fn children_peak_rss_kib() -> i64 {
+    // SAFETY: getrusage writes into the struct we hand it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    usage.ru_maxrss
+}
+
+#[test]
+fn floods_of_output_cost_bounded_memory_and_time() {
+    let _serial = serial();
+    // Garbage lines on stdout without end: each call gets an error quoting the garbage, the
+    // lines between calls are dropped past a small sample, and the run ends.
+    let got = run("flood-stdout");
+    assert_eq!(got.outcomes(), ["error", "error"]);
+    assert!(got.message(0).contains("<flood>"), "{}", got.message(0));
+    assert!(got.elapsed < Duration::from_secs(30), "{:?}", got.elapsed);
+    let peak = children_peak_rss_kib();
+    assert!(peak < 300 * 1024, "a child peaked at {peak} KiB");
+    assert_clean(&got);
+
+    // Noise on stderr without end while every call is relayed: the cases pass, and the log
+    // keeps at most the cap.
+    let got = run_with(
+        "flood-stderr",
+        &relaying("flood-stderr", &[]),
+        &TWO_CASES,
+        &["--keep-work"],
+    );
+    assert_eq!(got.outcomes(), ["pass", "pass"], "{:?}", got.results);
+    let kept = got
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("work files kept in "))
+        .map(PathBuf::from)
+        .expect("the work directory is named");
+    let mut largest = 0;
+    for start in std::fs::read_dir(&kept).unwrap().flatten() {
+        if let Ok(meta) = std::fs::metadata(start.path().join("target.stderr.log")) {
+            largest = largest.max(meta.len());
+        }
+    }
+    let _ = std::fs::remove_dir_all(&kept);
+    assert!(largest > 0, "no stderr log was written");
+    assert!(
+        largest <= relaycheck::process::MAX_STDERR_BYTES + 200,
+        "{largest} bytes of stderr kept"
+    );
+    assert_clean(&got);
 }

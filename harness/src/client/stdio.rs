@@ -19,6 +19,11 @@ use super::{Exchange, Reply, classify, id_key};
 /// exhaust the harness's memory.
 pub const MAX_LINE_BYTES: usize = 512 * 1024 * 1024;
 
+/// How many stray lines are kept, and how many bytes of each: a target flooding its stdout
+/// between calls must not grow the harness's memory for as long as the run lasts.
+pub const MAX_STRAYS: usize = 64;
+pub const MAX_STRAY_BYTES: usize = 4096;
+
 struct Pending {
     id: Value,
     reply_to: oneshot::Sender<Exchange>,
@@ -31,6 +36,8 @@ struct State {
     /// progress token (as id key) → request id key.
     tokens: HashMap<String, String>,
     strays: Vec<Vec<u8>>,
+    /// Stray lines beyond [`MAX_STRAYS`], counted and dropped.
+    strays_dropped: u64,
     closed: Option<String>,
     /// Requests the runner stopped waiting for; their late answers are strays, not answers
     /// to whoever is pending now.
@@ -131,9 +138,15 @@ impl StdioClient {
         lock(&self.state).closed.clone()
     }
 
-    /// Lines that answered no request, kept for the report.
+    /// Lines that answered no request, kept for the report: the first [`MAX_STRAYS`], each cut
+    /// to [`MAX_STRAY_BYTES`].
     pub fn strays(&self) -> Vec<Vec<u8>> {
         lock(&self.state).strays.clone()
+    }
+
+    /// How many stray lines were dropped beyond the ones kept.
+    pub fn strays_dropped(&self) -> u64 {
+        lock(&self.state).strays_dropped
     }
 }
 
@@ -218,14 +231,14 @@ fn dispatch(state: &std::sync::Mutex<State>, raw: Vec<u8>) {
                 pending.notifications.push(message.clone());
                 return;
             }
-            state.strays.push(raw);
+            keep_stray(&mut state, raw);
             return;
         }
         if let Some(id) = message.get("id")
             && state.abandoned.remove(&id_key(id))
         {
             // A late answer to a call that already timed out.
-            state.strays.push(raw);
+            keep_stray(&mut state, raw);
             return;
         }
         if let Some(id) = message.get("id")
@@ -248,5 +261,30 @@ fn dispatch(state: &std::sync::Mutex<State>, raw: Vec<u8>) {
         let _ = pending.reply_to.send(classify(raw, &pending.id));
         return;
     }
+    keep_stray(&mut state, raw);
+}
+
+fn keep_stray(state: &mut State, mut raw: Vec<u8>) {
+    if state.strays.len() >= MAX_STRAYS {
+        state.strays_dropped += 1;
+        return;
+    }
+    raw.truncate(MAX_STRAY_BYTES);
     state.strays.push(raw);
+}
+
+#[cfg(test)]
+mod stray_tests {
+    use super::*;
+
+    #[test]
+    fn a_flood_of_strays_keeps_a_bounded_sample_and_a_count() {
+        let mut state = State::default();
+        for _ in 0..10_000 {
+            keep_stray(&mut state, vec![b'x'; 100_000]);
+        }
+        assert_eq!(state.strays.len(), MAX_STRAYS);
+        assert!(state.strays.iter().all(|s| s.len() == MAX_STRAY_BYTES));
+        assert_eq!(state.strays_dropped, 10_000 - MAX_STRAYS as u64);
+    }
 }

@@ -55,6 +55,9 @@ pub struct Footer {
     pub exit_code: i32,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stale_baseline: Vec<String>,
+    /// Targets that died mid-run, and whether they were restarted (see `restart`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub target_events: Vec<crate::restart::TargetEvent>,
 }
 
 pub struct JsonlWriter {

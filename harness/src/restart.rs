@@ -1,0 +1,302 @@
+//! Restart once: a target that dies mid-run (its process ends or it closes its stream) gets
+//! `error` for the cases it was running, is started again once, and the run goes on with the
+//! cases it had not reached. A second death ends the rest as `error`, each with the reason, so
+//! a crashing target costs a bounded time and every case is accounted for.
+//!
+//! What happened is kept as [`TargetEvent`]s, for the footer of `results.jsonl`, `summary.md`
+//! and the console; the results themselves say it too, so a run killed before its footer
+//! still tells.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use relaycheck_model::{Outcome, Shape};
+use serde::{Deserialize, Serialize};
+
+use crate::catalogue::LoadedCase;
+use crate::result::CaseResult;
+use crate::run::{RunPlan, drive_items, start_dir};
+use crate::target::{self, Launch};
+
+/// How many times one batch's target is started again after it died.
+pub const RESTARTS: usize = 1;
+
+/// One death of a target during a run, and what the runner did about it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetEvent {
+    pub target: String,
+    pub shape: Shape,
+    /// Why the target could serve no more calls ("the target process exited with code 3").
+    pub cause: String,
+    /// The cases whose calls were in flight when it died; they got `error`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub touched: Vec<String>,
+    /// Whether it was started again for the cases it had not reached.
+    pub restarted: bool,
+    /// Cases not reached, ended as `error` without running (after a second death, or when
+    /// the restart failed).
+    #[serde(default)]
+    pub not_run: usize,
+    /// Why the restart failed, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_failed: Option<String>,
+}
+
+impl TargetEvent {
+    /// One line for a person.
+    pub fn describe(&self) -> String {
+        let at = match self.touched.as_slice() {
+            [] => "between cases".to_string(),
+            [one] => format!("at case `{one}`"),
+            [first, rest @ ..] => format!("at case `{first}` (and {} more in flight)", rest.len()),
+        };
+        let then = if self.restarted {
+            "restarted once; the run went on".to_string()
+        } else if let Some(err) = &self.restart_failed {
+            format!(
+                "the restart failed ({}); {} case(s) not run, reported as error",
+                first_line(err),
+                self.not_run
+            )
+        } else {
+            format!(
+                "already restarted once, so not again; {} case(s) not run, reported as error",
+                self.not_run
+            )
+        };
+        format!(
+            "target `{}` [{}]: {} {at}; {then}",
+            self.target, self.shape, self.cause
+        )
+    }
+}
+
+/// A markdown section on the targets that died, or nothing when none did.
+pub fn markdown(events: &[TargetEvent]) -> String {
+    if events.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\n## Target restarts\n\n");
+    for event in events {
+        out.push_str(&format!("- {}\n", event.describe()));
+    }
+    out
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or_default()
+}
+
+/// What driving a list of cases on one start of a target came to.
+#[derive(Debug, Default)]
+pub(crate) struct Driven<'c> {
+    /// Cases not started because the target was already gone, in plan order.
+    pub untouched: Vec<(&'c LoadedCase, String)>,
+    /// Cases that ended in `error` while the target died, in the order they ended.
+    pub touched: Vec<String>,
+}
+
+/// Marks a finished result as touched by the target's death, when it is: an `error` that ended
+/// while the target was gone says why. Returns whether it was touched.
+pub(crate) fn note_death(result: &mut CaseResult, gone: Option<String>) -> bool {
+    match gone {
+        Some(cause) if result.outcome == Outcome::Error => {
+            if !result.message.contains(&cause) {
+                result.message = format!("{} ({cause} while this case ran)", result.message);
+            }
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Runs `items` on a target started for them, starting it again once if it dies, and reports
+/// a result for every item whatever happens.
+pub(crate) async fn run_batch(
+    plan: &RunPlan<'_>,
+    script_path: &Path,
+    shape: Shape,
+    mut items: Vec<(&LoadedCase, String)>,
+    report: &mut dyn FnMut(CaseResult),
+    events: &mut Vec<TargetEvent>,
+) {
+    let mut deaths = 0;
+    loop {
+        let launch = Launch {
+            profile: plan.profile,
+            shape,
+            forced: plan.forced,
+            canary_cmd: &plan.canary_cmd,
+            relaycheck: &plan.relaycheck,
+            script_path,
+            workdir: start_dir(&plan.workdir, &plan.profile.name, shape),
+            mutant: plan.mutant.as_deref(),
+        };
+        let target = match target::start(launch).await {
+            Ok(target) => Arc::new(target),
+            Err(err) => {
+                let (outcome, message) = match events.last_mut() {
+                    Some(event) if deaths > 0 => {
+                        event.restarted = false;
+                        event.restart_failed = Some(err.clone());
+                        event.not_run = items.len();
+                        eprintln!("relaycheck: {}", event.describe());
+                        (
+                            Outcome::Error,
+                            format!(
+                                "not run: {}; the restart failed: {err}",
+                                event.describe_cause()
+                            ),
+                        )
+                    }
+                    _ => (
+                        Outcome::SetupFail,
+                        format!("the target did not start: {err}"),
+                    ),
+                };
+                for (case, route) in items {
+                    report(CaseResult::without_run(
+                        case,
+                        &route,
+                        shape,
+                        outcome,
+                        message.clone(),
+                    ));
+                }
+                return;
+            }
+        };
+        let driven = drive_items(plan, shape, &target, items, report).await;
+        let gone = target.gone_settled().await;
+        if let Ok(target) = Arc::try_unwrap(target) {
+            target.stop().await;
+        }
+        let Some(cause) = gone else {
+            return;
+        };
+        if driven.untouched.is_empty() && driven.touched.is_empty() {
+            // It ended after its last case (a fault case's upstream closing, say): no harm.
+            return;
+        }
+        deaths += 1;
+        let mut event = TargetEvent {
+            target: plan.profile.name.clone(),
+            shape,
+            cause,
+            touched: driven.touched,
+            restarted: !driven.untouched.is_empty() && deaths <= RESTARTS,
+            not_run: 0,
+            restart_failed: None,
+        };
+        if driven.untouched.is_empty() {
+            eprintln!("relaycheck: {}", event.describe());
+            events.push(event);
+            return;
+        }
+        if event.restarted {
+            eprintln!(
+                "relaycheck: {}; {} case(s) to go",
+                event.describe(),
+                driven.untouched.len()
+            );
+            events.push(event);
+            items = driven.untouched;
+            continue;
+        }
+        event.not_run = driven.untouched.len();
+        eprintln!("relaycheck: {}", event.describe());
+        let message = format!(
+            "not run: {}; it had been restarted once already, so the rest of its cases end here",
+            event.describe_cause()
+        );
+        events.push(event);
+        for (case, route) in driven.untouched {
+            report(CaseResult::without_run(
+                case,
+                &route,
+                shape,
+                Outcome::Error,
+                message.clone(),
+            ));
+        }
+        return;
+    }
+}
+
+impl TargetEvent {
+    /// The death alone, for the message of a case it kept from running.
+    fn describe_cause(&self) -> String {
+        match self.touched.first() {
+            Some(case) => format!("{} at case `{case}`", self.cause),
+            None => self.cause.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(restarted: bool, not_run: usize) -> TargetEvent {
+        TargetEvent {
+            target: "zoo".into(),
+            shape: Shape::V2025_11_25,
+            cause: "the target process exited with code 3".into(),
+            touched: vec!["a/b".into(), "c/d".into()],
+            restarted,
+            not_run,
+            restart_failed: None,
+        }
+    }
+
+    #[test]
+    fn events_say_what_happened_and_what_was_done() {
+        let once = event(true, 0).describe();
+        assert!(once.contains("exited with code 3 at case `a/b` (and 1 more in flight)"));
+        assert!(once.contains("restarted once"), "{once}");
+        let twice = event(false, 7).describe();
+        assert!(twice.contains("7 case(s) not run"), "{twice}");
+        let mut failed = event(false, 2);
+        failed.restart_failed = Some("no LISTENING line\nstderr…".into());
+        assert!(
+            failed
+                .describe()
+                .contains("the restart failed (no LISTENING line)")
+        );
+        assert!(markdown(&[]).is_empty());
+        assert!(markdown(&[event(true, 0)]).contains("## Target restarts"));
+    }
+
+    #[test]
+    fn only_errors_that_end_while_the_target_is_gone_are_touched() {
+        let case = CaseResult {
+            case: "x".into(),
+            surface: "s".into(),
+            level: relaycheck_model::Level::Must,
+            route: "flat".into(),
+            shape: Shape::V2025_11_25,
+            outcome: Outcome::Error,
+            message: "the target's stream ended".into(),
+            duration_ms: 0,
+            checks: Vec::new(),
+            request: None,
+            north: None,
+            upstream: None,
+            diff: None,
+        };
+        let mut touched = case.clone();
+        assert!(note_death(&mut touched, Some("it died".into())));
+        assert_eq!(
+            touched.message,
+            "the target's stream ended (it died while this case ran)"
+        );
+        let mut alive = case.clone();
+        assert!(!note_death(&mut alive, None));
+        let mut passed = CaseResult {
+            outcome: Outcome::Pass,
+            ..case
+        };
+        assert!(!note_death(&mut passed, Some("it died".into())));
+        assert_eq!(passed.message, "the target's stream ended");
+    }
+}
