@@ -360,6 +360,14 @@ pub async fn run_one(
     } else {
         result.message = format!("{} check(s) passed", result.checks.len());
     }
+    // A verdict's values and message may hold a whole answer of megabytes: the report keeps
+    // previews, as it does for the request and the answers.
+    for verdict in &mut result.checks {
+        verdict.expected = verdict.expected.as_ref().map(kept_for_report);
+        verdict.actual = verdict.actual.as_ref().map(kept_for_report);
+        verdict.message = capped_width(&verdict.message);
+    }
+    result.message = capped_width(&result.message);
     if case.spec.level == Level::Observe && result.outcome != Outcome::NotApplicable {
         result.outcome = Outcome::Observed;
     }
@@ -386,15 +394,34 @@ fn kept_for_report(value: &Value) -> Value {
     })
 }
 
-/// The first `limit` lines of a diff, and how many more there were.
+/// The first `limit` lines of a diff, each cut to [`REPORT_LINE_BYTES`], and how many more
+/// there were.
 fn capped_lines(text: &str, limit: usize) -> String {
     let total = text.lines().count();
-    if total <= limit {
-        return text.to_string();
+    let mut out: String = text
+        .lines()
+        .take(limit)
+        .map(|l| format!("{}\n", capped_width(l)))
+        .collect();
+    if total > limit {
+        out.push_str(&format!("… {} more line(s)\n", total - limit));
     }
-    let mut out: String = text.lines().take(limit).map(|l| format!("{l}\n")).collect();
-    out.push_str(&format!("… {} more line(s)\n", total - limit));
     out
+}
+
+/// The most bytes of one line (a message, a line of a diff) a report keeps.
+const REPORT_LINE_BYTES: usize = 2048;
+
+/// `line` cut to [`REPORT_LINE_BYTES`], saying how much was cut.
+fn capped_width(line: &str) -> String {
+    if line.len() <= REPORT_LINE_BYTES {
+        return line.to_string();
+    }
+    let mut cut = REPORT_LINE_BYTES;
+    while !line.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}… ({} more bytes)", &line[..cut], line.len() - cut)
 }
 
 fn north_value(exchange: &Exchange) -> Option<Value> {

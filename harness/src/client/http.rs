@@ -146,14 +146,42 @@ impl HttpClient {
             Exchange::Closed {
                 detail: format!("HTTP {status} with an empty body"),
             }
+        } else if let Some(problem) = wrong_content_type(content_type.as_deref()) {
+            Exchange::Malformed {
+                raw: body,
+                problem: format!("HTTP {status}: {problem}"),
+            }
         } else {
-            classify(body, &id)
+            match classify(body, &id) {
+                Exchange::Malformed { raw, problem } if !(200..300).contains(&status) => {
+                    Exchange::Malformed {
+                        raw,
+                        problem: format!("HTTP {status}: {problem}"),
+                    }
+                }
+                other => other,
+            }
         };
         Posted {
             exchange: with_http(exchange, status, &content_type, notifications),
             session_id,
         }
     }
+}
+
+/// Why an answer's declared content type cannot carry a JSON-RPC response, if it cannot: a
+/// body declared as HTML or plain text is not an answer even when its bytes parse as one. A
+/// missing content type is let through to the body's own reading.
+fn wrong_content_type(content_type: Option<&str>) -> Option<String> {
+    let declared = content_type?;
+    let essence = declared.split(';').next().unwrap_or_default().trim();
+    let json = essence.eq_ignore_ascii_case("application/json")
+        || essence.to_ascii_lowercase().ends_with("+json");
+    (!json).then(|| {
+        format!(
+            "the answer's content type is `{declared}`, not application/json or text/event-stream"
+        )
+    })
 }
 
 fn closed(detail: String) -> Posted {
@@ -261,6 +289,20 @@ mod tests {
         let exchange = scan_events(body, &mut scanned, &json!(3), &mut notes).unwrap();
         assert_eq!(exchange.kind(), "response");
         assert_eq!(notes.len(), 1);
+    }
+
+    #[test]
+    fn only_json_content_types_carry_a_plain_answer() {
+        assert_eq!(wrong_content_type(None), None);
+        assert_eq!(wrong_content_type(Some("application/json")), None);
+        assert_eq!(
+            wrong_content_type(Some("Application/JSON; charset=utf-8")),
+            None
+        );
+        assert_eq!(wrong_content_type(Some("application/problem+json")), None);
+        let html = wrong_content_type(Some("text/html; charset=utf-8")).unwrap();
+        assert!(html.contains("`text/html; charset=utf-8`"), "{html}");
+        assert!(wrong_content_type(Some("text/plain")).is_some());
     }
 
     #[test]
