@@ -73,9 +73,23 @@ enum Command {
     Schema(SchemaArgs),
     /// A few trivial steps that tell a wrong profile (named field) from a failing gateway.
     Smoke(SmokeArgs),
+    /// Write a commented starting profile for a gateway (never overwrites a file).
+    InitTarget(InitTargetArgs),
     /// Run the official MCP conformance suite's server scenarios against a target in front of
     /// the fixtures canary, and import its checks (`official list`, `official table`).
     Official(relaycheck::official::OfficialArgs),
+}
+
+#[derive(clap::Args)]
+struct InitTargetArgs {
+    /// The target's name (lower-case; the file is NAME.toml unless --out says otherwise).
+    name: String,
+    /// How relaycheck reaches the gateway.
+    #[arg(long, value_enum, default_value = "http")]
+    transport: relaycheck::profile::Transport,
+    /// Where to write the profile. Default: ./NAME.toml.
+    #[arg(long)]
+    out: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -244,6 +258,9 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Canary(args) => relaycheck_canary::cli::run(args).map(|()| ExitCode::SUCCESS),
         Command::Gateway(args) => relaycheck_gateway::cli::run(args).map(|()| ExitCode::SUCCESS),
         Command::Schema(args) => relaycheck::schema::command(args.which, args.out.as_deref()),
+        Command::InitTarget(args) => {
+            relaycheck::init_target::command(&args.name, args.transport, args.out.as_deref())
+        }
         Command::Smoke(args) => {
             relaycheck::smoke::command(&args.target, args.shape, args.timeout_ms, args.mutant)
         }

@@ -12,6 +12,7 @@ pub mod client;
 pub mod drive;
 pub mod glob;
 pub mod impact;
+pub mod init_target;
 pub mod mutation;
 pub mod observe;
 pub mod official;

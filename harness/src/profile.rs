@@ -105,7 +105,9 @@ impl ProfileError {
 impl std::error::Error for ProfileError {}
 
 /// How the runner reaches the target.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, clap::ValueEnum,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Transport {
     /// JSON-RPC lines over the process's stdin and stdout.

@@ -208,3 +208,46 @@ fn a_profile_that_does_not_load_names_the_field() {
     assert!(text.contains("field `start.ready`"), "{text}");
     assert!(text.contains("look at start.ready"), "{text}");
 }
+
+/// `init-target` writes a profile that loads: the first smoke of it blames only the gateway
+/// command the machine does not have, and a second `init-target` refuses to overwrite it.
+#[test]
+fn a_fresh_init_target_profile_loads_and_smoke_names_its_command() {
+    let dir = scratch("init");
+    let out = dir.join("acme.toml");
+    for transport in ["http", "stdio"] {
+        let _ = std::fs::remove_file(&out);
+        let status = Command::new(env!("CARGO_BIN_EXE_relaycheck"))
+            .args([
+                "init-target",
+                "acme-gateway",
+                "--transport",
+                transport,
+                "--out",
+            ])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(status.status.success(), "{status:?}");
+        let (code, text, _) = smoke(
+            &["--target", out.to_str().unwrap()],
+            Duration::from_secs(10),
+        );
+        assert_eq!(code, 2, "{text}");
+        assert!(text.contains("look at `start.command`"), "{text}");
+        assert!(text.contains("`acme-gateway` is not on PATH"), "{text}");
+    }
+    let again = Command::new(env!("CARGO_BIN_EXE_relaycheck"))
+        .args(["init-target", "acme-gateway", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let kept = std::fs::read_to_string(&out).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("never overwrites"));
+    assert!(
+        kept.contains("transport = \"stdio\""),
+        "the file was overwritten"
+    );
+}
