@@ -42,6 +42,16 @@ if ! $skip_mutants; then
   $rc mutants --target reference-http --shape 2025-11-25 --shape 2026-07-28 --shape sep-3279 \
     --out reports/reference/mutants.md || true
 fi
+# The official MCP conformance suite (pinned; installed on first use) against the controls,
+# and side by side with relaycheck on every mutant (relaycheck's side per mutant read from
+# reports/reference/mutants.json, so it follows the mutation table above).
+$rc official --target direct-http \
+  --expected-failures reports/official/direct-http/expected-failures.yaml \
+  --out reports/official/direct-http || true
+$rc official --target reference-http \
+  --expected-failures reports/official/reference-http/expected-failures.yaml \
+  --out reports/official/reference-http || true
+$rc official table --out reports/official-vs-relaycheck.md
 if ! $skip_bench; then
   {
     echo "# relaycheck bench"

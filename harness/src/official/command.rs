@@ -102,11 +102,14 @@ async fn list(install: &Install) -> anyhow::Result<ExitCode> {
         .await
         .map_err(anyhow::Error::msg)?;
     let _ = std::fs::remove_dir_all(&work);
-    println!(
+    // Written, not printed: a reader that stops early (`| head`) is not an error.
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(
+        stdout,
         "Server scenarios of {SUITE_PACKAGE} {SUITE_VERSION} (relaycheck official --scenario NAME):"
     );
     for scenario in &scenarios {
-        println!("  - {scenario}");
+        let _ = writeln!(stdout, "  - {scenario}");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -375,6 +378,11 @@ async fn run_command(
     let _ = writeln!(stdout, "\n=== SUMMARY ===");
     for line in scenario_lines(&scenarios, &results) {
         let _ = writeln!(stdout, "{line}");
+    }
+    if let Some(r) = results.first()
+        && results.iter().all(|r| r.outcome == Outcome::NotApplicable)
+    {
+        let _ = writeln!(stdout, "\nnot applicable: {}", r.message);
     }
     for r in results.iter().filter(|r| r.outcome.is_failure()) {
         let _ = writeln!(stdout, "\n  - {}: {}", r.case, r.message);
