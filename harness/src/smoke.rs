@@ -72,6 +72,8 @@ const ECHO: &str = "echo";
 pub async fn smoke(smoke: &Smoke<'_>) -> Vec<Step> {
     let mut steps = Vec::new();
     let profile = smoke.profile;
+    // Route templates with `{upstream}` (an aggregator's prefix) aim at the first upstream.
+    let routed = profile.for_upstream(None);
 
     let clock = Instant::now();
     match crate::provision::provision(profile).await {
@@ -158,7 +160,7 @@ pub async fn smoke(smoke: &Smoke<'_>) -> Vec<Step> {
         }
         Ok(names) => {
             for route in &routes {
-                let tool = north_tool(profile, route);
+                let tool = north_tool(&routed, route);
                 if !names.contains(&tool) {
                     listing_ok = false;
                     steps.push(blame(
@@ -201,7 +203,7 @@ pub async fn smoke(smoke: &Smoke<'_>) -> Vec<Step> {
                 continue;
             }
             let (verdict, message) =
-                relay(profile, route, &target, smoke.call_timeout, &trial).await;
+                relay(&routed, route, &target, smoke.call_timeout, &trial).await;
             steps.push(Step {
                 name,
                 verdict,
