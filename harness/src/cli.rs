@@ -75,6 +75,13 @@ enum Command {
     Smoke(SmokeArgs),
     /// Write a commented starting profile for a gateway (never overwrites a file).
     InitTarget(InitTargetArgs),
+    /// Draft an expected-failures file from a run's results.jsonl (what failed, by case and shape).
+    Baseline {
+        results: PathBuf,
+        /// Write it here (never over an existing file) instead of stdout.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Run the official MCP conformance suite's server scenarios against a target in front of
     /// the fixtures canary, and import its checks (`official list`, `official table`).
     Official(relaycheck::official::OfficialArgs),
@@ -258,6 +265,9 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Canary(args) => relaycheck_canary::cli::run(args).map(|()| ExitCode::SUCCESS),
         Command::Gateway(args) => relaycheck_gateway::cli::run(args).map(|()| ExitCode::SUCCESS),
         Command::Schema(args) => relaycheck::schema::command(args.which, args.out.as_deref()),
+        Command::Baseline { results, out } => {
+            relaycheck::baseline_draft::command(&results, out.as_deref())
+        }
         Command::InitTarget(args) => {
             relaycheck::init_target::command(&args.name, args.transport, args.out.as_deref())
         }

@@ -5,6 +5,7 @@
 //! rendering reports); the `relaycheck` binary and the `suite` test entry only wire it up.
 
 pub mod baseline;
+pub mod baseline_draft;
 pub mod bench;
 pub mod catalogue;
 pub mod checks;

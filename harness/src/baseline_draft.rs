@@ -1,0 +1,237 @@
+//! `relaycheck baseline RESULTS.jsonl`: a first expected-failures file drafted from a run, so a
+//! vendor's CI can go green on today's behaviour and fail only on what changes.
+//!
+//! The draft lists exactly what failed: a case id when it failed in every shape it ran, else
+//! `<case id>@<shape>` for each shape it failed in; grouped by surface, each entry with the
+//! outcome and message of its first failure as a comment, for the vendor to replace with why.
+//! Run with it, nothing listed fails unexpectedly and no entry is stale (a test proves both).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::ExitCode;
+
+use relaycheck_model::{Outcome, Shape};
+
+use crate::report::jsonl;
+use crate::result::CaseResult;
+
+/// Whether a result counts as failing for the baseline: a failure now, or one an earlier
+/// baseline already expected.
+fn failed(result: &CaseResult) -> bool {
+    result.outcome.is_failure() || result.outcome == Outcome::ExpectedFail
+}
+
+fn ran(result: &CaseResult) -> bool {
+    !matches!(result.outcome, Outcome::Skip | Outcome::NotApplicable)
+}
+
+/// The baseline entries for these results, by surface, each with its comment.
+pub fn entries(results: &[CaseResult]) -> BTreeMap<String, Vec<(String, String)>> {
+    struct Seen<'a> {
+        surface: &'a str,
+        ran: BTreeSet<Shape>,
+        failed: BTreeMap<Shape, &'a CaseResult>,
+    }
+    let mut by_case: BTreeMap<&str, Seen> = BTreeMap::new();
+    for result in results.iter().filter(|r| ran(r)) {
+        let seen = by_case.entry(&result.case).or_insert_with(|| Seen {
+            surface: &result.surface,
+            ran: BTreeSet::new(),
+            failed: BTreeMap::new(),
+        });
+        seen.ran.insert(result.shape);
+        if failed(result) {
+            seen.failed.entry(result.shape).or_insert(result);
+        }
+    }
+    let mut out: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    for (case, seen) in by_case {
+        if seen.failed.is_empty() {
+            continue;
+        }
+        let group = out.entry(seen.surface.to_string()).or_default();
+        let everywhere = seen.failed.len() == seen.ran.len();
+        if everywhere {
+            let first = seen.failed.values().next().expect("not empty");
+            group.push((case.to_string(), comment(first)));
+        } else {
+            for (shape, result) in &seen.failed {
+                group.push((format!("{case}@{shape}"), comment(result)));
+            }
+        }
+    }
+    out
+}
+
+/// `outcome: first line of the message`, short; for a failure an earlier baseline expected,
+/// the outcome it really had.
+fn comment(result: &CaseResult) -> String {
+    let first = result.message.lines().next().unwrap_or_default();
+    let (outcome, message) = first
+        .strip_prefix("expected to fail (")
+        .and_then(|rest| rest.split_once("): "))
+        .unwrap_or((result.outcome.as_str(), first));
+    let mut text: String = message.chars().take(110).collect();
+    if message.chars().count() > 110 {
+        text.push('…');
+    }
+    format!("{outcome}: {text}")
+}
+
+/// The draft file's text.
+pub fn render(back: &jsonl::ReadBack, source: &Path) -> String {
+    let mut out = String::new();
+    let target = back.header.as_ref().map_or("?", |h| h.target.as_str());
+    let _ = writeln!(
+        out,
+        "# Expected failures of `{target}`, drafted by `relaycheck baseline` from {}.",
+        source.display()
+    );
+    if let Some(header) = &back.header {
+        let _ = writeln!(out, "# The run: {}", header.command);
+    }
+    if back.footer.is_none() {
+        let _ = writeln!(
+            out,
+            "# WARNING: that run did not finish (no footer); cases it never reached are not listed."
+        );
+    }
+    let _ = writeln!(
+        out,
+        "# Each entry is a case id (fails in every shape it ran) or <case id>@<shape>. Replace\n\
+         # each comment with why it fails; a listed case that passes later is stale and fails\n\
+         # the run, so the list can only shrink."
+    );
+    let groups = entries(&back.results);
+    if groups.is_empty() {
+        out.push_str("server: []\n");
+        return out;
+    }
+    out.push_str("server:\n");
+    for (surface, entries) in groups {
+        let _ = writeln!(out, "\n  # {surface}");
+        for (entry, comment) in entries {
+            let _ = writeln!(out, "  - {entry}    # {}", comment.replace('\n', " "));
+        }
+    }
+    out
+}
+
+/// The command: read the results, print the draft or write it (never over an existing file).
+pub fn command(results: &Path, out: Option<&Path>) -> anyhow::Result<ExitCode> {
+    let back = jsonl::read(results)
+        .map_err(|err| anyhow::anyhow!("{}: cannot read: {err}", results.display()))?;
+    if back.results.is_empty() {
+        anyhow::bail!("{}: no results in it", results.display());
+    }
+    let text = render(&back, results);
+    match out {
+        None => print!("{text}"),
+        Some(path) => {
+            crate::init_target::write(path, &text)?;
+            let count = text.lines().filter(|l| l.starts_with("  - ")).count();
+            eprintln!("wrote {} ({count} entries)", path.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::baseline::Baseline;
+    use relaycheck_model::Level;
+
+    fn result(case: &str, shape: Shape, outcome: Outcome) -> CaseResult {
+        CaseResult {
+            case: case.into(),
+            surface: case.split('/').next().unwrap().into(),
+            level: Level::Must,
+            route: "flat".into(),
+            shape,
+            outcome,
+            message: format!("{outcome} in {shape}"),
+            duration_ms: 0,
+            checks: vec![],
+            request: None,
+            north: None,
+            upstream: None,
+            diff: None,
+        }
+    }
+
+    #[test]
+    fn a_drafted_baseline_expects_every_failure_and_nothing_else() {
+        use Outcome::*;
+        use Shape::*;
+        let results = vec![
+            result("a/everywhere", V2025_06_18, Fail),
+            result("a/everywhere", V2025_11_25, Timeout),
+            result("a/everywhere", Sep3279, NotApplicable),
+            result("a/one-shape", V2025_06_18, Pass),
+            result("a/one-shape", V2026_07_28, Error),
+            result("b/passes", V2025_06_18, Pass),
+            result("b/skipped", V2025_06_18, Skip),
+            result("b/known", V2025_06_18, ExpectedFail),
+        ];
+        let back = jsonl::ReadBack {
+            results: results.clone(),
+            ..Default::default()
+        };
+        let mut known = result("b/known2", V2025_06_18, ExpectedFail);
+        known.message = "expected to fail (timeout): no answer".into();
+        let back = jsonl::ReadBack {
+            results: vec![known],
+            ..Default::default()
+        };
+        assert!(render(&back, Path::new("r")).contains("b/known2    # timeout: no answer"));
+        let back = jsonl::ReadBack {
+            results: results.clone(),
+            ..Default::default()
+        };
+        let text = render(&back, Path::new("results.jsonl"));
+        assert!(
+            text.contains("  - a/everywhere    # fail: fail in 2025-06-18"),
+            "{text}"
+        );
+        assert!(text.contains("  - a/one-shape@2026-07-28"), "{text}");
+        assert!(text.contains("  - b/known"), "{text}");
+        assert!(
+            !text.contains("b/passes") && !text.contains("b/skipped"),
+            "{text}"
+        );
+        assert!(text.contains("WARNING: that run did not finish"), "{text}");
+
+        let baseline = Baseline::parse(Path::new("draft.yaml"), &text).unwrap();
+        assert_eq!(baseline.entries.len(), 3, "{:?}", baseline.entries);
+        let mut rerun = results;
+        for r in &mut rerun {
+            if r.outcome == ExpectedFail {
+                r.outcome = Fail;
+            }
+            baseline.apply(r);
+        }
+        assert!(
+            rerun.iter().all(|r| !r.outcome.is_failure()),
+            "a failure the draft does not expect: {rerun:?}"
+        );
+        assert!(baseline.stale(&rerun).is_empty());
+    }
+
+    #[test]
+    fn a_clean_run_drafts_an_empty_list() {
+        let back = jsonl::ReadBack {
+            results: vec![result("a/x", Shape::V2025_06_18, Outcome::Pass)],
+            ..Default::default()
+        };
+        let text = render(&back, Path::new("r.jsonl"));
+        assert!(text.contains("server: []"));
+        assert!(
+            Baseline::parse(Path::new("d.yaml"), &text)
+                .unwrap()
+                .entries
+                .is_empty()
+        );
+    }
+}
