@@ -6,61 +6,26 @@ use common::*;
 use relaycheck_reference::{RedactionKind, Retained};
 use serde_json::{Value, json};
 
-fn positives() -> Vec<(&'static str, String, RedactionKind)> {
-    use RedactionKind as K;
-    vec![
-        ("aws key", "key AKIAIOSFODNN7EXAMPLE in config".into(), K::AwsAccessKey),
-        ("aws sts key", "ASIAY34FZKBOKMUTVV7A".into(), K::AwsAccessKey),
-        ("aws secret", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY".into(), K::AwsSecretKey),
-        ("github classic", format!("token ghp_{}", "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5"), K::GithubToken),
-        ("github fine-grained", format!("github_pat_11ABCDEFG0{}", "x1Y2z3".repeat(12)), K::GithubToken),
-        ("slack bot", "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx".into(), K::SlackToken),
-        ("slack webhook", "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX".into(), K::SlackWebhook),
-        ("openai", "OPENAI_API_KEY=sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z".into(), K::OpenaiKey),
-        ("openai legacy", "sk-4fGhT7uY2wQ9eR5tY8uI1oP3aS6dF0gH2jK4lZ7xC9v".into(), K::OpenaiKey),
-        ("bearer", "Authorization: Bearer abcDEF123456ghiJKL789mno".into(), K::BearerToken),
-        (
-            "jwt",
-            "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U".into(),
-            K::Jwt,
-        ),
-        (
-            "pem",
-            "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo\n4lgOEePzNm0tRgeLezV6ffAt0gunVTLw7onLRnrq0\n-----END RSA PRIVATE KEY-----".into(),
-            K::PemPrivateKey,
-        ),
-        ("pem pkcs8", "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----".into(), K::PemPrivateKey),
-        ("url password", "postgres://admin:s3cr3tPW@db.example.com:5432/app".into(), K::UrlPassword),
-        ("email", "contact alice.smith+tag@example.co.uk today".into(), K::Email),
-        ("card spaced", "card 4111 1111 1111 1111 exp 12/29".into(), K::CardNumber),
-        ("card plain", "4111111111111111".into(), K::CardNumber),
-        ("card dashed mc", "5500-0000-0000-0004".into(), K::CardNumber),
-        ("card amex", "378282246310005".into(), K::CardNumber),
-    ]
-}
-
-/// The secret part that must not survive (the whole string minus its harmless prefix).
-fn secret_part(s: &str, kind: RedactionKind) -> String {
-    match kind {
-        RedactionKind::UrlPassword => "s3cr3tPW".into(),
-        RedactionKind::BearerToken => "abcDEF123456ghiJKL789mno".into(),
-        RedactionKind::AwsSecretKey => "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY".into(),
-        RedactionKind::Email => "alice.smith".into(),
-        RedactionKind::CardNumber => "1111".into(),
-        RedactionKind::PemPrivateKey => "MIIE".into(),
-        RedactionKind::OpenaiKey if s.contains("proj") => "Ab3dEf6hIj9k".into(),
-        RedactionKind::OpenaiKey => "4fGhT7uY2wQ9".into(),
-        _ => s
-            .split_whitespace()
-            .find(|w| w.len() > 15)
-            .unwrap_or(s)
-            .to_string(),
-    }
+/// The corpus of real-looking secrets, one per rule: `text` holds it in context, `secret` is
+/// the part that must not survive (`text` minus its harmless prefix). Kept as data in
+/// `tests/corpus/secrets.json` so relaycheck's leak test (harness/tests/leaks.rs) runs the
+/// same corpus through the reference gateway and scans every file a run writes.
+fn positives() -> Vec<(String, String, RedactionKind, String)> {
+    let corpus: Vec<Value> =
+        serde_json::from_str(include_str!("corpus/secrets.json")).expect("the corpus is JSON");
+    corpus
+        .into_iter()
+        .map(|entry| {
+            let field = |name: &str| entry[name].as_str().expect("a string field").to_string();
+            let kind = serde_json::from_value(entry["kind"].clone()).expect("a redaction kind");
+            (field("name"), field("text"), kind, field("secret"))
+        })
+        .collect()
 }
 
 #[test]
 fn positives_are_redacted_everywhere_and_counted() {
-    for (name, s, kind) in positives() {
+    for (name, s, kind, secret) in positives() {
         let store = store();
         let ctx = ctx().with_store(store.clone()).with_budget(1024);
         let filler = "pad ".repeat(400);
@@ -71,7 +36,6 @@ fn positives_are_redacted_everywhere_and_counted() {
             &ctx,
         );
         let all = serde_json::to_string(&env).unwrap();
-        let secret = secret_part(&s, kind);
         assert!(
             !all.contains(&secret),
             "{name}: secret {secret:?} leaked in {all}"
