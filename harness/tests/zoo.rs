@@ -359,3 +359,68 @@ fn floods_of_output_cost_bounded_memory_and_time() {
     );
     assert_clean(&got);
 }
+
+/// The `cargo test` pool shares one target among trials: when it dies under a trial, that
+/// trial gets `error`, the next trial starts it again, once; after a second death the
+/// remaining trials end as errors at once, saying why.
+#[test]
+fn the_test_pools_shared_target_is_restarted_once() {
+    let _serial = serial();
+    let dir = std::env::temp_dir().join(format!("relaycheck-zoo-pool-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let profile_path = zoo_profile("pool", &relaying("crash-always", &["1"]), &dir);
+    let specs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs");
+    let pool =
+        relaycheck::suite::Pool::new(&specs, Path::new(env!("CARGO_BIN_EXE_relaycheck"))).unwrap();
+    let profile = relaycheck::profile::Profile::load(profile_path.to_str().unwrap()).unwrap();
+    let trials: Vec<_> = relaycheck::suite::trials(pool.catalogue(), &profile)
+        .into_iter()
+        .filter(|t| t.case.starts_with("is-error/") && t.shape.as_str() == "2025-11-25")
+        .take(6)
+        .map(|mut t| {
+            // The pool loads a trial's target by name or path; this one is a file.
+            t.target = profile_path.display().to_string();
+            t
+        })
+        .collect();
+    let started = Instant::now();
+    let results: Vec<_> = trials.iter().map(|t| pool.run(t, None).unwrap()).collect();
+    pool.shutdown();
+    let outcomes: Vec<&str> = results.iter().map(|r| r.outcome.as_str()).collect();
+    assert_eq!(
+        outcomes,
+        ["pass", "error", "pass", "error", "error", "error"],
+        "{results:#?}"
+    );
+    assert!(
+        results[1].message.contains("exited with code 3"),
+        "{}",
+        results[1].message
+    );
+    for result in &results[4..] {
+        assert!(
+            result
+                .message
+                .starts_with("not run: the shared target `zoo-pool`")
+                && result.message.contains("restarted once already"),
+            "{}",
+            result.message
+        );
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
+    let run = Run {
+        code: 0,
+        results: Vec::new(),
+        footer: None,
+        summary: String::new(),
+        stderr: String::new(),
+        elapsed: started.elapsed(),
+        dir,
+    };
+    assert_clean(&run);
+}
