@@ -175,17 +175,13 @@ mod tests {
             result("b/skipped", V2025_06_18, Skip),
             result("b/known", V2025_06_18, ExpectedFail),
         ];
-        let back = jsonl::ReadBack {
-            results: results.clone(),
-            ..Default::default()
-        };
         let mut known = result("b/known2", V2025_06_18, ExpectedFail);
         known.message = "expected to fail (timeout): no answer".into();
-        let back = jsonl::ReadBack {
+        let earlier = jsonl::ReadBack {
             results: vec![known],
             ..Default::default()
         };
-        assert!(render(&back, Path::new("r")).contains("b/known2    # timeout: no answer"));
+        assert!(render(&earlier, Path::new("r")).contains("b/known2    # timeout: no answer"));
         let back = jsonl::ReadBack {
             results: results.clone(),
             ..Default::default()

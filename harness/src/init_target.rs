@@ -152,6 +152,8 @@ description = "@NAME@ over @OVER@, the canary as its stdio upstream"
 product = "@NAME@"
 # The version under test, for report headers; pin the same one in [provision].
 version = "0.0.0"
+# A command printing the installed version; `relaycheck smoke` checks it names `version`.
+# version_command = ["@NAME@", "--version"]
 
 # --- 1. Provision (optional) ---------------------------------------------------------------
 # Install the gateway once per machine into relaycheck's cache ({cache}); skipped while

@@ -145,6 +145,12 @@ pub struct Profile {
     /// The product's version, for report headers; pin the same version in `provision`.
     #[serde(default)]
     pub version: Option<String>,
+    /// An argv that prints the installed product's version (`["mcp-proxy", "--version"]`);
+    /// `relaycheck smoke` runs it and checks that its output names `version`, so a report
+    /// cannot claim another version than the one that ran. Only `{cache}` and `{relaycheck}`
+    /// are filled in.
+    #[serde(default)]
+    pub version_command: Option<Vec<String>>,
     /// Installing the target once per machine into relaycheck's cache (a virtual environment, an
     /// npm folder). Leave out when the gateway is already on the machine.
     #[serde(default)]
@@ -567,6 +573,13 @@ impl Profile {
                 ));
             }
         }
+        if self
+            .version_command
+            .as_ref()
+            .is_some_and(|argv| argv.is_empty())
+        {
+            return Err(invalid("version_command", "is empty"));
+        }
         if !self.routes.contains_key("flat") && !self.routes.contains_key("batch") {
             return Err(invalid(
                 "routes",
@@ -811,6 +824,9 @@ impl Profile {
             for item in &mutants.list {
                 push(PlaceholderScope::Mutants, "mutants.list".into(), item);
             }
+        }
+        for item in self.version_command.iter().flatten() {
+            push(PlaceholderScope::Version, "version_command".into(), item);
         }
         out
     }
@@ -1072,6 +1088,8 @@ enum PlaceholderScope {
     Route,
     /// `mutants.list`: `{relaycheck}` only.
     Mutants,
+    /// `version_command`: `{cache}` and `{relaycheck}`.
+    Version,
 }
 
 impl PlaceholderScope {
@@ -1087,6 +1105,7 @@ impl PlaceholderScope {
             }
             PlaceholderScope::Route => names(ROUTE_PLACEHOLDERS),
             PlaceholderScope::Mutants => vec!["relaycheck"],
+            PlaceholderScope::Version => vec!["cache", "relaycheck"],
         }
     }
 }

@@ -91,6 +91,16 @@ pub async fn smoke(smoke: &Smoke<'_>) -> Vec<Step> {
         return steps;
     }
 
+    if let Some(argv) = &profile.version_command {
+        let clock = Instant::now();
+        steps.push(
+            match version(profile, argv, &smoke.relaycheck, &smoke.workdir).await {
+                Ok(line) => pass("version", line, clock),
+                Err((field, message)) => blame("version", field, message, clock),
+            },
+        );
+    }
+
     let clock = Instant::now();
     let script_path = smoke.workdir.join("smoke-script.json");
     let written = std::fs::create_dir_all(&smoke.workdir).and_then(|()| {
@@ -123,14 +133,16 @@ pub async fn smoke(smoke: &Smoke<'_>) -> Vec<Step> {
         Ok(target) => target,
         Err(err) => {
             let field = start_field(profile, &err);
-            let mut message = err.clone();
-            if !err.contains("--- target stderr") {
-                // A target that dies writes its last words as it goes: give them a moment.
-                tokio::time::sleep(Duration::from_millis(300)).await;
-                let log = smoke.workdir.join("target").join("target.stderr.log");
-                if let Some(tail) = stderr_tail(&log) {
-                    let _ = write!(message, "\n--- target stderr (last lines) ---\n{tail}");
-                }
+            // A target that dies writes its last words as it goes, and its stderr is copied to
+            // the log asynchronously: give it a moment, then show the log's tail as it is now.
+            let mut message = match err.split_once("\n--- target stderr") {
+                Some((head, _)) => head.to_string(),
+                None => err.clone(),
+            };
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let log = smoke.workdir.join("target").join("target.stderr.log");
+            if let Some(tail) = stderr_tail(&log) {
+                let _ = write!(message, "\n--- target stderr (last lines) ---\n{tail}");
             }
             let _ = write!(message, "\n{}", start_hint(profile, &field));
             steps.push(blame("start", &field, message, clock));
@@ -271,6 +283,79 @@ fn missing_command(profile: &Profile, relaycheck: &Path) -> Option<String> {
             .is_ok_and(|meta| meta.is_file() && is_executable(&meta))
     });
     (!found).then(|| format!("`{program}` is not on PATH (install it, or give its full path, or add a `provision` section)"))
+}
+
+/// Runs `version_command`; `Ok` with its first line when it names `version`, else the field
+/// to look at and why.
+async fn version(
+    profile: &Profile,
+    argv: &[String],
+    relaycheck: &Path,
+    workdir: &Path,
+) -> Result<String, (&'static str, String)> {
+    let mut vars = Vars::default();
+    vars.set("cache", cache_dir().display().to_string());
+    vars.set("relaycheck", relaycheck.display().to_string());
+    let argv = vars.fill_argv(argv);
+    std::fs::create_dir_all(workdir).map_err(|err| {
+        (
+            "version_command",
+            format!("cannot create {}: {err}", workdir.display()),
+        )
+    })?;
+    let log = workdir.join("version.stderr.log");
+    let mut child = crate::process::GroupChild::spawn(
+        &argv,
+        &[],
+        workdir,
+        &log,
+        crate::process::Pipes::StdoutOnly,
+    )
+    .map_err(|err| ("version_command", err.to_string()))?;
+    let mut stdout = child.take_stdout();
+    let mut text = String::new();
+    let read = async {
+        if let Some(out) = stdout.as_mut() {
+            use tokio::io::AsyncReadExt;
+            let _ = out.read_to_string(&mut text).await;
+        }
+        child.wait().await
+    };
+    let status = tokio::time::timeout(Duration::from_secs(15), read).await;
+    child.stop(Duration::from_millis(200)).await;
+    let joined = argv.join(" ");
+    let status = status
+        .map_err(|_| {
+            (
+                "version_command",
+                format!("`{joined}` did not end within 15 s"),
+            )
+        })?
+        .map_err(|err| ("version_command", format!("`{joined}`: {err}")))?;
+    // Some programs print their version on stderr.
+    text.push_str(&std::fs::read_to_string(&log).unwrap_or_default());
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or_default()
+        .to_string();
+    if !status.success() {
+        return Err((
+            "version_command",
+            format!("`{joined}` exited {status}: {line}"),
+        ));
+    }
+    match &profile.version {
+        Some(version) if !text.contains(version.as_str()) => Err((
+            "version",
+            format!(
+                "the profile says {version}, but `{joined}` printed `{line}`: the installed \
+                 gateway is another version (is `provision.creates` from an older install?)"
+            ),
+        )),
+        _ => Ok(line),
+    }
 }
 
 fn stderr_tail(path: &Path) -> Option<String> {
@@ -615,12 +700,18 @@ pub fn render(profile: &Profile, steps: &[Step]) -> String {
             Verdict::Gateway => "GATEWAY".to_string(),
             Verdict::Skipped => "skip".to_string(),
         };
-        let _ = writeln!(
+        let _ = write!(
             out,
             "  {mark:<7} {} ({} ms)",
             step.name,
             step.elapsed.as_millis()
         );
+        // A pass says what it saw when that fits on the line (the version, the negotiation).
+        if step.verdict == Verdict::Pass && !step.message.contains('\n') && step.message.len() < 100
+        {
+            let _ = write!(out, ": {}", step.message);
+        }
+        out.push('\n');
         if let Verdict::Profile { field } = &step.verdict {
             let _ = writeln!(out, "          look at `{field}` in the profile");
         }

@@ -271,6 +271,32 @@ fn provisioning_knows_only_the_cache() {
     );
 }
 
+#[test]
+fn a_version_command_knows_only_cache_and_relaycheck() {
+    let text = GOOD.replace(
+        "description = \"a gateway\"",
+        "description = \"a gateway\"\nversion_command = [\"{workdir}/gw\", \"--version\"]",
+    );
+    let message = error_of(&text, &[]);
+    assert_has(
+        &message,
+        &[
+            "vendor.toml:3:",
+            "field `version_command`",
+            "unknown placeholder `{workdir}`",
+            "{relaycheck}",
+        ],
+    );
+    let empty = GOOD.replace(
+        "description = \"a gateway\"",
+        "description = \"a gateway\"\nversion_command = []",
+    );
+    assert_has(
+        &error_of(&empty, &[]),
+        &["field `version_command`", "is empty"],
+    );
+}
+
 /// Every profile shipped in harness/targets, including ones added for real gateways, loads.
 #[test]
 fn every_shipped_profile_loads() {

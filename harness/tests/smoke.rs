@@ -76,6 +76,9 @@ fn the_built_in_targets_pass() {
         assert_eq!(code, 0, "{target}:\n{text}");
         assert!(text.contains("ok      echo (flat)"), "{text}");
         assert!(text.contains("the profile works"), "{text}");
+        if target == "reference" {
+            assert!(text.contains("ok      version"), "{text}");
+        }
         assert!(took < Duration::from_secs(30), "{target} took {took:?}");
     }
 }
@@ -104,8 +107,8 @@ fn a_wrong_port_names_north_url_quickly() {
 fn a_wrong_command_names_start_command_at_once() {
     let profile = variant(
         "wrong-command",
-        "\"{relaycheck}\", \"gateway\"",
-        "\"relaycheck-gateway-not-installed\", \"gateway\"",
+        "\"{relaycheck}\", \"gateway\", \"--config\"",
+        "\"relaycheck-gateway-not-installed\", \"gateway\", \"--config\"",
     );
     let (code, text, took) = smoke(
         &["--target", profile.to_str().unwrap()],
@@ -177,6 +180,25 @@ fn a_pick_that_finds_nothing_names_the_pick() {
     assert_eq!(code, 2, "{text}");
     assert!(text.contains("ok      echo (flat)"), "{text}");
     assert!(text.contains("look at `routes.batch.pick`"), "{text}");
+}
+
+#[test]
+fn a_version_the_gateway_does_not_report_names_version() {
+    let profile = variant(
+        "wrong-version",
+        "version = \"0.1.0\"",
+        "version = \"9.9.9\"",
+    );
+    let (code, text, _) = smoke(
+        &["--target", profile.to_str().unwrap()],
+        Duration::from_secs(30),
+    );
+    let _ = std::fs::remove_dir_all(profile.parent().unwrap());
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("PROFILE version"), "{text}");
+    assert!(text.contains("look at `version`"), "{text}");
+    assert!(text.contains("the profile says 9.9.9"), "{text}");
+    assert!(text.contains("relaycheck-gateway 0.1.0"), "{text}");
 }
 
 #[test]
