@@ -212,9 +212,10 @@ struct RunArgs {
     /// `should` failures fail the run too.
     #[arg(long)]
     strict: bool,
-    /// Per-case timeout in milliseconds (a case may set its own).
-    #[arg(long, default_value_t = 10_000)]
-    timeout_ms: u64,
+    /// Per-case timeout in milliseconds for cases without their own; default: the profile's
+    /// `[timeouts] case_ms`, else 10000.
+    #[arg(long)]
+    timeout_ms: Option<u64>,
     #[arg(long)]
     specs: Option<PathBuf>,
     /// Keep the work directory (target logs, canary observations) after the run.
@@ -362,6 +363,8 @@ fn list(json: bool, specs: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The shapes to run: none given or `all` means the shapes the profile claims (every shape
+/// when it claims none); a shape named outright runs even when unclaimed, with a notice.
 fn parse_shapes(given: &[String], profile: &Profile) -> anyhow::Result<Vec<Shape>> {
     if given.is_empty() {
         return Ok(profile.shapes());
@@ -369,14 +372,27 @@ fn parse_shapes(given: &[String], profile: &Profile) -> anyhow::Result<Vec<Shape
     let mut shapes = Vec::new();
     for name in given {
         if name == "all" {
-            shapes.extend(Shape::ALL);
+            shapes.extend(profile.shapes());
         } else {
-            shapes.push(name.parse::<Shape>()?);
+            let shape = name.parse::<Shape>()?;
+            if !profile.claims_shape(shape) {
+                eprintln!(
+                    "relaycheck: target `{}` does not claim shape {shape}; running it because it was asked for",
+                    profile.name
+                );
+            }
+            shapes.push(shape);
         }
     }
     shapes.sort();
     shapes.dedup();
     Ok(shapes)
+}
+
+/// The budget of a case without its own: `--timeout-ms`, else the profile's `case_ms`, else
+/// 10 s.
+fn default_case_timeout(given: Option<u64>, profile: &Profile) -> Duration {
+    Duration::from_millis(given.or(profile.timeouts.case_ms).unwrap_or(10_000))
 }
 
 /// The canary's argv: `RELAYCHECK_CANARY` when set, else this binary's own `canary` subcommand.
@@ -419,7 +435,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         canary_cmd: canary_command()?,
         relaycheck: std::env::current_exe().context("cannot find this executable")?,
         workdir: workdir.clone(),
-        case_timeout: Duration::from_millis(args.timeout_ms),
+        case_timeout: default_case_timeout(args.timeout_ms, &profile),
         mutant: args.mutant.clone(),
     };
     let info = RunInfo {
@@ -766,7 +782,7 @@ fn mutants(args: MutantsArgs) -> anyhow::Result<ExitCode> {
         canary_cmd: canary_command().unwrap_or_default(),
         relaycheck: std::env::current_exe().unwrap_or_default(),
         workdir: workdir.clone(),
-        case_timeout: Duration::from_secs(10),
+        case_timeout: default_case_timeout(None, &profile),
         mutant,
     };
     eprintln!("baseline: `{}` unmutated", profile.name);

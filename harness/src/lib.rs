@@ -27,6 +27,7 @@ pub mod routes;
 pub mod run;
 pub mod schema;
 pub mod session;
+pub mod side_channel;
 pub mod smoke;
 pub mod suite;
 pub mod target;

@@ -668,6 +668,18 @@ impl Profile {
                 _ => {}
             }
         }
+        if self.timeouts.case_ms == Some(0) {
+            return Err(invalid(
+                "timeouts.case_ms",
+                "a budget of 0 ms ends every case at once",
+            ));
+        }
+        if let Some(index) = self.timeouts.cases.iter().position(|entry| entry.ms == 0) {
+            return Err(invalid(
+                &format!("timeouts.cases[{index}].ms"),
+                "a budget of 0 ms ends every case at once",
+            ));
+        }
         for (field, text_value) in self.templated_strings() {
             let allowed = field.allowed();
             for used in placeholders_in(&text_value.1) {
@@ -1301,5 +1313,62 @@ mod tests {
             "{mutant_args}".into(),
         ]);
         assert_eq!(argv, ["gw", "relaycheck", "canary", "--dir=/w"]);
+    }
+
+    const MINIMAL: &str = "name='x'\ndescription='d'\nnorth={transport='stdio'}\ncanary={transport='stdio'}\nstart={command=['a'],ready='first-response'}\n";
+
+    #[test]
+    fn case_budgets_come_from_the_profile_glob_then_the_case() {
+        let text = format!(
+            "{MINIMAL}[routes.flat]\ntool='x'\n[claims]\nshapes=['2025-11-25']\n[timeouts]\ncase_ms=30000\n[[timeouts.cases]]\ncase='faults/*-malformed'\nms=8000\n"
+        );
+        let profile = Profile::parse(Path::new("t.toml"), &text).unwrap();
+        assert_eq!(profile.timeouts.case_ms, Some(30000));
+        // A matching glob wins over the case's own budget.
+        assert_eq!(
+            profile.case_timeout_ms("faults/json-malformed", Some(800)),
+            Some(8000)
+        );
+        // Otherwise the case's own, else nothing (the runner's default: --timeout-ms or case_ms).
+        assert_eq!(profile.case_timeout_ms("faults/hang", Some(800)), Some(800));
+        assert_eq!(profile.case_timeout_ms("faults/hang", None), None);
+        assert!(profile.claims_shape(Shape::V2025_11_25));
+        assert!(!profile.claims_shape(Shape::Sep3279));
+        let unclaimed = Profile::parse(
+            Path::new("t.toml"),
+            &format!("{MINIMAL}[routes.flat]\ntool='x'\n"),
+        )
+        .unwrap();
+        assert!(unclaimed.claims_shape(Shape::Sep3279));
+    }
+
+    #[test]
+    fn a_zero_budget_and_a_bad_pick_are_refused_by_field() {
+        let zero = Profile::parse(
+            Path::new("t.toml"),
+            &format!("{MINIMAL}[routes.flat]\ntool='x'\n[[timeouts.cases]]\ncase='*'\nms=0\n"),
+        )
+        .unwrap_err();
+        assert!(
+            zero.to_string().contains("`timeouts.cases[0].ms`"),
+            "{zero}"
+        );
+        let pick = Profile::parse(
+            Path::new("t.toml"),
+            &format!("{MINIMAL}[routes.flat]\ntool='x'\npick='/content/0/text|jsondata'\n"),
+        )
+        .unwrap_err();
+        assert!(pick.to_string().contains("`routes.flat.pick`"), "{pick}");
+        let channel = Profile::parse(
+            Path::new("t.toml"),
+            &format!("{MINIMAL}[routes.flat]\ntool='x'\n[side_channels.events]\nkind='command'\nformat='jsonl'\n"),
+        )
+        .unwrap_err();
+        assert!(
+            channel
+                .to_string()
+                .contains("`side_channels.events.command`"),
+            "{channel}"
+        );
     }
 }

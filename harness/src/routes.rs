@@ -71,6 +71,55 @@ impl Fills<'_> {
     }
 }
 
+/// Where in the north result a route finds something: a JSON pointer, optionally followed by
+/// `|json` steps. A `|json` step takes the string found so far, decodes it as JSON, and goes
+/// on with the pointer after it. `/content/0/text|json/data` reads a text block holding JSON
+/// and picks its `data` (a gateway that answers with JSON inside text and no
+/// structuredContent). A pointer alone (`/structuredContent/result`) is the common case; a
+/// key that itself contains `|json` cannot be picked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pick {
+    /// Pointers, with a JSON decode between each two.
+    pointers: Vec<String>,
+}
+
+/// The separator of a decode step in a pick.
+const DECODE_STEP: &str = "|json";
+
+impl Pick {
+    /// Reads a pick; `Err` says what is wrong with it, for the profile's error message.
+    pub fn parse(text: &str) -> Result<Pick, String> {
+        let pointers: Vec<String> = text.split(DECODE_STEP).map(str::to_string).collect();
+        if let Some(bad) = pointers
+            .iter()
+            .find(|p| !p.is_empty() && !p.starts_with('/'))
+        {
+            return Err(format!(
+                "`{text}`: `{bad}` is not a JSON pointer (a pointer starts with `/`; a decode step is `{DECODE_STEP}`)"
+            ));
+        }
+        Ok(Pick { pointers })
+    }
+
+    /// The value at this pick in `root`, if every step finds something: each pointer must
+    /// reach a value, and each decode step a string holding JSON.
+    pub fn resolve(&self, root: &Value) -> Option<Value> {
+        let (first, rest) = self.pointers.split_first()?;
+        let mut current = root.pointer(first)?.clone();
+        for pointer in rest {
+            let decoded: Value = serde_json::from_str(current.as_str()?).ok()?;
+            current = decoded.pointer(pointer)?.clone();
+        }
+        Some(current)
+    }
+}
+
+/// The value at `pick` in `root`; a pick that does not parse finds nothing (profiles are
+/// validated when loaded, so that is a profile built in code).
+fn resolve(pick: &str, root: &Value) -> Option<Value> {
+    Pick::parse(pick).ok()?.resolve(root)
+}
+
 /// What the client got for the upstream call, after the route's pick.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct View {
@@ -116,10 +165,10 @@ impl View {
         if let Some(picked) = route
             .pick
             .iter()
-            .find_map(|pointer| result.pointer(pointer).filter(|v| !v.is_null()))
+            .find_map(|pick| resolve(pick, result).filter(|v| !v.is_null()))
         {
             return View {
-                result: Some(picked.clone()),
+                result: Some(picked),
                 ..base
             };
         }
@@ -127,9 +176,8 @@ impl View {
         let picked_error = route
             .pick_error
             .as_deref()
-            .and_then(|pointer| result.pointer(pointer))
-            .filter(|error| !error.is_null())
-            .cloned();
+            .and_then(|pick| resolve(pick, result))
+            .filter(|error| !error.is_null());
         match picked_error {
             Some(error) => View {
                 error: Some(error),
@@ -213,6 +261,52 @@ mod tests {
         assert_eq!(
             params,
             json!({"name": "relay_fetch", "arguments": {"handle": "h1"}})
+        );
+    }
+
+    #[test]
+    fn a_pick_decodes_json_carried_in_text() {
+        let route = Route {
+            tool: Some("fetch".into()),
+            pick: vec!["/content/0/text|json/data".into()],
+            ..Route::default()
+        };
+        let inner = json!({"found": true, "data": {"content": [{"type": "text", "text": "t"}]}, "complete": true});
+        let message = json!({"result": {"content": [{"type": "text", "text": inner.to_string()}]}});
+        let view = View::of(&message, &route);
+        assert_eq!(
+            view.result,
+            Some(json!({"content": [{"type": "text", "text": "t"}]}))
+        );
+        assert!(view.pick_missed.is_none());
+
+        // Not found inside the decoded JSON, or text that is not JSON: the pick misses.
+        let absent =
+            json!({"result": {"content": [{"type": "text", "text": "{\"found\": false}"}]}});
+        assert!(View::of(&absent, &route).pick_missed.is_some());
+        let prose = json!({"result": {"content": [{"type": "text", "text": "not json"}]}});
+        assert!(View::of(&prose, &route).pick_missed.is_some());
+        // A decode step over something that is not a string misses too.
+        let object = json!({"result": {"content": [{"type": "text", "text": {"data": 1}}]}});
+        assert!(View::of(&object, &route).pick_missed.is_some());
+    }
+
+    #[test]
+    fn decode_steps_chain_and_a_bad_pick_is_refused() {
+        let pick = Pick::parse("/a|json/b|json").unwrap();
+        let root = json!({"a": json!({"b": "[1, 2]"}).to_string()});
+        assert_eq!(pick.resolve(&root), Some(json!([1, 2])));
+        // A decode step at the end with nothing after it is the whole decoded value.
+        assert_eq!(
+            Pick::parse("|json").unwrap().resolve(&json!("{\"k\": 1}")),
+            Some(json!({"k": 1}))
+        );
+        let err = Pick::parse("/content/0/text|jsondata").unwrap_err();
+        assert!(err.contains("`data` is not a JSON pointer"), "{err}");
+        assert!(Pick::parse("content").is_err());
+        assert_eq!(
+            Pick::parse("/plain").unwrap().resolve(&json!({"plain": 3})),
+            Some(json!(3))
         );
     }
 

@@ -163,9 +163,8 @@ pub(crate) async fn drive_items<'c>(
         let target = target.clone();
         let semaphore = semaphore.clone();
         let profile = plan.profile.clone();
-        let timeout = case
-            .spec
-            .timeout_ms
+        let timeout = profile
+            .case_timeout_ms(&case.spec.id, case.spec.timeout_ms)
             .map(Duration::from_millis)
             .unwrap_or(plan.case_timeout);
         tasks.spawn(async move {
@@ -299,7 +298,7 @@ pub async fn run_one(
         _ => Duration::from_millis(1000),
     };
     let upstream = target.observations.settle(&nonce, patience).await;
-    let side_channels = read_side_channels(target);
+    let (side_channels, side_problems) = read_side_channels(target).await;
     let tool_script = case.spec.tool_script();
     let arguments = Value::Object(arguments);
     let evidence = Evidence {
@@ -371,6 +370,11 @@ pub async fn run_one(
     if case.spec.level == Level::Observe && result.outcome != Outcome::NotApplicable {
         result.outcome = Outcome::Observed;
     }
+    if let Some(problem) = side_problems.first() {
+        // An unreadable channel would read as a clean one: the verdict cannot stand.
+        result.outcome = Outcome::Error;
+        result.message = format!("a side channel could not be read: {problem}");
+    }
     result.duration_ms = started.elapsed().as_millis() as u64;
     result
 }
@@ -437,18 +441,19 @@ fn north_value(exchange: &Exchange) -> Option<Value> {
     }
 }
 
-/// The lines of each side channel, as they stand after the call. Checks look for the call's
-/// nonce or for secrets in them; reading whole files keeps a leak on a line without the nonce
-/// in view.
-fn read_side_channels(target: &Target) -> BTreeMap<String, Vec<String>> {
-    target
-        .side_channels
-        .iter()
-        .map(|(name, path)| {
-            let lines = std::fs::read_to_string(path)
-                .map(|text| text.lines().map(str::to_string).collect())
-                .unwrap_or_default();
-            (name.clone(), lines)
-        })
-        .collect()
+/// The lines of each side channel, as they stand after the call, and why any could not be
+/// read. Checks look for the call's nonce or for secrets in them; reading whole channels keeps
+/// a leak on a line without the nonce in view.
+async fn read_side_channels(target: &Target) -> (BTreeMap<String, Vec<String>>, Vec<String>) {
+    let mut lines = BTreeMap::new();
+    let mut problems = Vec::new();
+    for (name, source) in &target.side_channels {
+        match source.read().await {
+            Ok(read) => {
+                lines.insert(name.clone(), read);
+            }
+            Err(problem) => problems.push(format!("`{name}`: {problem}")),
+        }
+    }
+    (lines, problems)
 }

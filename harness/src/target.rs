@@ -44,7 +44,7 @@ pub struct Target {
     pub session: std::sync::Arc<Session>,
     pub observations: ObservationLog,
     pub workdir: PathBuf,
-    pub side_channels: BTreeMap<String, PathBuf>,
+    pub side_channels: BTreeMap<String, crate::side_channel::Source>,
     gateway: Option<GroupChild>,
     canary: Option<GroupChild>,
     watcher: Option<tokio::task::JoinHandle<()>>,
@@ -289,7 +289,10 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
     let side_channels = profile
         .side_channels
         .iter()
-        .map(|(name, channel)| (name.clone(), PathBuf::from(vars.fill(&channel.path))))
+        .map(|(name, channel)| {
+            let source = crate::side_channel::Source::of(channel, &vars, &workdir);
+            (name.clone(), source)
+        })
         .collect();
     Ok(Target {
         session,
