@@ -78,7 +78,16 @@ pub async fn smoke(smoke: &Smoke<'_>) -> Vec<Step> {
     let clock = Instant::now();
     match crate::provision::provision(profile).await {
         Ok(crate::provision::Provisioned::Nothing) => {}
-        Ok(done) => steps.push(pass("provision", format!("{done:?}"), clock)),
+        Ok(crate::provision::Provisioned::Present(path)) => steps.push(pass(
+            "provision",
+            format!("already installed: {}", path.display()),
+            clock,
+        )),
+        Ok(crate::provision::Provisioned::Installed(path)) => steps.push(pass(
+            "provision",
+            format!("installed: {}", path.display()),
+            clock,
+        )),
         Err(err) => {
             steps.push(blame("provision", "provision.commands", err, clock));
             return steps;
