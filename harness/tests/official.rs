@@ -50,7 +50,11 @@ fn recorded_checks_import_as_official_surfaces() {
             .unwrap_or_else(|| panic!("{case} missing"))
             .outcome
     };
-    assert_eq!(results.len(), 6, "one result per check, one for the scenario that left none");
+    assert_eq!(
+        results.len(),
+        6,
+        "one result per check, one for the scenario that left none"
+    );
     assert_eq!(
         outcome("official/tools-call-simple-text/tools-call-simple-text"),
         Outcome::Pass
@@ -70,7 +74,11 @@ fn recorded_checks_import_as_official_surfaces() {
         "{}",
         prompts.message
     );
-    assert!(results.iter().all(|r| r.route == "official" && r.shape == checks::SHAPE));
+    assert!(
+        results
+            .iter()
+            .all(|r| r.route == "official" && r.shape == checks::SHAPE)
+    );
     assert_eq!(
         scenario_lines(&order(), &results)[..2],
         [
@@ -98,7 +106,10 @@ fn imported_results_are_written_as_every_report_and_read_back() {
         std::fs::copy(entry.path().join("checks.json"), to.join("checks.json")).unwrap();
     }
     let profile = Profile::load("reference-http").unwrap();
-    let info = run_info(&profile, "relaycheck official --target reference-http".into());
+    let info = run_info(
+        &profile,
+        "relaycheck official --target reference-http".into(),
+    );
     write_reports(&out, &info, &results, 1, &[], Some("bridged")).unwrap();
 
     let back = jsonl::read(&out.join("results.jsonl")).unwrap();
@@ -113,7 +124,11 @@ fn imported_results_are_written_as_every_report_and_read_back() {
         .iter()
         .find(|c| c.id == "official/dns-rebinding-protection/localhost-host-valid-accepted")
         .unwrap();
-    assert!(dns.source.contains("MCP-DNS-Rebinding-Protection"), "{}", dns.source);
+    assert!(
+        dns.source.contains("MCP-DNS-Rebinding-Protection"),
+        "{}",
+        dns.source
+    );
     assert_eq!(
         dns.requirement,
         "Server accepts requests with valid localhost Host/Origin headers"
