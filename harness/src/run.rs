@@ -13,14 +13,13 @@ use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 
 use crate::catalogue::{Catalogue, LoadedCase};
-use crate::checks::{self, Evidence};
+use crate::checks::{self, Evidence, Reach};
 use crate::client::Exchange;
 use crate::drive::{Request, drive};
 use crate::profile::Profile;
-use crate::restart::{Driven, TargetEvent, note_death, run_batch};
 use crate::result::{CaseResult, json_diff};
 use crate::session::preview;
-use crate::target::Target;
+use crate::target::{self, Launch, Target};
 
 /// What to run, and with what.
 pub struct RunPlan<'a> {
@@ -75,14 +74,8 @@ impl RunPlan<'_> {
 
 /// Runs the plan, calling `report` with each result as it is known. A harness error (the
 /// script cannot be written) is the only `Err`; target faults are outcomes.
-///
-/// Returns what happened to targets that died mid-run (see [`crate::restart`]).
-pub async fn run(
-    plan: &RunPlan<'_>,
-    report: &mut dyn FnMut(CaseResult),
-) -> Result<Vec<TargetEvent>, String> {
-    let mut events = Vec::new();
-    let script_path = write_script(plan.catalogue, &plan.workdir)?;
+pub async fn run(plan: &RunPlan<'_>, report: &mut dyn FnMut(CaseResult)) -> Result<(), String> {
+    let script_path = write_script_for(plan.catalogue, plan.profile, &plan.workdir)?;
     let selected = plan.selected();
     if let Err(err) = crate::provision::provision(plan.profile).await {
         for shape in &plan.shapes {
@@ -98,7 +91,7 @@ pub async fn run(
                 }
             }
         }
-        return Ok(events);
+        return Ok(());
     }
     for shape in &plan.shapes {
         let mut shared = Vec::new();
@@ -115,25 +108,55 @@ pub async fn run(
             }
         }
         if !shared.is_empty() {
-            run_batch(plan, &script_path, *shape, shared, report, &mut events).await;
+            run_batch(plan, &script_path, *shape, shared, report).await;
         }
         for item in isolated {
-            run_batch(plan, &script_path, *shape, vec![item], report, &mut events).await;
+            run_batch(plan, &script_path, *shape, vec![item], report).await;
         }
     }
-    Ok(events)
+    Ok(())
 }
 
-/// Writes the canary script of the catalogue into `workdir` and returns its path.
-pub fn write_script(catalogue: &Catalogue, workdir: &std::path::Path) -> Result<PathBuf, String> {
+/// Writes the canary script for a run against `profile`: the catalogue's, without the tools of
+/// the cases the profile skips. A skipped case never runs, and a tool a gateway cannot list at
+/// all (FastMCP refuses a whole upstream's listing for one outputSchema it cannot parse) would
+/// otherwise hide every other tool of the upstream.
+pub fn write_script_for(
+    catalogue: &Catalogue,
+    profile: &Profile,
+    workdir: &std::path::Path,
+) -> Result<PathBuf, String> {
+    if profile.skip.is_empty() {
+        return write_script(catalogue, workdir);
+    }
+    let skipped: std::collections::BTreeSet<String> = catalogue
+        .cases
+        .iter()
+        .filter(|case| profile.skip_reason(&case.spec.id).is_some())
+        .filter_map(|case| case.spec.tool_script().map(|tool| tool.name))
+        .collect();
+    let mut script = catalogue.canary_script();
+    script.tools.retain(|tool| !skipped.contains(&tool.name));
+    write_script_value(&script, workdir)
+}
+
+fn write_script_value(
+    script: &relaycheck_model::script::CanaryScript,
+    workdir: &std::path::Path,
+) -> Result<PathBuf, String> {
     std::fs::create_dir_all(workdir)
         .map_err(|err| format!("cannot create {}: {err}", workdir.display()))?;
     let script_path = workdir.join("canary-script.json");
-    let script = serde_json::to_vec_pretty(&catalogue.canary_script())
+    let script = serde_json::to_vec_pretty(script)
         .map_err(|err| format!("cannot encode the canary script: {err}"))?;
     std::fs::write(&script_path, script)
         .map_err(|err| format!("cannot write {}: {err}", script_path.display()))?;
     Ok(script_path)
+}
+
+/// Writes the canary script of the catalogue into `workdir` and returns its path.
+pub fn write_script(catalogue: &Catalogue, workdir: &std::path::Path) -> Result<PathBuf, String> {
+    write_script_value(&catalogue.canary_script(), workdir)
 }
 
 static START_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -145,57 +168,65 @@ pub fn start_dir(root: &std::path::Path, profile: &str, shape: Shape) -> PathBuf
 }
 static NONCE_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// Runs `items` on a started target, `jobs` at a time, reporting each result as it ends. A
-/// case whose turn comes after the target died is not started but handed back, so the caller
-/// can run it on a new start.
-pub(crate) async fn drive_items<'c>(
+async fn run_batch(
     plan: &RunPlan<'_>,
+    script_path: &std::path::Path,
     shape: Shape,
-    target: &Arc<Target>,
-    items: Vec<(&'c LoadedCase, String)>,
+    items: Vec<(&LoadedCase, String)>,
     report: &mut dyn FnMut(CaseResult),
-) -> Driven<'c> {
-    let cases: Vec<&LoadedCase> = items.iter().map(|(case, _)| *case).collect();
+) {
+    let workdir = start_dir(&plan.workdir, &plan.profile.name, shape);
+    let launch = Launch {
+        profile: plan.profile,
+        shape,
+        forced: plan.forced,
+        canary_cmd: &plan.canary_cmd,
+        relaycheck: &plan.relaycheck,
+        script_path,
+        workdir,
+        mutant: plan.mutant.as_deref(),
+    };
+    let target = match target::start(launch).await {
+        Ok(target) => Arc::new(target),
+        Err(err) => {
+            for (case, route) in items {
+                report(CaseResult::without_run(
+                    case,
+                    &route,
+                    shape,
+                    Outcome::SetupFail,
+                    format!("the target did not start: {err}"),
+                ));
+            }
+            return;
+        }
+    };
     let semaphore = Arc::new(Semaphore::new(plan.jobs.max(1)));
     let mut tasks = tokio::task::JoinSet::new();
-    for (index, (case, route)) in items.into_iter().enumerate() {
+    for (case, route) in items {
         let case = case.clone();
         let target = target.clone();
         let semaphore = semaphore.clone();
         let profile = plan.profile.clone();
-        let timeout = profile
-            .case_timeout_ms(&case.spec.id, case.spec.timeout_ms)
+        let timeout = case
+            .spec
+            .timeout_ms
             .map(Duration::from_millis)
             .unwrap_or(plan.case_timeout);
         tasks.spawn(async move {
             let _permit = semaphore.acquire().await;
-            if target.gone().is_some() {
-                return (index, route, None);
-            }
-            let result = run_one(&case, &route, &profile, shape, &target, timeout).await;
-            (index, route, Some(result))
+            run_one(&case, &route, &profile, shape, &target, timeout).await
         });
     }
-    let mut driven = Driven::default();
-    let mut untouched = Vec::new();
     while let Some(joined) = tasks.join_next().await {
         match joined {
-            Ok((index, route, None)) => untouched.push((index, route)),
-            Ok((_, _, Some(mut result))) => {
-                if note_death(&mut result, target.gone()) {
-                    driven.touched.push(result.case.clone());
-                }
-                report(result)
-            }
+            Ok(result) => report(result),
             Err(err) => eprintln!("relaycheck: a case task failed: {err}"),
         }
     }
-    untouched.sort_by_key(|(index, _)| *index);
-    driven.untouched = untouched
-        .into_iter()
-        .map(|(index, route)| (cases[index], route))
-        .collect();
-    driven
+    if let Ok(target) = Arc::try_unwrap(target) {
+        target.stop().await;
+    }
 }
 
 /// The result for a case that cannot run on this target, if it cannot.
@@ -212,6 +243,29 @@ pub fn not_runnable(
             shape,
             Outcome::Skip,
             reason,
+        ));
+    }
+    if let Some(label) = &case.spec.upstream
+        && !profile.canaries.contains_key(label)
+    {
+        let why = if profile.canaries.is_empty() {
+            format!(
+                "target `{}` has one upstream; the case needs upstream `{label}` beside another (an aggregating target's `[canaries]`)",
+                profile.name
+            )
+        } else {
+            format!(
+                "target `{}` has no upstream labelled `{label}` (its `[canaries]`: {})",
+                profile.name,
+                profile.upstream_labels().join(", ")
+            )
+        };
+        return Some(CaseResult::without_run(
+            case,
+            route,
+            shape,
+            Outcome::NotApplicable,
+            why,
         ));
     }
     if !profile.claims_surface(&case.surface) {
@@ -292,13 +346,34 @@ pub async fn run_one(
         timeout,
         list_tools: case.spec.expect.iter().any(|e| e.check == "tool-listed"),
     };
-    let drive = drive(profile, route, &target.session, request).await;
+    // On an aggregating target, `{upstream}` in the route names the upstream the call is for.
+    let routed = profile.for_upstream(case.spec.upstream.as_deref());
+    let drive = drive(&routed, route, &target.session, request).await;
     let patience = match drive.exchange {
         Exchange::Timeout => Duration::from_millis(50),
         _ => Duration::from_millis(1000),
     };
-    let upstream = target.observations.settle(&nonce, patience).await;
-    let (side_channels, side_problems) = read_side_channels(target).await;
+    let meant_for = case
+        .spec
+        .upstream
+        .clone()
+        .or_else(|| profile.upstream_labels().first().map(|l| l.to_string()))
+        .filter(|_| !profile.canaries.is_empty());
+    let log = meant_for
+        .as_ref()
+        .and_then(|label| target.upstream_logs.get(label))
+        .unwrap_or(&target.observations);
+    let upstream = log.settle(&nonce, patience).await;
+    let reach = Reach {
+        reached: target
+            .upstream_logs
+            .iter()
+            .filter(|(_, log)| !log.for_nonce(&nonce).is_empty())
+            .map(|(label, _)| label.clone())
+            .collect(),
+        meant_for,
+    };
+    let side_channels = read_side_channels(target);
     let tool_script = case.spec.tool_script();
     let arguments = Value::Object(arguments);
     let evidence = Evidence {
@@ -312,6 +387,7 @@ pub async fn run_one(
         side_channels: &side_channels,
         route: &drive.route,
         follow_ups: &drive.follow_ups,
+        reach: &reach,
     };
     let mut result = CaseResult::without_run(case, route, shape, Outcome::Pass, "");
     result.request = Some(kept_for_report(&drive.request));
@@ -359,21 +435,8 @@ pub async fn run_one(
     } else {
         result.message = format!("{} check(s) passed", result.checks.len());
     }
-    // A verdict's values and message may hold a whole answer of megabytes: the report keeps
-    // previews, as it does for the request and the answers.
-    for verdict in &mut result.checks {
-        verdict.expected = verdict.expected.as_ref().map(kept_for_report);
-        verdict.actual = verdict.actual.as_ref().map(kept_for_report);
-        verdict.message = capped_width(&verdict.message);
-    }
-    result.message = capped_width(&result.message);
     if case.spec.level == Level::Observe && result.outcome != Outcome::NotApplicable {
         result.outcome = Outcome::Observed;
-    }
-    if let Some(problem) = side_problems.first() {
-        // An unreadable channel would read as a clean one: the verdict cannot stand.
-        result.outcome = Outcome::Error;
-        result.message = format!("a side channel could not be read: {problem}");
     }
     result.duration_ms = started.elapsed().as_millis() as u64;
     result
@@ -398,34 +461,15 @@ fn kept_for_report(value: &Value) -> Value {
     })
 }
 
-/// The first `limit` lines of a diff, each cut to [`REPORT_LINE_BYTES`], and how many more
-/// there were.
+/// The first `limit` lines of a diff, and how many more there were.
 fn capped_lines(text: &str, limit: usize) -> String {
     let total = text.lines().count();
-    let mut out: String = text
-        .lines()
-        .take(limit)
-        .map(|l| format!("{}\n", capped_width(l)))
-        .collect();
-    if total > limit {
-        out.push_str(&format!("… {} more line(s)\n", total - limit));
+    if total <= limit {
+        return text.to_string();
     }
+    let mut out: String = text.lines().take(limit).map(|l| format!("{l}\n")).collect();
+    out.push_str(&format!("… {} more line(s)\n", total - limit));
     out
-}
-
-/// The most bytes of one line (a message, a line of a diff) a report keeps.
-const REPORT_LINE_BYTES: usize = 2048;
-
-/// `line` cut to [`REPORT_LINE_BYTES`], saying how much was cut.
-fn capped_width(line: &str) -> String {
-    if line.len() <= REPORT_LINE_BYTES {
-        return line.to_string();
-    }
-    let mut cut = REPORT_LINE_BYTES;
-    while !line.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}… ({} more bytes)", &line[..cut], line.len() - cut)
 }
 
 fn north_value(exchange: &Exchange) -> Option<Value> {
@@ -441,19 +485,18 @@ fn north_value(exchange: &Exchange) -> Option<Value> {
     }
 }
 
-/// The lines of each side channel, as they stand after the call, and why any could not be
-/// read. Checks look for the call's nonce or for secrets in them; reading whole channels keeps
-/// a leak on a line without the nonce in view.
-async fn read_side_channels(target: &Target) -> (BTreeMap<String, Vec<String>>, Vec<String>) {
-    let mut lines = BTreeMap::new();
-    let mut problems = Vec::new();
-    for (name, source) in &target.side_channels {
-        match source.read().await {
-            Ok(read) => {
-                lines.insert(name.clone(), read);
-            }
-            Err(problem) => problems.push(format!("`{name}`: {problem}")),
-        }
-    }
-    (lines, problems)
+/// The lines of each side channel, as they stand after the call. Checks look for the call's
+/// nonce or for secrets in them; reading whole files keeps a leak on a line without the nonce
+/// in view.
+fn read_side_channels(target: &Target) -> BTreeMap<String, Vec<String>> {
+    target
+        .side_channels
+        .iter()
+        .map(|(name, path)| {
+            let lines = std::fs::read_to_string(path)
+                .map(|text| text.lines().map(str::to_string).collect())
+                .unwrap_or_default();
+            (name.clone(), lines)
+        })
+        .collect()
 }

@@ -45,6 +45,10 @@ pub struct CaseSpec {
     pub no_mutant: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
+    /// The upstream the call is meant for, by the label an aggregating target's profile gives
+    /// it (`[canaries.b]`). A target with one upstream cannot show the case: not applicable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<String>,
 }
 
 fn default_routes() -> Vec<String> {

@@ -138,6 +138,11 @@ pub const CHECKS: &[CheckDef] = &[
         params: &[("times", ParamKind::Integer, false)],
     },
     CheckDef {
+        name: "reached-upstream",
+        asserts: "on a target with several upstreams, the call reached the upstream the case names (`upstream:`) and no other",
+        params: &[],
+    },
+    CheckDef {
         name: "arguments-kept",
         asserts: "the upstream received the arguments the caller sent, unchanged",
         params: &[],

@@ -28,6 +28,9 @@ pub fn evaluate(expectation: &Expectation, evidence: &Evidence<'_>) -> Verdict {
     if name == "audit-record" {
         return audit_record(name, params, evidence);
     }
+    if name == "reached-upstream" {
+        return super::reach::reached_upstream(name, evidence);
+    }
     if name == "tool-listed" {
         return follow::tool_listed(name, params, evidence);
     }

@@ -7,6 +7,7 @@ mod defs;
 mod envelope;
 mod eval;
 mod follow;
+mod reach;
 
 use std::collections::BTreeMap;
 
@@ -51,6 +52,18 @@ pub struct Evidence<'a> {
     /// The route whose entry `view` holds (for its field pointers).
     pub route: &'a crate::profile::Route,
     pub follow_ups: &'a [FollowUp],
+    /// Which upstreams got the call, on a target with several.
+    pub reach: &'a Reach,
+}
+
+/// Which upstreams of an aggregating target got one call (their observation logs hold its
+/// nonce). Default: a target with one upstream, where the question does not arise.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Reach {
+    /// The label of the upstream the call was meant for; `None` on a one-upstream target.
+    pub meant_for: Option<String>,
+    /// The labels of every upstream that received the call.
+    pub reached: Vec<String>,
 }
 
 impl Evidence<'_> {

@@ -44,6 +44,7 @@ struct Fixture {
     route: crate::profile::Route,
     follow_ups: Vec<super::FollowUp>,
     shape: Shape,
+    reach: super::Reach,
 }
 
 impl Fixture {
@@ -72,6 +73,7 @@ impl Fixture {
             route: crate::profile::Route::default(),
             follow_ups: Vec::new(),
             shape: Shape::V2025_06_18,
+            reach: super::Reach::default(),
         }
     }
 
@@ -162,6 +164,7 @@ impl Fixture {
                 side_channels: &self.side,
                 route: &self.route,
                 follow_ups: &self.follow_ups,
+                reach: &self.reach,
             },
         )
     }
@@ -828,4 +831,27 @@ fn validation_names_bad_parameters() {
             .unwrap_err()
             .contains("needs parameter `value`")
     );
+}
+
+#[test]
+fn reached_upstream_holds_only_for_the_named_upstream_alone() {
+    let mut fixture = Fixture::results(json!({"content": []}), json!({"content": []}));
+    let verdict = fixture.check("reached-upstream", json!({}));
+    assert!(!verdict.applicable, "one upstream: {}", verdict.message);
+    fixture.reach = super::Reach {
+        meant_for: Some("b".into()),
+        reached: vec!["b".into()],
+    };
+    passes(&fixture, "reached-upstream", json!({}));
+    fixture.reach.reached = vec!["a".into()];
+    fails(&fixture, "reached-upstream", json!({}));
+    fixture.reach.reached = vec!["a".into(), "b".into()];
+    let verdict = fails(&fixture, "reached-upstream", json!({}));
+    assert!(
+        verdict.message.contains("`a` and `b`"),
+        "{}",
+        verdict.message
+    );
+    fixture.reach.reached = vec![];
+    fails(&fixture, "reached-upstream", json!({}));
 }
