@@ -518,7 +518,8 @@ impl Profile {
     /// are looked up beside it.
     pub fn parse(path: &Path, text: &str) -> Result<Profile, ProfileError> {
         let line_at = |span: Option<std::ops::Range<usize>>| {
-            span.map(|span| text[..span.start.min(text.len())].matches('\n').count() + 1)
+            // Bytes, not a str slice: a span is never trusted to fall on a char boundary.
+            span.map(|span| line_at_byte(text, span.start))
         };
         let document = toml::Deserializer::parse(text).map_err(|err| ProfileError::Parse {
             path: path.to_path_buf(),
@@ -1168,6 +1169,16 @@ fn json_strings(value: &Value, out: &mut Vec<String>) {
     }
 }
 
+/// The 1-based line holding byte `offset` of `text`.
+fn line_at_byte(text: &str, offset: usize) -> usize {
+    let end = offset.min(text.len());
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count()
+        + 1
+}
+
 /// The line where a dotted field (`routes.batch.pick`, `provision.commands.1`) is written, or
 /// its nearest written parent (a missing field is reported on its table's line).
 fn line_of(text: &str, field: &str) -> Option<usize> {
@@ -1175,13 +1186,19 @@ fn line_of(text: &str, field: &str) -> Option<usize> {
     let mut span = None;
     let mut table = Some(document.get_ref());
     let mut array: Option<&toml::de::DeArray<'_>> = None;
+    // `cases[2].ms` and `cases.2.ms` name the same place.
+    let field = field.replace('[', ".").replace(']', "");
     for part in field.split('.') {
         let value = if let Some(current) = table {
-            let (key, value) = current.get_key_value(part)?;
+            let Some((key, value)) = current.get_key_value(part) else {
+                break;
+            };
             span = Some(key.span());
             value
         } else if let Some(items) = array {
-            let value = items.get(part.parse::<usize>().ok()?)?;
+            let Some(value) = part.parse::<usize>().ok().and_then(|i| items.get(i)) else {
+                break;
+            };
             span = Some(value.span());
             value
         } else {
@@ -1196,7 +1213,7 @@ fn line_of(text: &str, field: &str) -> Option<usize> {
         }
     }
     let start = span?.start.min(text.len());
-    Some(text[..start].matches('\n').count() + 1)
+    Some(line_at_byte(text, start))
 }
 
 /// Placeholder values for one target start.
@@ -1277,6 +1294,21 @@ mod tests {
             assert_eq!(profile.name, name);
             assert!(profile.routes.contains_key("flat"));
         }
+    }
+
+    #[test]
+    fn fields_are_found_on_their_lines() {
+        let text = "name = 'x'\n[start]\ncommand = ['a']\n\n[[skip]]\ncase = 'a'\n[[skip]]\ncase = 'é/b'\nreason = 'r'\n";
+        assert_eq!(line_of(text, "start.command"), Some(3));
+        assert_eq!(
+            line_of(text, "start.ready"),
+            Some(2),
+            "a missing key: its table"
+        );
+        assert_eq!(line_of(text, "skip.1.case"), Some(8));
+        assert_eq!(line_of(text, "skip[1].reason"), Some(9));
+        assert_eq!(line_of(text, "nothing.here"), None);
+        assert_eq!(line_at_byte("aé\nb", 99), 2);
     }
 
     #[test]
