@@ -17,9 +17,10 @@ use crate::checks::{self, Evidence, Reach};
 use crate::client::Exchange;
 use crate::drive::{Request, drive};
 use crate::profile::Profile;
+use crate::restart::{Driven, TargetEvent, note_death, run_batch};
 use crate::result::{CaseResult, json_diff};
 use crate::session::preview;
-use crate::target::{self, Launch, Target};
+use crate::target::Target;
 
 /// What to run, and with what.
 pub struct RunPlan<'a> {
@@ -74,7 +75,13 @@ impl RunPlan<'_> {
 
 /// Runs the plan, calling `report` with each result as it is known. A harness error (the
 /// script cannot be written) is the only `Err`; target faults are outcomes.
-pub async fn run(plan: &RunPlan<'_>, report: &mut dyn FnMut(CaseResult)) -> Result<(), String> {
+///
+/// Returns what happened to targets that died mid-run (see [`crate::restart`]).
+pub async fn run(
+    plan: &RunPlan<'_>,
+    report: &mut dyn FnMut(CaseResult),
+) -> Result<Vec<TargetEvent>, String> {
+    let mut events = Vec::new();
     let script_path = write_script_for(plan.catalogue, plan.profile, &plan.workdir)?;
     let selected = plan.selected();
     if let Err(err) = crate::provision::provision(plan.profile).await {
@@ -91,7 +98,7 @@ pub async fn run(plan: &RunPlan<'_>, report: &mut dyn FnMut(CaseResult)) -> Resu
                 }
             }
         }
-        return Ok(());
+        return Ok(events);
     }
     for shape in &plan.shapes {
         let mut shared = Vec::new();
@@ -108,13 +115,13 @@ pub async fn run(plan: &RunPlan<'_>, report: &mut dyn FnMut(CaseResult)) -> Resu
             }
         }
         if !shared.is_empty() {
-            run_batch(plan, &script_path, *shape, shared, report).await;
+            run_batch(plan, &script_path, *shape, shared, report, &mut events).await;
         }
         for item in isolated {
-            run_batch(plan, &script_path, *shape, vec![item], report).await;
+            run_batch(plan, &script_path, *shape, vec![item], report, &mut events).await;
         }
     }
-    Ok(())
+    Ok(events)
 }
 
 /// Writes the canary script for a run against `profile`: the catalogue's, without the tools of
@@ -168,65 +175,57 @@ pub fn start_dir(root: &std::path::Path, profile: &str, shape: Shape) -> PathBuf
 }
 static NONCE_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-async fn run_batch(
+/// Runs `items` on a started target, `jobs` at a time, reporting each result as it ends. A
+/// case whose turn comes after the target died is not started but handed back, so the caller
+/// can run it on a new start.
+pub(crate) async fn drive_items<'c>(
     plan: &RunPlan<'_>,
-    script_path: &std::path::Path,
     shape: Shape,
-    items: Vec<(&LoadedCase, String)>,
+    target: &Arc<Target>,
+    items: Vec<(&'c LoadedCase, String)>,
     report: &mut dyn FnMut(CaseResult),
-) {
-    let workdir = start_dir(&plan.workdir, &plan.profile.name, shape);
-    let launch = Launch {
-        profile: plan.profile,
-        shape,
-        forced: plan.forced,
-        canary_cmd: &plan.canary_cmd,
-        relaycheck: &plan.relaycheck,
-        script_path,
-        workdir,
-        mutant: plan.mutant.as_deref(),
-    };
-    let target = match target::start(launch).await {
-        Ok(target) => Arc::new(target),
-        Err(err) => {
-            for (case, route) in items {
-                report(CaseResult::without_run(
-                    case,
-                    &route,
-                    shape,
-                    Outcome::SetupFail,
-                    format!("the target did not start: {err}"),
-                ));
-            }
-            return;
-        }
-    };
+) -> Driven<'c> {
+    let cases: Vec<&LoadedCase> = items.iter().map(|(case, _)| *case).collect();
     let semaphore = Arc::new(Semaphore::new(plan.jobs.max(1)));
     let mut tasks = tokio::task::JoinSet::new();
-    for (case, route) in items {
+    for (index, (case, route)) in items.into_iter().enumerate() {
         let case = case.clone();
         let target = target.clone();
         let semaphore = semaphore.clone();
         let profile = plan.profile.clone();
-        let timeout = case
-            .spec
-            .timeout_ms
+        let timeout = profile
+            .case_timeout_ms(&case.spec.id, case.spec.timeout_ms)
             .map(Duration::from_millis)
             .unwrap_or(plan.case_timeout);
         tasks.spawn(async move {
             let _permit = semaphore.acquire().await;
-            run_one(&case, &route, &profile, shape, &target, timeout).await
+            if target.gone().is_some() {
+                return (index, route, None);
+            }
+            let result = run_one(&case, &route, &profile, shape, &target, timeout).await;
+            (index, route, Some(result))
         });
     }
+    let mut driven = Driven::default();
+    let mut untouched = Vec::new();
     while let Some(joined) = tasks.join_next().await {
         match joined {
-            Ok(result) => report(result),
+            Ok((index, route, None)) => untouched.push((index, route)),
+            Ok((_, _, Some(mut result))) => {
+                if note_death(&mut result, target.gone()) {
+                    driven.touched.push(result.case.clone());
+                }
+                report(result)
+            }
             Err(err) => eprintln!("relaycheck: a case task failed: {err}"),
         }
     }
-    if let Ok(target) = Arc::try_unwrap(target) {
-        target.stop().await;
-    }
+    untouched.sort_by_key(|(index, _)| *index);
+    driven.untouched = untouched
+        .into_iter()
+        .map(|(index, route)| (cases[index], route))
+        .collect();
+    driven
 }
 
 /// The result for a case that cannot run on this target, if it cannot.
@@ -373,7 +372,7 @@ pub async fn run_one(
             .collect(),
         meant_for,
     };
-    let side_channels = read_side_channels(target);
+    let (side_channels, side_problems) = read_side_channels(target).await;
     let tool_script = case.spec.tool_script();
     let arguments = Value::Object(arguments);
     let evidence = Evidence {
@@ -435,8 +434,21 @@ pub async fn run_one(
     } else {
         result.message = format!("{} check(s) passed", result.checks.len());
     }
+    // A verdict's values and message may hold a whole answer of megabytes: the report keeps
+    // previews, as it does for the request and the answers.
+    for verdict in &mut result.checks {
+        verdict.expected = verdict.expected.as_ref().map(kept_for_report);
+        verdict.actual = verdict.actual.as_ref().map(kept_for_report);
+        verdict.message = capped_width(&verdict.message);
+    }
+    result.message = capped_width(&result.message);
     if case.spec.level == Level::Observe && result.outcome != Outcome::NotApplicable {
         result.outcome = Outcome::Observed;
+    }
+    if let Some(problem) = side_problems.first() {
+        // An unreadable channel would read as a clean one: the verdict cannot stand.
+        result.outcome = Outcome::Error;
+        result.message = format!("a side channel could not be read: {problem}");
     }
     result.duration_ms = started.elapsed().as_millis() as u64;
     result
@@ -461,15 +473,34 @@ fn kept_for_report(value: &Value) -> Value {
     })
 }
 
-/// The first `limit` lines of a diff, and how many more there were.
+/// The first `limit` lines of a diff, each cut to [`REPORT_LINE_BYTES`], and how many more
+/// there were.
 fn capped_lines(text: &str, limit: usize) -> String {
     let total = text.lines().count();
-    if total <= limit {
-        return text.to_string();
+    let mut out: String = text
+        .lines()
+        .take(limit)
+        .map(|l| format!("{}\n", capped_width(l)))
+        .collect();
+    if total > limit {
+        out.push_str(&format!("… {} more line(s)\n", total - limit));
     }
-    let mut out: String = text.lines().take(limit).map(|l| format!("{l}\n")).collect();
-    out.push_str(&format!("… {} more line(s)\n", total - limit));
     out
+}
+
+/// The most bytes of one line (a message, a line of a diff) a report keeps.
+const REPORT_LINE_BYTES: usize = 2048;
+
+/// `line` cut to [`REPORT_LINE_BYTES`], saying how much was cut.
+fn capped_width(line: &str) -> String {
+    if line.len() <= REPORT_LINE_BYTES {
+        return line.to_string();
+    }
+    let mut cut = REPORT_LINE_BYTES;
+    while !line.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}… ({} more bytes)", &line[..cut], line.len() - cut)
 }
 
 fn north_value(exchange: &Exchange) -> Option<Value> {
@@ -485,18 +516,19 @@ fn north_value(exchange: &Exchange) -> Option<Value> {
     }
 }
 
-/// The lines of each side channel, as they stand after the call. Checks look for the call's
-/// nonce or for secrets in them; reading whole files keeps a leak on a line without the nonce
-/// in view.
-fn read_side_channels(target: &Target) -> BTreeMap<String, Vec<String>> {
-    target
-        .side_channels
-        .iter()
-        .map(|(name, path)| {
-            let lines = std::fs::read_to_string(path)
-                .map(|text| text.lines().map(str::to_string).collect())
-                .unwrap_or_default();
-            (name.clone(), lines)
-        })
-        .collect()
+/// The lines of each side channel, as they stand after the call, and why any could not be
+/// read. Checks look for the call's nonce or for secrets in them; reading whole channels keeps
+/// a leak on a line without the nonce in view.
+async fn read_side_channels(target: &Target) -> (BTreeMap<String, Vec<String>>, Vec<String>) {
+    let mut lines = BTreeMap::new();
+    let mut problems = Vec::new();
+    for (name, source) in &target.side_channels {
+        match source.read().await {
+            Ok(read) => {
+                lines.insert(name.clone(), read);
+            }
+            Err(problem) => problems.push(format!("`{name}`: {problem}")),
+        }
+    }
+    (lines, problems)
 }

@@ -44,13 +44,15 @@ pub struct Target {
     pub session: std::sync::Arc<Session>,
     pub observations: ObservationLog,
     pub workdir: PathBuf,
-    pub side_channels: BTreeMap<String, PathBuf>,
+    pub side_channels: BTreeMap<String, crate::side_channel::Source>,
     gateway: Option<GroupChild>,
     /// The canaries the runner started (HTTP canaries; stdio ones are the target's children).
     canaries: Vec<GroupChild>,
     /// The observation log of each upstream of an aggregating target, by `[canaries]` label.
     pub upstream_logs: BTreeMap<String, ObservationLog>,
     watcher: Option<tokio::task::JoinHandle<()>>,
+    /// How the target process ended, once the watcher saw it end ("exited with code 3").
+    exit: std::sync::Arc<std::sync::Mutex<Option<String>>>,
 }
 
 impl Drop for Target {
@@ -73,6 +75,29 @@ impl Target {
         for canary in self.canaries.drain(..) {
             canary.stop(Duration::from_millis(500)).await;
         }
+    }
+
+    /// Why the target can serve no more calls, if it cannot: its process ended (with its
+    /// exit code or signal) or it closed its stdout. A target that only hangs is not gone.
+    pub fn gone(&self) -> Option<String> {
+        let exit = self.exit.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        exit.or_else(|| self.session.closed())
+    }
+
+    /// [`Target::gone`], giving the exit watcher a moment to see the process end when only
+    /// the stream has closed so far, so the account carries the exit code when there is one.
+    pub async fn gone_settled(&self) -> Option<String> {
+        let first = self.gone()?;
+        if self.watcher.is_none() {
+            return Some(first);
+        }
+        for _ in 0..10 {
+            if let Some(exit) = self.exit.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+                return Some(exit);
+            }
+            tokio::time::sleep(Duration::from_millis(30)).await;
+        }
+        Some(first)
     }
 
     /// Whether the target process has exited, and how.
@@ -110,10 +135,7 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
         Duration::from_millis(profile.start.as_ref().map_or(10_000, |s| s.timeout_ms));
 
     let mut canary_base: Vec<String> = launch.canary_cmd.to_vec();
-    canary_base.extend([
-        "--script".into(),
-        launch.script_path.display().to_string(),
-    ]);
+    canary_base.extend(["--script".into(), launch.script_path.display().to_string()]);
     if launch.forced {
         canary_base.extend(["--force-shape".into(), launch.shape.as_str().into()]);
     }
@@ -140,7 +162,10 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
     for label in labels {
         let (log, suffix) = match label {
             None => (canary_log.clone(), String::new()),
-            Some(label) => (workdir.join(format!("canary-{label}.jsonl")), format!(":{label}")),
+            Some(label) => (
+                workdir.join(format!("canary-{label}.jsonl")),
+                format!(":{label}"),
+            ),
         };
         let mut argv = canary_base.clone();
         argv.extend(["--log".into(), log.display().to_string()]);
@@ -155,9 +180,8 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
                     "canary{}.stderr.log",
                     label.map(|l| format!("-{l}")).unwrap_or_default()
                 ));
-                let mut child =
-                    GroupChild::spawn(&argv, &[], &workdir, &stderr, Pipes::StdoutOnly)
-                        .map_err(|err| format!("cannot start the canary: {err}"))?;
+                let mut child = GroupChild::spawn(&argv, &[], &workdir, &stderr, Pipes::StdoutOnly)
+                    .map_err(|err| format!("cannot start the canary: {err}"))?;
                 let url = listening_line(&mut child, start_timeout)
                     .await
                     .map_err(|err| format!("the HTTP canary did not start: {err}"))?;
@@ -288,14 +312,18 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
         ));
     }
     let session = std::sync::Arc::new(session);
+    let exit = std::sync::Arc::new(std::sync::Mutex::new(None));
     let watcher = gateway
         .as_ref()
         .and_then(GroupChild::pid)
-        .map(|pid| tokio::spawn(watch_exit(pid, session.clone())));
+        .map(|pid| tokio::spawn(watch_exit(pid, session.clone(), exit.clone())));
     let side_channels = profile
         .side_channels
         .iter()
-        .map(|(name, channel)| (name.clone(), PathBuf::from(vars.fill(&channel.path))))
+        .map(|(name, channel)| {
+            let source = crate::side_channel::Source::of(channel, &vars, &workdir);
+            (name.clone(), source)
+        })
         .collect();
     Ok(Target {
         session,
@@ -306,27 +334,53 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
         gateway,
         canaries,
         watcher,
+        exit,
     })
 }
 
 /// Marks the session closed once the target process is gone, so calls in flight end at once
 /// instead of waiting out their timeouts when something the target started keeps its stdout
 /// open.
-async fn watch_exit(pid: u32, session: std::sync::Arc<Session>) {
+async fn watch_exit(
+    pid: u32,
+    session: std::sync::Arc<Session>,
+    exit: std::sync::Arc<std::sync::Mutex<Option<String>>>,
+) {
     loop {
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|stat| {
-                stat.rsplit(')')
-                    .next()
-                    .map(|rest| rest.trim().chars().next())
-            });
-        if matches!(state, None | Some(Some('Z')) | Some(Some('X'))) {
-            session.mark_closed("the target process exited");
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
+        if let Some(ended) = ended(stat.as_deref()) {
+            *exit.lock().unwrap_or_else(|p| p.into_inner()) = Some(ended.clone());
+            session.mark_closed(&ended);
             return;
         }
     }
+}
+
+/// How a process ended, read from its `/proc/<pid>/stat` (`None`: it has not). A process not
+/// yet reaped is a zombie whose stat still carries its wait status (field 52, Linux 3.5+).
+fn ended(stat: Option<&str>) -> Option<String> {
+    let Some(stat) = stat else {
+        return Some("the target process exited".into());
+    };
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    if !matches!(fields.first(), Some(&"Z") | Some(&"X")) {
+        return None;
+    }
+    let status = fields.get(49).and_then(|s| s.parse::<i32>().ok());
+    Some(match status {
+        Some(status) if status & 0x7f == 0 => {
+            format!(
+                "the target process exited with code {}",
+                (status >> 8) & 0xff
+            )
+        }
+        Some(status) => format!("the target process was killed by signal {}", status & 0x7f),
+        None => "the target process exited".into(),
+    })
 }
 
 fn read_template(profile: &Profile, template: &str) -> Result<String, String> {
@@ -431,5 +485,33 @@ fn stderr_context(workdir: &Path, message: String) -> String {
     match tail {
         Some(tail) => format!("{message}\n--- target stderr (last lines) ---\n{tail}"),
         None => message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ended;
+
+    /// A zombie's stat line with `status` in field 52 (the comm may hold spaces and parens).
+    fn zombie(status: i32) -> String {
+        let mut fields = vec!["Z".to_string()];
+        fields.extend((4..52).map(|n| n.to_string()));
+        fields.push(status.to_string());
+        format!("4242 (py (thon) x) {}", fields.join(" "))
+    }
+
+    #[test]
+    fn a_zombies_stat_says_how_the_process_ended() {
+        assert_eq!(
+            ended(Some(&zombie(3 << 8))).as_deref(),
+            Some("the target process exited with code 3")
+        );
+        assert_eq!(
+            ended(Some(&zombie(9))).as_deref(),
+            Some("the target process was killed by signal 9")
+        );
+        assert_eq!(ended(None).as_deref(), Some("the target process exited"));
+        let running = zombie(0).replacen(") Z ", ") S ", 1);
+        assert_eq!(ended(Some(&running)), None);
     }
 }
