@@ -391,7 +391,11 @@ fn start_field(profile: &Profile, err: &str) -> String {
         "start.config_template".into()
     } else if first_line.contains("canary") && first_line.contains("did not start") {
         "canary.transport".into()
-    } else if first_line.contains("exited") || first_line.contains("stdout closed before") {
+    } else if first_line.contains("exited")
+        || first_line.contains("stdout closed before")
+        || first_line.contains("closed its stdout")
+        || first_line.contains("Broken pipe")
+    {
         // Gone before it was ready: a wrong argument, a bad config, a missing env variable.
         "start.command".into()
     } else if first_line.contains("LISTENING") {
@@ -850,6 +854,14 @@ mod tests {
             ),
             (
                 "the target exited (exit status: 2) before it was ready",
+                "start.command",
+            ),
+            (
+                "`initialize`: the target closed its stdout",
+                "start.command",
+            ),
+            (
+                "`initialize`: cannot write the request: Broken pipe (os error 32)",
                 "start.command",
             ),
             (

@@ -273,3 +273,48 @@ fn a_fresh_init_target_profile_loads_and_smoke_names_its_command() {
         "the file was overwritten"
     );
 }
+
+/// A stdio profile around `command`, in a scratch directory.
+fn stdio_profile(name: &str, command: &str) -> PathBuf {
+    let dir = scratch(name);
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(
+        &path,
+        format!(
+            "name = \"{name}\"\ndescription = \"d\"\n[start]\ncommand = {command}\nready = \"first-response\"\ntimeout_ms = 3000\n[north]\ntransport = \"stdio\"\n[canary]\ntransport = \"stdio\"\n[routes.flat]\ntool = \"{{tool}}\"\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn a_stdio_target_that_exits_or_speaks_no_mcp_is_told_apart() {
+    let gone = stdio_profile(
+        "gone",
+        r#"["sh", "-c", "echo 'no config given' >&2; exit 3"]"#,
+    );
+    let (code, text, took) = smoke(
+        &["--target", gone.to_str().unwrap()],
+        Duration::from_secs(20),
+    );
+    let _ = std::fs::remove_dir_all(gone.parent().unwrap());
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("look at `start.command`"), "{text}");
+    assert!(
+        text.contains("no config given"),
+        "stderr not shown:\n{text}"
+    );
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+
+    let chatty = stdio_profile("chatty", r#"["sh", "-c", "echo starting up; sleep 20"]"#);
+    let (code, text, took) = smoke(
+        &["--target", chatty.to_str().unwrap()],
+        Duration::from_secs(20),
+    );
+    let _ = std::fs::remove_dir_all(chatty.parent().unwrap());
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("look at `north.transport`"), "{text}");
+    assert!(text.contains("starting up"), "{text}");
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+}
