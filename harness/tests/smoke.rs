@@ -259,6 +259,24 @@ fn a_fresh_init_target_profile_loads_and_smoke_names_its_command() {
         assert!(text.contains("look at `start.command`"), "{text}");
         assert!(text.contains("`acme-gateway` is not on PATH"), "{text}");
     }
+    // With a real upstream in place of the gateway (the canary itself), the rest of the
+    // written stdio profile (north, canary, routes) passes as it is.
+    let written = std::fs::read_to_string(&out).unwrap();
+    let runnable = dir.join("runnable.toml");
+    let edited = written.replace(
+        "command = [\"acme-gateway\", \"--\", \"{canary_cmd}\"]",
+        "command = [\"{canary_cmd}\"]",
+    );
+    assert_ne!(
+        edited, written,
+        "the stdio template's start.command changed"
+    );
+    std::fs::write(&runnable, edited).unwrap();
+    let (code, text, _) = smoke(
+        &["--target", runnable.to_str().unwrap()],
+        Duration::from_secs(20),
+    );
+    assert_eq!(code, 0, "{text}");
     let again = Command::new(env!("CARGO_BIN_EXE_relaycheck"))
         .args(["init-target", "acme-gateway", "--out"])
         .arg(&out)
