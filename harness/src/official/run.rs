@@ -274,7 +274,13 @@ async fn drive(plan: &Plan<'_>, target: &target::Target, log: &Path) -> Result<R
         .unwrap_or_else(|| url.to_string());
     std::fs::create_dir_all(&plan.checks_dir)
         .map_err(|err| format!("cannot create {}: {err}", plan.checks_dir.display()))?;
-    let checks_dir = plan.checks_dir.display().to_string();
+    // Absolute: the suite runs in the work directory, not in ours.
+    let checks_dir = plan
+        .checks_dir
+        .canonicalize()
+        .map_err(|err| format!("cannot resolve {}: {err}", plan.checks_dir.display()))?;
+    let checks_path = checks_dir.clone();
+    let checks_dir = checks_dir.display().to_string();
     let invocations: Vec<Option<&str>> = if plan.scenarios.is_empty() {
         vec![None]
     } else {
@@ -310,7 +316,7 @@ async fn drive(plan: &Plan<'_>, target: &target::Target, log: &Path) -> Result<R
     let elapsed = started.elapsed().as_millis() as u64;
     std::fs::write(log, &transcript)
         .map_err(|err| format!("cannot write {}: {err}", log.display()))?;
-    let mut results = collect(&plan.checks_dir, &order)?;
+    let mut results = collect(&checks_path, &order)?;
     // The suite times the run, not each check: share the time out evenly for the reports.
     let share = elapsed / (order.len().max(1) as u64);
     for result in &mut results {

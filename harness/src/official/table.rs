@@ -130,6 +130,9 @@ pub struct ControlRow {
     /// relaycheck's results by outcome; `None` when it could not run.
     pub relaycheck: Option<std::collections::BTreeMap<String, usize>>,
     pub relaycheck_error: Option<String>,
+    /// relaycheck's failing results by surface (how many), when any failed.
+    #[serde(default)]
+    pub relaycheck_failing: Vec<(String, usize)>,
 }
 
 /// One mutant row.
@@ -214,7 +217,7 @@ impl Table {
         let _ = writeln!(out, "## In short\n");
         let _ = writeln!(
             out,
-            "Of {total} mutants of the reference gateway, relaycheck catches {} and the official suite {}. **{} mutants pass the official suite and are caught by relaycheck**; {} are caught by both, {} by the official suite alone, {} by neither.\n",
+            "Of {total} mutants of the reference gateway, relaycheck catches {} and the official suite {}. **{} mutants pass the official suite and are caught by relaycheck**. Caught by both: {}; by the official suite alone: {}; by neither: {}.\n",
             counts.both + counts.relaycheck_only,
             counts.both + counts.official_only,
             counts.relaycheck_only,
@@ -255,6 +258,16 @@ impl Table {
                 (None, Some(err)) => format!("did not run: {}", first_line(err)),
                 (None, None) => "not run".into(),
             };
+            let relaycheck = if c.relaycheck_failing.is_empty() {
+                relaycheck
+            } else {
+                let surfaces: Vec<String> = c
+                    .relaycheck_failing
+                    .iter()
+                    .map(|(s, n)| format!("`{s}` {n}"))
+                    .collect();
+                format!("{relaycheck} (failing: {})", surfaces.join(", "))
+            };
             let _ = writeln!(
                 out,
                 "| `{}` | {} | {} | {} |",
@@ -284,6 +297,10 @@ impl Table {
         for (scenario, message) in &self.unmutated.failing {
             let _ = writeln!(out, "- `{scenario}`: {}", first_line(message));
         }
+        let _ = writeln!(
+            out,
+            "\nWhat the two suites look at differs. The official suite's tool scenarios check that a result of the expected kind arrives with its fields present (a text block with some text, an image with data and a MIME type, `isError: true` with a message) and a few fixed values (the audio MIME type, prompt arguments echoed back); none compares what the client received with what the upstream sent. relaycheck's cases do exactly that comparison, on every route and shape, plus the gateway's own envelope and side channels. So a gateway that cuts, rewrites, redacts or strips `_meta` and `structuredContent` passes the first and fails the second."
+        );
         let _ = writeln!(out, "\n## Mutants of `{}`\n", self.mutants_target);
         let _ = writeln!(
             out,
@@ -324,6 +341,17 @@ impl Table {
         }
         out
     }
+}
+
+/// Failing results counted by surface, most first.
+fn failing_surfaces(results: &[CaseResult]) -> Vec<(String, usize)> {
+    let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
+    for r in results.iter().filter(|r| r.outcome.is_failure()) {
+        *counts.entry(r.surface.clone()).or_default() += 1;
+    }
+    let mut out: Vec<(String, usize)> = counts.into_iter().collect();
+    out.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    out
 }
 
 fn first_line(text: &str) -> String {
@@ -456,6 +484,10 @@ pub async fn command(
             official,
             bridge,
             relaycheck: relay.as_ref().ok().map(|r| crate::report::counts(r)),
+            relaycheck_failing: relay
+                .as_ref()
+                .map(|r| failing_surfaces(r))
+                .unwrap_or_default(),
             relaycheck_error: relay.err(),
         });
     }
