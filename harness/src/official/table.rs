@@ -44,6 +44,9 @@ pub struct TableArgs {
     /// Cases in flight at once in relaycheck's control runs.
     #[arg(long, default_value_t = 4)]
     pub jobs: usize,
+    /// Run nothing: write the Markdown again from a table's JSON (after a wording change).
+    #[arg(long, conflicts_with_all = ["controls", "mutants"])]
+    pub render_only: Option<PathBuf>,
 }
 
 /// The mutation table's JSON, as far as this needs it.
@@ -442,6 +445,20 @@ pub async fn command(
     install: &Install,
     canary_cmd: Vec<String>,
 ) -> anyhow::Result<ExitCode> {
+    if let Some(json) = &args.render_only {
+        let text = std::fs::read_to_string(json)
+            .with_context(|| format!("cannot read {}", json.display()))?;
+        let table: Table = serde_json::from_str(&text).with_context(|| {
+            format!(
+                "{}: not a table written by `relaycheck official table`",
+                json.display()
+            )
+        })?;
+        std::fs::write(&args.out, table.render())
+            .with_context(|| format!("cannot write {}", args.out.display()))?;
+        println!("wrote {}", args.out.display());
+        return Ok(ExitCode::SUCCESS);
+    }
     let text = std::fs::read_to_string(&args.mutants_json)
         .with_context(|| format!("cannot read {}", args.mutants_json.display()))?;
     let mutation: MutationJson = serde_json::from_str(&text)
