@@ -206,6 +206,80 @@ mod tests {
         );
     }
 
+    /// A target that answers with what it received: Host, Origin, the added header, the
+    /// body, and a status and content type of its own, so passing through shows both ways.
+    async fn echo_target() -> String {
+        async fn echo(headers: HeaderMap, body: Bytes) -> Response<Body> {
+            let header = |name: &str| {
+                headers
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            let seen = json!({
+                "host": header("host"),
+                "origin": header("origin"),
+                "authorization": header("authorization"),
+                "body": serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null),
+            });
+            Response::builder()
+                .status(StatusCode::ACCEPTED)
+                .header("content-type", "text/event-stream")
+                .header("mcp-session-id", "s-1")
+                .body(Body::from(format!("data: {seen}\n\n")))
+                .unwrap()
+        }
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, axum::Router::new().fallback(echo)).await;
+        });
+        format!("http://{addr}/mcp")
+    }
+
+    #[tokio::test]
+    async fn forwards_host_and_origin_renames_and_adds_headers() {
+        let target = echo_target().await;
+        let bridge = start(
+            &target,
+            Rewrite {
+                tool_template: "canary.{tool}".into(),
+                headers: vec![("authorization".into(), "Bearer t".into())],
+            },
+        )
+        .await
+        .unwrap();
+        let client = reqwest::Client::builder().no_proxy().build().unwrap();
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "test_simple_text"}});
+        let answer = client
+            .post(&bridge.url)
+            .header("host", "evil.example.com")
+            .header("origin", "http://evil.example.com")
+            .header("content-type", "application/json")
+            .body(call.to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status().as_u16(), 202);
+        assert_eq!(answer.headers()["content-type"], "text/event-stream");
+        assert_eq!(answer.headers()["mcp-session-id"], "s-1");
+        let text = answer.text().await.unwrap();
+        let seen: Value = serde_json::from_str(
+            text.trim()
+                .strip_prefix("data: ")
+                .expect("the event as sent"),
+        )
+        .unwrap();
+        assert_eq!(
+            seen["host"], "evil.example.com",
+            "the target judges the Host the client sent"
+        );
+        assert_eq!(seen["origin"], "http://evil.example.com");
+        assert_eq!(seen["authorization"], "Bearer t");
+        assert_eq!(seen["body"]["params"]["name"], "canary.test_simple_text");
+    }
+
     #[test]
     fn identity_and_description() {
         assert!(rewrite("{tool}").is_identity());
