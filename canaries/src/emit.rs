@@ -196,6 +196,18 @@ pub async fn act_out(
                 }
                 reply = *then;
             }
+            Reply::Ask(ask) => {
+                let mut ask_ctx = ctx.clone();
+                ask_ctx.method = ask.request["method"].as_str().map(str::to_string);
+                let bytes = Bytes::from(ask.request.to_string());
+                sink.message(std::iter::once(bytes.clone())).await?;
+                log.outgoing(transport, &ask_ctx, Sent::of(&bytes, None));
+                let answer = tokio::time::timeout(crate::protocol::ASK_TIMEOUT, ask.answer)
+                    .await
+                    .ok()
+                    .and_then(Result::ok);
+                reply = (ask.then)(answer);
+            }
             Reply::Fault(FaultReply::Hang) => {
                 log.outgoing(transport, ctx, Sent::of(b"", Some("hang")));
                 sink.hang().await;

@@ -7,11 +7,10 @@
 //! the same deployment, gateway in front of canary, answers both suites: the official one
 //! for protocol conformance, relaycheck for what happens to results on the way.
 //!
-//! Not served: the scenarios whose tools must send requests back to the client
-//! (`sampling/createMessage`, `elicitation/create`). The canary answers each request with one
-//! reply and never waits for a client's answer, so those tools return a tool error saying so;
-//! the scenarios fail on every target alike and `relaycheck official` lists them as expected
-//! failures.
+//! The sampling and elicitation tools send their request to the client on the call's own
+//! stream (`sampling/createMessage`, `elicitation/create`) and answer from the client's
+//! response; a client or gateway that never answers gets a tool error saying so after
+//! [`crate::protocol::ASK_TIMEOUT`].
 
 use relaycheck_model::script::RpcError;
 use serde_json::{Map, Value, json};
@@ -45,6 +44,8 @@ pub enum ToolAnswer {
         notifications: Vec<Value>,
         result: Value,
     },
+    /// A request to the client first; [`answered`] makes the result from its response.
+    Ask { method: String, params: Value },
 }
 
 /// `(name, description)` of every fixture tool, in `tools/list` order.
@@ -74,19 +75,19 @@ const TOOLS: [(&str, &str); 14] = [
     ),
     (
         "test_sampling",
-        "Would ask the client for sampling; the canary sends no requests to clients.",
+        "Asks the client for an LLM completion of the prompt and returns it.",
     ),
     (
         "test_elicitation",
-        "Would ask the client for input; the canary sends no requests to clients.",
+        "Asks the client for a username and an email and returns the answer.",
     ),
     (
         "test_elicitation_sep1034_defaults",
-        "Would ask the client for input with defaults; the canary sends no requests to clients.",
+        "Asks the client for input whose schema gives every primitive type a default (SEP-1034).",
     ),
     (
         "test_elicitation_sep1330_enums",
-        "Would ask the client for input with enums; the canary sends no requests to clients.",
+        "Asks the client for input through the five enum schema forms (SEP-1330).",
     ),
     (
         "json_schema_2020_12_tool",
@@ -220,15 +221,67 @@ pub fn call(name: &str, args: &Value, progress_token: Option<&Value>) -> Option<
                 .unwrap_or_default(),
             result: result(vec![text("Tool with progress executed successfully")]),
         },
-        "test_sampling"
-        | "test_elicitation"
-        | "test_elicitation_sep1034_defaults"
-        | "test_elicitation_sep1330_enums" => ToolAnswer::Result(json!({
-            "isError": true,
-            "content": [text(format!(
-                "{name}: relaycheck's canary answers every request at once and sends no requests to the client (sampling/createMessage, elicitation/create)"
-            ))],
-        })),
+        "test_sampling" => ToolAnswer::Ask {
+            method: "sampling/createMessage".into(),
+            params: json!({
+                "messages": [{"role": "user", "content": {
+                    "type": "text",
+                    "text": args.get("prompt").and_then(Value::as_str).unwrap_or("Say hello"),
+                }}],
+                "maxTokens": 100,
+            }),
+        },
+        "test_elicitation" => ToolAnswer::Ask {
+            method: "elicitation/create".into(),
+            params: json!({
+                "message": args.get("message").and_then(Value::as_str).unwrap_or("Please provide your information"),
+                "requestedSchema": {
+                    "type": "object",
+                    "properties": {
+                        "username": {"type": "string", "description": "User's response"},
+                        "email": {"type": "string", "description": "User's email address"},
+                    },
+                    "required": ["username", "email"],
+                },
+            }),
+        },
+        "test_elicitation_sep1034_defaults" => ToolAnswer::Ask {
+            method: "elicitation/create".into(),
+            params: json!({
+                "message": "Please review your details (every field has a default)",
+                "requestedSchema": {"type": "object", "properties": {
+                    "name": {"type": "string", "description": "Your name", "default": "John Doe"},
+                    "age": {"type": "integer", "description": "Your age", "default": 30},
+                    "score": {"type": "number", "description": "Your score", "default": 95.5},
+                    "status": {"type": "string", "description": "Account status",
+                        "enum": ["active", "inactive", "pending"], "default": "active"},
+                    "verified": {"type": "boolean", "description": "Verified", "default": true},
+                }},
+            }),
+        },
+        "test_elicitation_sep1330_enums" => ToolAnswer::Ask {
+            method: "elicitation/create".into(),
+            params: json!({
+                "message": "Please choose (every enum schema form)",
+                "requestedSchema": {"type": "object", "properties": {
+                    "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+                    "titledSingle": {"type": "string", "oneOf": [
+                        {"const": "value1", "title": "First Option"},
+                        {"const": "value2", "title": "Second Option"},
+                        {"const": "value3", "title": "Third Option"},
+                    ]},
+                    "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"],
+                        "enumNames": ["Option One", "Option Two", "Option Three"]},
+                    "untitledMulti": {"type": "array",
+                        "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+                    "titledMulti": {"type": "array", "items": {"anyOf": [
+                        {"const": "value1", "title": "First Choice"},
+                        {"const": "value2", "title": "Second Choice"},
+                        {"const": "value3", "title": "Third Choice"},
+                    ]}},
+                }},
+            }),
+        },
         "json_schema_2020_12_tool" => ToolAnswer::Result(result(vec![text(args.to_string())])),
         "test_reconnection" => {
             ToolAnswer::Result(result(vec![text("Reconnection test completed")]))
@@ -236,6 +289,43 @@ pub fn call(name: &str, args: &Value, progress_token: Option<&Value>) -> Option<
         _ => return None,
     };
     Some(answer)
+}
+
+/// The result of an asking tool, from the client's response to its request (`None`: none
+/// came in time).
+pub fn answered(tool: &str, method: &str, response: Option<&Value>) -> Value {
+    let Some(response) = response else {
+        return json!({"isError": true, "content": [text(format!(
+            "{tool}: the client did not answer {method} within {} ms",
+            crate::protocol::ASK_TIMEOUT.as_millis()
+        ))]});
+    };
+    if let Some(error) = response.get("error") {
+        return json!({"isError": true, "content": [text(format!(
+            "{tool}: the client answered {method} with an error: {error}"
+        ))]});
+    }
+    let answer = response.get("result").cloned().unwrap_or(Value::Null);
+    let said = match tool {
+        "test_sampling" => format!(
+            "LLM response: {}",
+            answer
+                .pointer("/content/text")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        ),
+        "test_elicitation" => format!(
+            "User response: action={}, content={}",
+            answer["action"].as_str().unwrap_or_default(),
+            answer.get("content").cloned().unwrap_or(Value::Null)
+        ),
+        _ => format!(
+            "Elicitation completed: action={}, content={}",
+            answer["action"].as_str().unwrap_or_default(),
+            answer.get("content").cloned().unwrap_or(Value::Null)
+        ),
+    };
+    result(vec![text(said)])
 }
 
 fn image() -> Value {
@@ -439,6 +529,52 @@ mod tests {
                 .iter()
                 .all(|n| n["method"] == "notifications/message")
         );
+    }
+
+    #[test]
+    fn asking_tools_answer_from_the_response_or_say_none_came() {
+        let Some(ToolAnswer::Ask { method, params }) =
+            call("test_elicitation", &json!({"message": "m"}), None)
+        else {
+            panic!()
+        };
+        assert_eq!(method, "elicitation/create");
+        assert_eq!(params["message"], "m");
+        assert_eq!(
+            params["requestedSchema"]["required"],
+            json!(["username", "email"])
+        );
+        let accepted = json!({"jsonrpc": "2.0", "id": "x", "result": {"action": "accept", "content": {"username": "u"}}});
+        let got = answered("test_elicitation", &method, Some(&accepted));
+        assert_eq!(
+            got["content"][0]["text"],
+            "User response: action=accept, content={\"username\":\"u\"}"
+        );
+        assert!(got.get("isError").is_none());
+        let refused = json!({"jsonrpc": "2.0", "id": "x", "error": {"code": -1, "message": "no"}});
+        assert_eq!(
+            answered("test_elicitation", &method, Some(&refused))["isError"],
+            true
+        );
+        let silent = answered("test_sampling", "sampling/createMessage", None);
+        assert_eq!(silent["isError"], true);
+        assert!(
+            silent["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("did not answer")
+        );
+        let Some(ToolAnswer::Ask { params, .. }) =
+            call("test_elicitation_sep1330_enums", &json!({}), None)
+        else {
+            panic!()
+        };
+        let props = &params["requestedSchema"]["properties"];
+        assert_eq!(
+            props["legacyEnum"]["enumNames"].as_array().unwrap().len(),
+            3
+        );
+        assert!(props["titledMulti"]["items"]["anyOf"].is_array());
     }
 
     #[test]

@@ -56,7 +56,29 @@ pub enum Reply {
     },
     /// A misbehaviour instead of (or before) a well-formed answer.
     Fault(FaultReply),
+    /// A request to the client (sampling, elicitation) on the same stream, then the reply
+    /// made from the client's answer (`None` when none came in time).
+    Ask(Ask),
 }
+
+/// A request the canary sends its client before it answers (the official suite's sampling and
+/// elicitation fixtures).
+pub struct Ask {
+    pub request: Value,
+    pub answer: tokio::sync::oneshot::Receiver<Value>,
+    pub then: Box<dyn FnOnce(Option<Value>) -> Reply + Send>,
+}
+
+impl std::fmt::Debug for Ask {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ask").field("request", &self.request).finish()
+    }
+}
+
+/// How long an [`Ask`] waits for the client's answer: a client that handles the request
+/// answers at once; one that does not (a gateway that relays no requests) must not hold the
+/// call up for long.
+pub const ASK_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(1500);
 
 #[derive(Debug)]
 pub enum FaultReply {
@@ -114,6 +136,9 @@ pub struct Canary {
     tasks: TaskStore,
     /// Extra fixtures served besides the named canaries (`--fixtures`).
     fixtures: Option<Fixtures>,
+    /// Requests sent to clients, waiting for their answers, by JSON-RPC id.
+    asks: Mutex<std::collections::HashMap<String, tokio::sync::oneshot::Sender<Value>>>,
+    next_ask: std::sync::atomic::AtomicU64,
 }
 
 /// Everything about a `tools/call` that shapes its answer.
@@ -154,6 +179,46 @@ impl Canary {
             force,
             tasks: TaskStore::default(),
             fixtures: None,
+            asks: Mutex::default(),
+            next_ask: std::sync::atomic::AtomicU64::new(1),
+        }
+    }
+
+    /// A request to the client whose answer `then` turns into the reply.
+    fn ask(
+        &self,
+        method: &str,
+        params: Value,
+        then: impl FnOnce(Option<Value>) -> Reply + Send + 'static,
+    ) -> Reply {
+        let n = self
+            .next_ask
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = format!("relaycheck-canary-ask-{n}");
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.asks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id.clone(), tx);
+        Reply::Ask(Ask {
+            request: json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+            answer: rx,
+            then: Box::new(then),
+        })
+    }
+
+    /// A client's response to one of the canary's requests: handed to whoever waits for it.
+    fn deliver(&self, msg: &Value) {
+        let Some(id) = msg.get("id").and_then(Value::as_str) else {
+            return;
+        };
+        let waiting = self
+            .asks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
+        if let Some(tx) = waiting {
+            let _ = tx.send(msg.clone());
         }
     }
 
@@ -229,7 +294,11 @@ impl Canary {
             fields.get("method").and_then(Value::as_str),
             fields.get("id"),
         ) else {
-            // Notifications and the client's own responses are accepted silently.
+            // Notifications and the client's own responses are accepted silently; a response
+            // to a request the canary sent goes to the call waiting for it.
+            if !fields.contains_key("method") {
+                self.deliver(msg);
+            }
             return handled;
         };
         if session.negotiated().is_none()
@@ -345,6 +414,19 @@ impl Canary {
                 };
                 match fixtures::call(name, &arguments(), token)? {
                     ToolAnswer::Result(legacy) => Ok(Reply::Json(render(&legacy))),
+                    ToolAnswer::Ask { method, params: asked } => {
+                        let id = id.clone();
+                        let requested = params.and_then(Selector::read_requested);
+                        let tool = name.to_string();
+                        let method_name = method.clone();
+                        Ok(self.ask(&method, asked, move |answer| {
+                            let legacy = fixtures::answered(&tool, &method_name, answer.as_ref());
+                            Reply::Json(response(
+                                &id,
+                                render_result(&legacy, shape, requested.as_deref()),
+                            ))
+                        }))
+                    }
                     ToolAnswer::Notified {
                         notifications,
                         result,

@@ -169,3 +169,74 @@ fn official_fixtures_answer_as_the_scenarios_expect() {
     );
     assert!(done["result"]["completion"]["values"].is_array());
 }
+
+#[test]
+fn asking_tools_send_their_request_and_answer_from_the_response() {
+    let mut canary = HttpCanary::start(&["--fixtures", "official"], &[]);
+    canary.initialize("2025-11-25");
+    let port = canary.port;
+    let session = canary.session.clone().unwrap();
+    let headers: Vec<(String, String)> = vec![
+        ("Content-Type".into(), "application/json".into()),
+        (
+            "Accept".into(),
+            "application/json, text/event-stream".into(),
+        ),
+        ("Mcp-Session-Id".into(), session),
+    ];
+    let call = |tool: &'static str, args: Value| {
+        let headers = headers.clone();
+        std::thread::spawn(move || {
+            let msg = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                "params": {"name": tool, "arguments": args}});
+            http(port, "POST", &headers, msg.to_string().as_bytes(), TIMEOUT).unwrap()
+        })
+    };
+
+    // The first request the canary sends is numbered 1: answer it while the call waits.
+    let pending = call(
+        "test_sampling",
+        json!({"prompt": "Test prompt for sampling"}),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let answer = json!({"jsonrpc": "2.0", "id": "relaycheck-canary-ask-1", "result": {
+        "role": "assistant", "content": {"type": "text", "text": "from the client"},
+        "model": "m", "stopReason": "endTurn"}});
+    let accepted = http(
+        port,
+        "POST",
+        &headers,
+        answer.to_string().as_bytes(),
+        TIMEOUT,
+    )
+    .unwrap();
+    assert_eq!(accepted.status, 202);
+    let events = pending.join().unwrap().events();
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(events[0]["method"], "sampling/createMessage");
+    assert_eq!(
+        events[0]["params"]["messages"][0]["content"]["text"],
+        "Test prompt for sampling"
+    );
+    assert_eq!(events[1]["id"], 7);
+    assert_eq!(
+        events[1]["result"]["content"][0]["text"],
+        "LLM response: from the client"
+    );
+
+    // Nobody answers: a tool error once the wait is over, not a hang.
+    let started = std::time::Instant::now();
+    let events = call("test_elicitation_sep1034_defaults", json!({}))
+        .join()
+        .unwrap()
+        .events();
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert_eq!(events[0]["method"], "elicitation/create");
+    assert_eq!(
+        events[0]["params"]["requestedSchema"]["properties"]["age"]["default"],
+        30
+    );
+    assert_eq!(events[1]["result"]["isError"], true);
+    let text = events[1]["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("did not answer elicitation/create"), "{text}");
+}
