@@ -51,15 +51,80 @@ pub fn live_group_count() -> usize {
     live_groups().len()
 }
 
-/// The most bytes of a child's stderr kept in its log file; the rest is read and dropped, so
-/// a target flooding its stderr can neither block on a full pipe nor fill the disk.
+/// The most bytes of a child's stderr kept in its log file, so a target flooding its stderr
+/// cannot fill the disk. The child writes the file itself (so whoever reads it after the
+/// child exits reads all it wrote, with no copy in between to wait for); a watchdog cuts it
+/// back to this size every [`STDERR_WATCH`], and the last cut, when the group ends, says how
+/// much was dropped.
 pub const MAX_STDERR_BYTES: u64 = 16 * 1024 * 1024;
+const STDERR_WATCH: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// A started child whose process group dies with this value.
 #[derive(Debug)]
 pub struct GroupChild {
     child: Child,
     pgid: Option<i32>,
+    stderr_cap: Option<StderrCap>,
+}
+
+/// The watchdog that keeps a child's stderr log within [`MAX_STDERR_BYTES`].
+#[derive(Debug)]
+struct StderrCap {
+    file: std::fs::File,
+    path: std::path::PathBuf,
+    dropped: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl StderrCap {
+    fn start(path: &Path) -> Option<StderrCap> {
+        let runtime = tokio::runtime::Handle::try_current().ok()?;
+        let file = std::fs::OpenOptions::new().write(true).open(path).ok()?;
+        let dropped = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let (watched, counted) = (file.try_clone().ok()?, dropped.clone());
+        let task = runtime.spawn(async move {
+            loop {
+                tokio::time::sleep(STDERR_WATCH).await;
+                cut(&watched, &counted);
+            }
+        });
+        Some(StderrCap {
+            file,
+            path: path.to_path_buf(),
+            dropped,
+            task,
+        })
+    }
+
+    /// The last cut, once nothing writes any more, and a line saying what was dropped.
+    fn finish(self) {
+        self.task.abort();
+        cut(&self.file, &self.dropped);
+        let dropped = self.dropped.load(std::sync::atomic::Ordering::Relaxed);
+        if dropped > 0
+            && let Ok(mut log) = std::fs::OpenOptions::new().append(true).open(&self.path)
+        {
+            use std::io::Write;
+            let _ = writeln!(
+                log,
+                "\n[relaycheck: {dropped} bytes of stderr dropped past {MAX_STDERR_BYTES}]"
+            );
+        }
+    }
+}
+
+/// Cuts `file` back to [`MAX_STDERR_BYTES`], counting what it cut. The child's descriptor
+/// appends, so its next write lands at the new end.
+fn cut(file: &std::fs::File, dropped: &std::sync::atomic::AtomicU64) {
+    if let Ok(meta) = file.metadata()
+        && meta.len() > MAX_STDERR_BYTES
+        && file.set_len(MAX_STDERR_BYTES).is_ok()
+    {
+        dropped.fetch_add(
+            meta.len() - MAX_STDERR_BYTES,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
 }
 
 /// What to connect the child's standard streams to.
@@ -98,27 +163,23 @@ impl GroupChild {
                 Stdio::null()
             })
             .stdout(Stdio::piped())
+            .stderr(Stdio::from(stderr))
             .process_group(0)
             .kill_on_drop(true);
-        // Inside a runtime, stderr is copied to the file up to a cap; outside one (no task
-        // can copy), the file takes it directly.
-        let runtime = tokio::runtime::Handle::try_current().ok();
-        if runtime.is_some() {
-            command.stderr(Stdio::piped());
-        } else {
-            command.stderr(Stdio::from(stderr.try_clone()?));
-        }
-        let mut child = command.spawn().map_err(|err| {
+        let child = command.spawn().map_err(|err| {
             std::io::Error::new(err.kind(), format!("cannot start `{program}`: {err}"))
         })?;
-        if let (Some(runtime), Some(pipe)) = (runtime, child.stderr.take()) {
-            runtime.spawn(copy_capped(pipe, tokio::fs::File::from_std(stderr)));
-        }
         let pgid = child.id().map(|pid| pid as i32);
         if let Some(pgid) = pgid {
             live_groups().insert(pgid);
         }
-        Ok(GroupChild { child, pgid })
+        // Outside a runtime (no task can watch) the log is not capped.
+        let stderr_cap = StderrCap::start(stderr_path);
+        Ok(GroupChild {
+            child,
+            pgid,
+            stderr_cap,
+        })
     }
 
     pub fn pid(&self) -> Option<u32> {
@@ -158,6 +219,9 @@ impl GroupChild {
             let _ = self.child.start_kill();
             live_groups().remove(&pgid);
         }
+        if let Some(cap) = self.stderr_cap.take() {
+            cap.finish();
+        }
     }
 }
 
@@ -165,35 +229,6 @@ impl Drop for GroupChild {
     fn drop(&mut self) {
         self.kill_group();
     }
-}
-
-/// Copies `from` into `to` up to [`MAX_STDERR_BYTES`], then reads the rest and says how much
-/// was dropped.
-async fn copy_capped(from: tokio::process::ChildStderr, mut to: tokio::fs::File) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut from = from;
-    let mut buffer = vec![0u8; 64 * 1024];
-    let mut kept: u64 = 0;
-    let mut dropped: u64 = 0;
-    loop {
-        let read = match from.read(&mut buffer).await {
-            Ok(0) | Err(_) => break,
-            Ok(read) => read,
-        };
-        let room = MAX_STDERR_BYTES.saturating_sub(kept) as usize;
-        let keep = read.min(room);
-        if keep > 0 && to.write_all(&buffer[..keep]).await.is_ok() {
-            kept += keep as u64;
-        }
-        dropped += (read - keep) as u64;
-    }
-    if dropped > 0 {
-        let note = format!(
-            "\n[relaycheck: {dropped} more bytes of stderr dropped after {MAX_STDERR_BYTES}]\n"
-        );
-        let _ = to.write_all(note.as_bytes()).await;
-    }
-    let _ = to.flush().await;
 }
 
 fn signal_group(pgid: i32, signal: i32) {
@@ -259,7 +294,9 @@ mod tests {
         let log = dir.join(format!("relaycheck-flood-{}.log", std::process::id()));
         let _ = std::fs::remove_file(&log);
         let over = MAX_STDERR_BYTES + 3 * 1024 * 1024;
-        let script = format!("head -c {over} /dev/zero >&2");
+        // The first bytes are kept; whatever comes past the cap is dropped and counted.
+        let script =
+            format!("echo first >&2; head -c {over} /dev/zero >&2; sleep 0.2; echo last >&2");
         let mut child = GroupChild::spawn(
             &["sh".into(), "-c".into(), script],
             &[],
@@ -270,24 +307,46 @@ mod tests {
         .unwrap();
         let waited = tokio::time::timeout(std::time::Duration::from_secs(20), child.wait()).await;
         assert!(waited.is_ok(), "the flooding child blocked");
-        let mut size = 0;
-        for _ in 0..200 {
-            let text = std::fs::read(&log).unwrap_or_default();
-            size = text.len() as u64;
-            if String::from_utf8_lossy(&text[text.len().saturating_sub(200)..]).contains("dropped")
-            {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-        }
-        let tail = std::fs::read(&log).unwrap();
+        drop(child);
+        let text = std::fs::read(&log).unwrap();
         let _ = std::fs::remove_file(&log);
-        assert!(size <= MAX_STDERR_BYTES + 200, "{size} bytes kept");
-        let tail = String::from_utf8_lossy(&tail[tail.len() - 200..]).into_owned();
         assert!(
-            tail.contains("3145728 more bytes of stderr dropped"),
-            "{tail}"
+            text.len() as u64 <= MAX_STDERR_BYTES + 200,
+            "{} bytes kept",
+            text.len()
         );
+        assert!(text.starts_with(b"first\n"));
+        let tail = String::from_utf8_lossy(&text[text.len() - 200..]).into_owned();
+        assert!(!tail.contains("last"), "{tail:?}");
+        let dropped = format!(
+            "{} bytes of stderr dropped past",
+            over + 11 - MAX_STDERR_BYTES
+        );
+        assert!(tail.contains(&dropped), "{tail:?}");
+    }
+
+    #[tokio::test]
+    async fn stderr_is_in_the_log_as_soon_as_the_child_has_exited() {
+        let dir = std::env::temp_dir();
+        let log = dir.join(format!("relaycheck-stderr-now-{}.log", std::process::id()));
+        let _ = std::fs::remove_file(&log);
+        let mut child = GroupChild::spawn(
+            &[
+                "sh".into(),
+                "-c".into(),
+                "echo 'the reason' >&2; exit 3".into(),
+            ],
+            &[],
+            &dir,
+            &log,
+            Pipes::StdoutOnly,
+        )
+        .unwrap();
+        let status = child.wait().await.unwrap();
+        let text = std::fs::read_to_string(&log).unwrap();
+        let _ = std::fs::remove_file(&log);
+        assert_eq!(status.code(), Some(3));
+        assert_eq!(text, "the reason\n");
     }
 
     fn is_zombie(pid: i32) -> bool {
