@@ -230,44 +230,59 @@ fn broken_gateways_get_the_outcome_they_earn_and_leave_nothing_behind() {
 /// gateway that relays them faithfully.
 const IS_ERROR: [&str; 1] = ["is-error/*"];
 
-#[test]
-fn a_gateway_that_crashes_once_is_restarted_and_the_later_cases_pass() {
-    let _serial = serial();
+/// Runs `is-error/*` against a gateway that breaks once in `mode` at the third call, and
+/// checks that the break costs that case only: the gateway is restarted and every later case
+/// passes, and the report says what happened (`cause`).
+fn breaks_once(mode: &str, cause: &str) {
     let dir = std::env::temp_dir().join(format!("relaycheck-zoo-marker-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let marker = dir.join("crashed-once");
+    let marker = dir.join(format!("{mode}-marker"));
     let _ = std::fs::remove_file(&marker);
     let got = run_with(
-        "crash-once",
-        &relaying("crash-once", &["2", marker.to_str().unwrap()]),
+        mode,
+        &relaying(mode, &["2", marker.to_str().unwrap()]),
         &IS_ERROR,
         &[],
     );
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(got.results.len(), 10, "{:?}", got.outcomes());
-    // Two calls relayed, the third crashes the gateway: that case is an error, and every
+    // Two calls relayed, the third breaks the gateway: that case is an error, and every
     // case after it passes on the restarted gateway.
     assert_eq!(got.outcomes()[..3], ["pass", "pass", "error"]);
     assert_eq!(got.count("pass"), 9, "{:?}", got.outcomes());
-    let crashed = got.message(2);
-    assert!(
-        crashed.contains("the target process exited with code 3"),
-        "{crashed}"
-    );
+    let broken = got.message(2);
+    assert!(broken.contains(cause), "{broken}");
     let events = &got.footer.as_ref().expect("a footer")["target_events"];
     assert_eq!(events.as_array().map(Vec::len), Some(1), "{events}");
     assert_eq!(events[0]["restarted"], true);
     assert_eq!(events[0]["touched"][0], got.results[2]["case"]);
     assert!(
+        events[0]["cause"].as_str().unwrap().contains(cause),
+        "{events}"
+    );
+    assert!(
         got.summary.contains("## Target restarts")
-            && got.summary.contains("exited with code 3 at case")
+            && got.summary.contains(&format!("{cause} at case"))
             && got.summary.contains("restarted once; the run went on"),
         "{}",
         got.summary
     );
     assert!(got.stderr.contains("restarted once"), "{}", got.stderr);
-    assert_eq!(got.code, 1, "the crash fails the run");
+    assert_eq!(got.code, 1, "the broken case fails the run");
     assert_clean(&got);
+}
+
+#[test]
+fn a_gateway_that_crashes_once_is_restarted_and_the_later_cases_pass() {
+    let _serial = serial();
+    breaks_once("crash-once", "the target process exited with code 3");
+}
+
+#[test]
+fn a_gateway_that_closes_its_stream_once_is_restarted_and_the_later_cases_pass() {
+    let _serial = serial();
+    // The process lives on with its stdout closed: the stream's end is the death.
+    breaks_once("close-once", "the target closed its stdout");
 }
 
 #[test]

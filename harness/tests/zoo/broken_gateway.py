@@ -14,6 +14,9 @@ Modes that relay to a real upstream take its argv after `--`:
             creates first, so the restarted gateway relays every call
   crash-always AFTER -- CANARY...
             relays; at call AFTER+1 it exits with code 3, in every life
+  close-once AFTER MARKER -- CANARY...
+            relays; at call AFTER+1 it closes its stdout and lives on (unless MARKER
+            exists, which it creates first): a stream that ends under a live process
   flood-stderr -- CANARY...
             relays every call while writing to stderr without end
 It starts a child `sleep` in its own process group too, so a test can see that the harness
@@ -32,7 +35,9 @@ upstream_argv = []
 if "--" in options:
     upstream_argv = options[options.index("--") + 1:]
     options = options[:options.index("--")]
-subprocess.Popen(["sleep", "300"])  # a grandchild the harness must end too
+# A grandchild the harness must end too. It holds the gateway's stdout open, so a crash does
+# not end the stream; except where the gateway is to close its stream itself.
+subprocess.Popen(["sleep", "300"], stdout=subprocess.DEVNULL if mode.startswith("close") else None)
 out_lock = threading.Lock()
 
 
@@ -63,8 +68,8 @@ def relay():
         threading.Thread(
             target=flood, args=(sys.stderr.buffer, b"a flood of stderr noise\n"), daemon=True
         ).start()
-    crash_after = int(options[0]) if mode.startswith("crash") else None
-    marker = options[1] if mode == "crash-once" else None
+    crash_after = int(options[0]) if mode.startswith(("crash", "close")) else None
+    marker = options[1] if mode in ("crash-once", "close-once") else None
     calls = 0
     for line in sys.stdin.buffer:
         try:
@@ -78,6 +83,10 @@ def relay():
                     os._exit(3)
                 if not os.path.exists(marker):
                     open(marker, "w").close()
+                    if mode == "close-once":
+                        with out_lock:
+                            os.close(1)
+                        time.sleep(300)
                     os._exit(3)
         upstream.stdin.write(line)
         upstream.stdin.flush()
