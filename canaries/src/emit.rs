@@ -9,7 +9,7 @@ use bytes::Bytes;
 use tokio::io::{AsyncWriteExt, Stdout};
 use tokio::sync::{Mutex, mpsc, watch};
 
-use crate::digest::Tally;
+use crate::digest::{Background, Tally};
 use crate::obslog::{ObsLog, Sent};
 use crate::protocol::{CallCtx, FaultReply, Reply};
 
@@ -67,11 +67,62 @@ impl Sink {
         chunks: impl Iterator<Item = Bytes>,
     ) -> io::Result<(u64, String)> {
         let mut tally = Tally::new();
+        self.framed(chunks, |chunk, _| {
+            tally.update(chunk);
+            std::future::ready(())
+        })
+        .await?;
+        Ok(tally.finish())
+    }
+
+    /// [`Sink::message`] for a streamed body, hashed on a thread of its own while it is written
+    /// (see [`Background`]). The last chunk waits for the hash, so, as with an inline hash, the
+    /// caller's log line is ready the moment the body's last byte has left.
+    pub async fn streamed(
+        &mut self,
+        chunks: impl Iterator<Item = Bytes>,
+    ) -> io::Result<(u64, String)> {
+        let background = Background::start();
+        let digest = std::sync::Mutex::new(None);
+        let written = {
+            let (background, digest) = (&background, &digest);
+            self.framed(chunks, move |chunk, last| {
+                let chunk = chunk.clone();
+                async move {
+                    background.update(chunk).await;
+                    if last {
+                        let tally = background.finish().await;
+                        *digest.lock().unwrap_or_else(|p| p.into_inner()) = Some(tally);
+                    }
+                }
+            })
+            .await
+        };
+        written?;
+        let digest = digest.into_inner().unwrap_or_else(|p| p.into_inner());
+        Ok(match digest {
+            Some(tally) => tally,
+            None => background.finish().await,
+        })
+    }
+
+    /// Writes one framed message, handing each chunk to `seen` (with whether it is the last)
+    /// before it is written.
+    async fn framed<F, Fut>(
+        &mut self,
+        chunks: impl Iterator<Item = Bytes>,
+        mut seen: F,
+    ) -> io::Result<()>
+    where
+        F: FnMut(&Bytes, bool) -> Fut,
+        Fut: std::future::Future<Output = ()>,
+    {
+        let mut chunks = chunks.peekable();
         match self {
             Sink::Stdout(out) => {
                 let mut out = out.lock().await;
-                for chunk in chunks {
-                    tally.update(&chunk);
+                while let Some(chunk) = chunks.next() {
+                    seen(&chunk, chunks.peek().is_none()).await;
                     out.write_all(&chunk).await?;
                 }
                 out.write_all(b"\n").await?;
@@ -82,8 +133,8 @@ impl Sink {
                 if sse {
                     Self::send(tx, Bytes::from_static(SSE_OPEN)).await?;
                 }
-                for chunk in chunks {
-                    tally.update(&chunk);
+                while let Some(chunk) = chunks.next() {
+                    seen(&chunk, chunks.peek().is_none()).await;
                     Self::send(tx, chunk).await?;
                 }
                 if sse {
@@ -91,7 +142,7 @@ impl Sink {
                 }
             }
         }
-        Ok(tally.finish())
+        Ok(())
     }
 
     /// Writes bytes as they are (stdio still ends the line, or the client would wait forever
@@ -173,7 +224,7 @@ pub async fn act_out(
         match reply {
             Reply::Nothing => return Ok(()),
             Reply::Stream(body) => {
-                let (bytes, sha256) = sink.message(body.chunks()).await?;
+                let (bytes, sha256) = sink.streamed(body.chunks()).await?;
                 let sent = Sent {
                     message: None,
                     bytes,

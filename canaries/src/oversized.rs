@@ -12,7 +12,7 @@ use relaycheck_model::shape::Shape;
 use serde_json::{Value, json};
 
 /// Size of each generated chunk; the pattern length divides it, so chunks join seamlessly.
-pub const CHUNK: usize = 64 * 1024;
+pub const CHUNK: usize = 1024 * 1024;
 
 /// Printable ASCII that needs no JSON escaping, so the text's length in bytes on the wire is
 /// exactly the requested size.
