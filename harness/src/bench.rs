@@ -2,6 +2,12 @@
 //! side in one run, so the ratio between them is the target's overhead on this machine today,
 //! whatever else the machine is doing.
 
+pub mod modes;
+pub mod scaling;
+pub mod stream;
+pub mod suite;
+pub mod timing;
+
 use std::fmt::Write;
 use std::time::{Duration, Instant};
 

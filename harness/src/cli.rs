@@ -147,16 +147,54 @@ struct MutantsArgs {
     specs: Option<PathBuf>,
 }
 
+/// What `relaycheck bench` measures.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum BenchMode {
+    /// The same calls made directly and through `--target`, side by side.
+    Latency,
+    /// The whole catalogue in every shape against `direct` and each `--target` (default
+    /// `reference`), and the harness's own time per case.
+    Suite,
+    /// Suite time against the number of generated cases and against result size.
+    Scaling,
+    /// The canary serving one `oversized` result, read and discarded: MB/s and its peak RSS.
+    Stream,
+}
+
 #[derive(clap::Args)]
 struct BenchArgs {
+    /// What to measure.
+    #[arg(value_enum, default_value = "latency")]
+    mode: BenchMode,
+    /// The target (latency: required, one); suite and scaling: targets besides `direct`
+    /// (repeatable; default `reference`).
+    #[arg(long = "target")]
+    targets: Vec<String>,
+    /// Start the target with this deliberate defect (latency), so a regression shows as a ratio.
     #[arg(long)]
-    target: String,
+    mutant: Option<String>,
     /// Measured calls per size and side (after one warm-up call each).
     #[arg(long, default_value_t = 50)]
     calls: usize,
-    /// Result sizes in bytes (repeatable); 0 is a small echo. Default: 0, 1 MiB and 20 MiB.
+    /// Result sizes in bytes (repeatable); 0 is a small echo. Default: latency 0, 1 MiB and
+    /// 20 MiB; scaling 1 KB to 100 MB by tens; stream 1 GB.
     #[arg(long = "size")]
     sizes: Vec<u64>,
+    /// Suite runs per target, or streamed results per transport.
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
+    /// Generated case counts (scaling; repeatable). Default: 100, 1000, 10000.
+    #[arg(long = "count")]
+    counts: Vec<usize>,
+    /// Cases per result size (scaling).
+    #[arg(long, default_value_t = 10)]
+    cases_per_size: usize,
+    /// Transports to stream over (stream; repeatable). Default: http and stdio.
+    #[arg(long = "transport", value_enum)]
+    transports: Vec<relaycheck::bench::stream::Transport>,
+    /// Cases in flight at once per target start (suite, scaling), as `run --jobs`.
+    #[arg(long, default_value_t = 8)]
+    jobs: usize,
     /// The shape both sides speak.
     #[arg(long, default_value = "2025-11-25")]
     shape: Shape,
@@ -835,8 +873,14 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let Some(catalogue) = require_catalogue(args.specs.clone())? else {
         return Ok(ExitCode::from(2));
     };
+    if args.mode != BenchMode::Latency {
+        return bench_mode(args, catalogue);
+    }
+    let [target] = args.targets.as_slice() else {
+        bail!("bench latency needs exactly one --target");
+    };
     let direct = Profile::load("direct")?;
-    let profile = Profile::load(&args.target)?;
+    let profile = Profile::load(target)?;
     let route = if profile.routes.contains_key("flat") {
         "flat"
     } else if profile.routes.contains_key("batch") {
@@ -883,9 +927,12 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         let direct_target = relaycheck::target::start(launch(&direct))
             .await
             .map_err(anyhow::Error::msg)?;
-        let target = relaycheck::target::start(launch(&profile))
-            .await
-            .map_err(anyhow::Error::msg)?;
+        let target = relaycheck::target::start(relaycheck::target::Launch {
+            mutant: args.mutant.as_deref(),
+            ..launch(&profile)
+        })
+        .await
+        .map_err(anyhow::Error::msg)?;
         let mut rows = Vec::new();
         for size in &sizes {
             eprintln!(
@@ -913,6 +960,60 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     runtime.shutdown_timeout(Duration::from_secs(2));
     let _ = std::fs::remove_dir_all(&workdir);
     let text = result?;
+    if let Some(out) = &args.out {
+        write_file(out, &text)?;
+    }
+    println!("{text}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `relaycheck bench suite|scaling|stream`: see [`relaycheck::bench::modes`].
+fn bench_mode(args: BenchArgs, catalogue: Catalogue) -> anyhow::Result<ExitCode> {
+    use relaycheck::bench::modes;
+    let workdir = std::env::temp_dir().join(format!("relaycheck-bench-{}", std::process::id()));
+    let sizes = match (args.mode, args.sizes.is_empty()) {
+        (_, false) => args.sizes.clone(),
+        (BenchMode::Stream, true) => vec![1_000_000_000],
+        _ => vec![1_000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000],
+    };
+    let options = modes::Options {
+        catalogue,
+        targets: args.targets.clone(),
+        env: relaycheck::bench::suite::Env {
+            canary_cmd: canary_command()?,
+            relaycheck: std::env::current_exe().context("cannot find this executable")?,
+            workdir: workdir.clone(),
+            jobs: args.jobs,
+        },
+        command: invocation(),
+        repeat: args.repeat,
+        counts: if args.counts.is_empty() {
+            vec![100, 1_000, 10_000]
+        } else {
+            args.counts.clone()
+        },
+        sizes,
+        cases_per_size: args.cases_per_size,
+        transports: if args.transports.is_empty() {
+            vec![
+                relaycheck::bench::stream::Transport::Http,
+                relaycheck::bench::stream::Transport::Stdio,
+            ]
+        } else {
+            args.transports.clone()
+        },
+    };
+    let runtime = modes::runtime()?;
+    let text = runtime.block_on(async {
+        match args.mode {
+            BenchMode::Suite => modes::suite(&options).await,
+            BenchMode::Scaling => modes::scaling(&options).await,
+            BenchMode::Stream | BenchMode::Latency => modes::stream(&options).await,
+        }
+    });
+    modes::finish(runtime);
+    let _ = std::fs::remove_dir_all(&workdir);
+    let text = text?;
     if let Some(out) = &args.out {
         write_file(out, &text)?;
     }
