@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Regenerates every committed report under reports/ with the commands that made them.
 # Slow parts (the mutation table, the Hangar runs) can be skipped:
-#   scripts/regenerate-reports.sh [--skip-mutants] [--skip-hangar] [--skip-bench]
+#   scripts/regenerate-reports.sh [--skip-mutants] [--skip-hangar] [--skip-bench] [--skip-gateways]
+# (--skip-gateways: the supergateway, mcp-proxy and FastMCP runs, installed on first use.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-skip_mutants=false; skip_hangar=false; skip_bench=false
+skip_mutants=false; skip_hangar=false; skip_bench=false; skip_gateways=false
 for arg in "$@"; do
   case "$arg" in
     --skip-mutants) skip_mutants=true ;;
     --skip-hangar) skip_hangar=true ;;
     --skip-bench) skip_bench=true ;;
+    --skip-gateways) skip_gateways=true ;;
     *) echo "unknown option $arg" >&2; exit 2 ;;
   esac
 done
@@ -33,8 +35,22 @@ if ! $skip_hangar; then
   $rc compare reports/reference/results.jsonl reports/hangar-2.34.4-front-door/results.jsonl \
     > reports/compare-reference-vs-hangar-front-door.md
 fi
+if ! $skip_gateways; then
+  # Published real gateways, each against its baseline (issue 8).
+  $rc run --target harness/targets/supergateway.toml --shape all \
+    --expected-failures reports/supergateway-4.0.0/expected-failures.yaml \
+    --out reports/supergateway-4.0.0 || true
+  $rc run --target harness/targets/mcp-proxy.toml --shape all \
+    --expected-failures reports/mcp-proxy-0.13.0/expected-failures.yaml \
+    --out reports/mcp-proxy-0.13.0 || true
+  $rc run --target harness/targets/fastmcp-proxy.toml --shape all \
+    --expected-failures reports/fastmcp-4.2.3/expected-failures.yaml \
+    --out reports/fastmcp-4.2.3 || true
+fi
 runs=(reports/direct/results.jsonl reports/reference/results.jsonl)
-for r in reports/hangar-2.34.4/results.jsonl reports/hangar-2.34.4-front-door/results.jsonl; do
+for r in reports/hangar-2.34.4/results.jsonl reports/hangar-2.34.4-front-door/results.jsonl \
+  reports/supergateway-4.0.0/results.jsonl reports/mcp-proxy-0.13.0/results.jsonl \
+  reports/fastmcp-4.2.3/results.jsonl; do
   [ -f "$r" ] && runs+=("$r")
 done
 $rc matrix "${runs[@]}" > reports/matrix.md
