@@ -107,17 +107,50 @@ impl Tally {
     }
 }
 
+/// The secret field names of [`is_secret_field`] as a case-insensitive regex, with the `_` or
+/// `-` between words optional (`api_key`, `apiKey`, `api-key`). A macro so `concat!` can
+/// splice it into the one pattern.
+macro_rules! secret_keys {
+    () => {
+        r"(?i:passw(?:or)?d|pwd|(?:client[_\-]?|api[_\-]?)?secret|x[_\-]?api[_\-]?key|api[_\-]?key|(?:access|refresh|auth|session)[_\-]?token|(?:private|secret)[_\-]?key|secret[_\-]?access[_\-]?key|authorization)"
+    };
+}
+
 // ASCII-only classes and `(?-u:\b)` keep the whole pattern inside the lazy DFA, which is
 // what makes one scan of a 50 MB result affordable. Distinctive prefixes (AKIA, ghp_, xox,
 // eyJ) need no leading word boundary: JSON carried as text puts `\n` right before them, and
 // a boundary there would let the escaped copy of a secret through. Card numbers instead
 // require a non-digit before them, so the tail of a longer digit run never matches.
+//
+// Key/value pairs in JSON (or a Python repr) carried as text: a secret-named key (the names
+// of [`is_secret_field`], `_`/`-` optional) followed by a quoted value. The value is whatever
+// the quotes hold, so it is redacted whatever it looks like, as structuredContent's value
+// under the same key is; the text mirror of a redacted structuredContent then stays a mirror.
+// Three quotings: `"key":"v"`, `'key': 'v'`, and `\"key\":\"v\"` (JSON text inside JSON
+// text), whose value runs to the next unescaped `\"`. These alternatives come first: they
+// start at the key's quote, left of anything the value holds, so they win the leftmost match.
+//
+// A bare AWS secret access key (40 base64 characters) is only recognised beside a hint: its
+// label (`aws_secret_access_key`, `SecretAccessKey`, `secret_access_key`) or right after an
+// access key id, separated by a few non-base64 characters (` / `, `,`, `", "`). Without a
+// hint, 40 mixed-case base64 characters are also the last line of a wrapped certificate or
+// MIME body, or 30 random bytes of any id; redacting those destroys data (see the look-alikes
+// in tests/redaction.rs).
 const PATTERN: &str = concat!(
-    r"(?P<pem>-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?s:.)*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z))",
+    r#"(?P<kvk>"(?:"#,
+    secret_keys!(),
+    r#")"[ \t\r\n]*:[ \t\r\n]*")(?P<kvv>(?:[^"\\\n]|\\.)*)"#,
+    r"|(?P<kvks>'(?:",
+    secret_keys!(),
+    r")'[ \t]*:[ \t]*')(?P<kvvs>(?:[^'\\\n]|\\.)*)",
+    r#"|(?P<kvke>\\"(?:"#,
+    secret_keys!(),
+    r#")\\"(?:[ \t]|\\[nrt])*:(?:[ \t]|\\[nrt])*\\")(?P<kvve>(?:[^"\\]|\\\\(?:\\["\\]|[^"\\]))*)"#,
+    r"|(?P<pem>-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?s:.)*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z))",
     r"|(?P<url>(?-u:\b)[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@?#\x22']+:)(?P<urlpw>[^\s@/?#\x22']+)@",
     r"|(?P<jwt>eyJ[A-Za-z0-9_\-]{4,}\.eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{8,})",
-    r"|(?P<aws>(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?-u:\b))",
-    r"|(?P<awsskey>(?i:aws_?secret_?access_?key)[\x22']?[ \t]*[:=][ \t]*[\x22']?)(?P<awss>[A-Za-z0-9/+=]{40})(?-u:\b)",
+    r"|(?P<aws>(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?-u:\b))(?:(?P<awsgap>(?:[^A-Za-z0-9+=\\]|\\[nrt\x22]){1,12})(?P<awspair>[A-Za-z0-9/+]{40})(?-u:\b))?",
+    r"|(?P<awsskey>(?i:(?:aws_?)?secret_?access_?key)[\x22']?[ \t]*[:=][ \t]*[\x22']?)(?P<awss>[A-Za-z0-9/+=]{40})(?-u:\b)",
     r"|(?P<gh>(?:(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{50,})(?-u:\b))",
     r"|(?P<slackwh>https://hooks\.slack\.com/services/[A-Za-z0-9/]{16,})",
     r"|(?P<slack>xox[abposr]-[A-Za-z0-9\-]{10,})",
@@ -155,42 +188,75 @@ pub fn redact_str(s: &str, in_identifier: bool, tally: &mut Tally) -> Option<Str
     let mut out: Option<String> = None;
     let mut last = 0usize;
     for caps in re.captures_iter(s) {
-        let Some((start, end, replacement, kind)) = classify(&caps, in_identifier) else {
+        let Some((start, end, replacement)) = classify(s, &caps, in_identifier, tally) else {
             continue;
         };
         let buf = out.get_or_insert_with(|| String::with_capacity(s.len()));
         buf.push_str(&s[last..start]);
         buf.push_str(&replacement);
         last = end;
-        tally.add(kind);
     }
     let mut buf = out?;
     buf.push_str(&s[last..]);
     Some(buf)
 }
 
+/// What one match replaces: `(start, end, replacement)`, with what it redacted added to
+/// `tally`; `None` when the match is a look-alike after all.
 fn classify(
+    s: &str,
     c: &Captures<'_>,
     in_identifier: bool,
-) -> Option<(usize, usize, String, RedactionKind)> {
+    tally: &mut Tally,
+) -> Option<(usize, usize, String)> {
     use RedactionKind as K;
-    let whole = |m: regex::Match<'_>, k: K| Some((m.start(), m.end(), k.marker(), k));
+    let mut whole = |m: regex::Match<'_>, k: K| {
+        tally.add(k);
+        Some((m.start(), m.end(), k.marker()))
+    };
+    // A secret-named key's quoted value: all of it, unless it is empty or already a marker
+    // (so redaction stays idempotent).
+    if let Some(v) = c
+        .name("kvv")
+        .or_else(|| c.name("kvvs"))
+        .or_else(|| c.name("kvve"))
+    {
+        let value = v.as_str();
+        return if value.is_empty() || value.starts_with("[REDACTED:") {
+            None
+        } else {
+            whole(v, K::SecretField)
+        };
+    }
+    if let Some(id) = c.name("aws") {
+        let mut out = K::AwsAccessKey.marker();
+        tally.add(K::AwsAccessKey);
+        let mut end = id.end();
+        if let (Some(gap), Some(key)) = (c.name("awsgap"), c.name("awspair")) {
+            end = key.end();
+            if is_aws_secret_key(key.as_str(), &s[key.end()..]) {
+                out.push_str(gap.as_str());
+                out.push_str(&K::AwsSecretKey.marker());
+                tally.add(K::AwsSecretKey);
+            } else {
+                // Not a key after all: what the match swallowed still gets every other rule.
+                let rest = &s[id.end()..key.end()];
+                out.push_str(
+                    &redact_str(rest, in_identifier, tally).unwrap_or_else(|| rest.into()),
+                );
+            }
+        }
+        return Some((id.start(), end, out));
+    }
     if let Some(m) = c.name("pem") {
         return whole(m, K::PemPrivateKey);
     }
     if let (Some(_), Some(pw)) = (c.name("url"), c.name("urlpw")) {
-        return Some((
-            pw.start(),
-            pw.end(),
-            K::UrlPassword.marker(),
-            K::UrlPassword,
-        ));
+        tally.add(K::UrlPassword);
+        return Some((pw.start(), pw.end(), K::UrlPassword.marker()));
     }
     if let Some(m) = c.name("jwt") {
         return whole(m, K::Jwt);
-    }
-    if let Some(m) = c.name("aws") {
-        return whole(m, K::AwsAccessKey);
     }
     if let Some(m) = c.name("awss") {
         return whole(m, K::AwsSecretKey);
@@ -218,12 +284,8 @@ fn classify(
     if let Some(tok) = c.name("bearer") {
         let t = tok.as_str();
         return if t.bytes().any(|b| b.is_ascii_digit()) {
-            Some((
-                tok.start(),
-                tok.end(),
-                K::BearerToken.marker(),
-                K::BearerToken,
-            ))
+            tally.add(K::BearerToken);
+            Some((tok.start(), tok.end(), K::BearerToken.marker()))
         } else {
             None
         };
@@ -243,6 +305,16 @@ fn classify(
         };
     }
     None
+}
+
+/// The 40 characters after an access key id are its secret key when they end the base64 run
+/// (not the first 40 of a longer one) and mix upper and lower case, as 30 random bytes in
+/// base64 do; a hex digest (a commit hash) of the same length has one case only.
+fn is_aws_secret_key(key: &str, after: &str) -> bool {
+    let longer = after.starts_with(['/', '+', '=']);
+    let upper = key.bytes().any(|b| b.is_ascii_uppercase());
+    let lower = key.bytes().any(|b| b.is_ascii_lowercase());
+    !longer && upper && lower
 }
 
 fn plausible_email(s: &str) -> bool {

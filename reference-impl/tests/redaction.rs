@@ -195,3 +195,137 @@ fn secrets_after_json_escapes_in_text_are_caught() {
     // Redaction is deterministic, so the mirror is still recognised after it.
     assert!(env.meta.mirror.is_some());
 }
+
+#[test]
+fn secret_named_keys_in_json_text_are_redacted_as_in_structured() {
+    // The echo of a call's arguments: the text mirrors structuredContent, and the password
+    // (which no value pattern recognises) is named only by its key.
+    let args = json!({"user": "svc-report", "password": "Tr0ub4dor&3-horse",
+                      "api_key": "sk-live-9fQ2mN7vX4kL1pR8tY3wZ6bC", "passwordHint": "pet name"});
+    let text = serde_json::to_string(&args).unwrap();
+    let env = norm(json!({"content":[{"type":"text","text": text}],"structuredContent": args}));
+    let all = serde_json::to_string(&env).unwrap();
+    for leak in ["Tr0ub4dor&3-horse", "9fQ2mN7vX4kL1pR8tY3wZ6bC"] {
+        assert!(!all.contains(leak), "{leak} leaked: {all}");
+    }
+    assert!(all.contains("pet name"), "a hint is not a secret: {all}");
+    // Text and structured value are redacted alike, so the text is still seen as a mirror.
+    assert!(env.meta.mirror.is_some(), "{all}");
+
+    // Pretty-printed, a Python repr, and JSON text inside JSON text (escaped quotes, an
+    // escaped quote inside the value) are all caught; the value is redacted whole.
+    for (text, leak) in [
+        ("{\n  \"Password\" : \"hunter2 with spaces\"\n}", "hunter2"),
+        ("{'client_secret': 'c0ffee-t0ps3cret', 'n': 1}", "c0ffee"),
+        (
+            r#"{"log":"{\"access-token\":\"ab\\\"cd-9913\",\"n\":1}"}"#,
+            "cd-9913",
+        ),
+        (r#"{"authorization":"Basic dXNlcjpwYXNz"}"#, "dXNlcjpwYXNz"),
+    ] {
+        let env = norm(json!({"content":[{"type":"text","text": text}]}));
+        let out = env.payload.content[0]["text"].as_str().unwrap();
+        assert!(!out.contains(leak), "{leak} leaked from {text:?}: {out}");
+        assert!(out.contains("[REDACTED:secret_field]"), "{out}");
+        let fields = env
+            .meta
+            .redactions
+            .iter()
+            .find(|r| r.kind == RedactionKind::SecretField)
+            .map_or(0, |r| r.count);
+        assert_eq!(fields, 1, "{text:?}: {:?}", env.meta.redactions);
+    }
+    // The rest of an escaped pair's text is intact.
+    let env = norm(json!({"content":[{"type":"text",
+        "text": r#"{"log":"{\"password\":\"x\\\"y\",\"next\":\"kept\"}"}"#}]}));
+    assert_eq!(
+        env.payload.content[0]["text"],
+        r#"{"log":"{\"password\":\"[REDACTED:secret_field]\",\"next\":\"kept\"}"}"#
+    );
+}
+
+#[test]
+fn secret_named_keys_look_alikes_are_kept() {
+    for s in [
+        r#"{"passwordHint":"pet name","token_count":"1234","key":"value"}"#, // not secret names
+        r#"{"password":""}"#,                                                // nothing to hide
+        r#"{"password":"[REDACTED:secret_field]"}"#,                         // already done
+        "password: see the reset link",  // prose, no quoted pair
+        "set \"password\" to something", // a quoted word, no value
+    ] {
+        let env = norm(json!({"content":[{"type":"text","text": s}]}));
+        assert!(
+            env.meta.redactions.is_empty(),
+            "{s:?} redacted: {:?}",
+            env.meta.redactions
+        );
+        assert_eq!(env.payload.content[0]["text"], s);
+    }
+}
+
+/// A bare AWS secret access key is recognised only beside a hint: right after its access key
+/// id, or under a label. Alone, 40 mixed-case base64 characters are indistinguishable from
+/// the last line of a wrapped certificate or MIME body, or any 30-byte id in base64, so a
+/// bare key without a hint is a documented limit, not redacted.
+#[test]
+fn aws_secret_keys_beside_a_hint() {
+    let key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ9vX2eLq1";
+    for text in [
+        format!("Deployed with AKIAQ3EGLDR7ZWTNXB5K / {key}"),
+        format!("AKIAQ3EGLDR7ZWTNXB5K,{key}\n"),
+        format!("SecretAccessKey: {key}"),
+        format!("secret_access_key={key}"),
+        serde_json::to_string(
+            &json!({"AccessKeyId": "ASIAY34FZKBOKMUTVV7A", "SecretAccessKey": key}),
+        )
+        .unwrap(),
+        // The same, as JSON text inside JSON text.
+        serde_json::to_string(&json!({"out": format!("[\"AKIAQ3EGLDR7ZWTNXB5K\", \"{key}\"]")}))
+            .unwrap(),
+    ] {
+        let env = norm(json!({"content":[{"type":"text","text": text}]}));
+        let out = env.payload.content[0]["text"].as_str().unwrap();
+        assert!(!out.contains(key), "{text:?} kept the key: {out}");
+        assert!(!out.contains("AKIAQ3EGLDR7ZWTNXB5K"), "{out}");
+    }
+    let env =
+        norm(json!({"content":[{"type":"text","text": format!("AKIAQ3EGLDR7ZWTNXB5K / {key}")}]}));
+    assert_eq!(
+        env.payload.content[0]["text"],
+        "[REDACTED:aws_access_key] / [REDACTED:aws_secret_key]"
+    );
+
+    // Kept: the documented limit (a bare key), and what follows an id without being a key.
+    let cert_tail = "MIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0B"; // 40 chars, mixed case
+    assert_eq!(cert_tail.len(), 40);
+    for (text, kept) in [
+        (format!("bare {key} without a hint"), key.to_string()),
+        (
+            format!("-----BEGIN CERTIFICATE-----\n{cert_tail}\n-----END CERTIFICATE-----"),
+            cert_tail.to_string(),
+        ),
+        (
+            "AKIAQ3EGLDR7ZWTNXB5K at commit 9fceb02d0ae598e95dc970b74767f19372d61af8".to_string(),
+            "9fceb02d0ae598e95dc970b74767f19372d61af8".to_string(),
+        ),
+        (
+            "AKIAQ3EGLDR7ZWTNXB5K 9fceb02d0ae598e95dc970b74767f19372d61af8".to_string(),
+            "9fceb02d0ae598e95dc970b74767f19372d61af8".to_string(),
+        ),
+        (
+            format!("AKIAQ3EGLDR7ZWTNXB5K {key}Zz9 (longer run)"),
+            format!("{key}Zz9"),
+        ),
+    ] {
+        let env = norm(json!({"content":[{"type":"text","text": text}]}));
+        let out = env.payload.content[0]["text"].as_str().unwrap();
+        assert!(out.contains(&kept), "{text:?} lost {kept:?}: {out}");
+    }
+    // A rejected pair still gets every other rule on what followed the id.
+    let env = norm(json!({"content":[{"type":"text",
+        "text": "AKIAQ3EGLDR7ZWTNXB5K, abcdefghijklmnopqrstuvwx4111111111111111 ops@example.com"}]}));
+    assert_eq!(
+        env.payload.content[0]["text"],
+        "[REDACTED:aws_access_key], abcdefghijklmnopqrstuvwx[REDACTED:card_number] [REDACTED:email]"
+    );
+}
