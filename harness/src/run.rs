@@ -121,7 +121,7 @@ pub async fn run(
         batches.extend(isolated.into_iter().map(|item| (*shape, vec![item])));
     }
     // The batches (the shared target of each shape, and each isolated case's own target) run
-    // side by side, up to TARGETS_AT_ONCE, so a run takes far less than their sum: the
+    // side by side, up to `targets_at_once`, so a run takes far less than their sum: the
     // isolated cases mostly wait out a target's upstream timeout. They all run in this one
     // task, so `report` still gets one result at a time, each as it ends.
     let report = std::cell::RefCell::new(report);
@@ -144,7 +144,7 @@ pub async fn run(
                     events
                 }
             })),
-            TARGETS_AT_ONCE,
+            targets_at_once(plan.profile),
         ))
         .await;
     events.extend(batch_events.into_iter().flatten());
@@ -155,6 +155,22 @@ pub async fn run(
 /// (about 110 MB and a second or more of CPU to start, a Python process per start) started
 /// for every isolated case of every shape at once missed its 60 s start-up on two cores.
 const TARGETS_AT_ONCE: usize = 4;
+
+/// Targets at once for relaycheck's own gateways (a start is an exec of this binary, a few
+/// milliseconds): enough for every batch of the catalogue in every shape, so the whole suite
+/// takes about as long as its slowest case (five isolated cases per shape wait out the reference
+/// gateway's 5 s upstream timeout; four at a time made `--shape all` 36 s instead of 7).
+const OWN_TARGETS_AT_ONCE: usize = 128;
+
+/// [`TARGETS_AT_ONCE`] for a target relaycheck installs (a third-party gateway),
+/// [`OWN_TARGETS_AT_ONCE`] for the rest.
+fn targets_at_once(profile: &Profile) -> usize {
+    if profile.provision.is_some() {
+        TARGETS_AT_ONCE
+    } else {
+        OWN_TARGETS_AT_ONCE
+    }
+}
 
 /// Writes the canary script for a run against `profile`: the catalogue's, without the tools of
 /// the cases the profile skips. A skipped case never runs, and a tool a gateway cannot list at
