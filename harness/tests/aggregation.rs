@@ -83,7 +83,7 @@ fn a_label_the_profile_does_not_give_is_refused_by_field() {
             "[routes.flat]",
             "[routes.flat]\narguments = { x = \"{canary_cmd_json:c}\" }\n#",
         );
-    let err = Profile::parse(&Path::new(&target("x.toml")), &text).unwrap_err();
+    let err = Profile::parse(Path::new(&target("x.toml")), &text).unwrap_err();
     let text = err.to_string();
     assert!(
         text.contains("routes.flat.arguments") && text.contains("names no upstream"),
