@@ -31,6 +31,10 @@ impl HttpClient {
         let http = reqwest::Client::builder()
             .no_proxy()
             .pool_max_idle_per_host(16)
+            // Below the 5 s keep-alive of common servers (uvicorn, which serves MCP Hangar): a
+            // connection the server is closing just as it is reused fails the request before
+            // it is sent ("error sending request"), a flake seen under load.
+            .pool_idle_timeout(std::time::Duration::from_secs(2))
             .build()?;
         Ok(HttpClient {
             http,
