@@ -608,7 +608,14 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         let cases: Vec<CaseEvent> = catalogue.cases.iter().map(CaseEvent::of).collect();
         write_file(
             &dir.join("report.html"),
-            &report::html::render(&info, &results, &cases, &surfaces, &catalogue.impact()),
+            &report::html::render_with_restarts(
+                &info,
+                &results,
+                &cases,
+                &surfaces,
+                &catalogue.impact(),
+                &target_events,
+            ),
         )?;
     }
     println!("{summary}");

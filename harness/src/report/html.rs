@@ -12,6 +12,7 @@ use super::jsonl::CaseEvent;
 use super::summary::{MOVES, surface_matrix};
 use super::{RunInfo, total_line};
 use crate::impact::Impact;
+use crate::restart::TargetEvent;
 use crate::result::CaseResult;
 
 pub fn render(
@@ -20,6 +21,21 @@ pub fn render(
     cases: &[CaseEvent],
     surfaces: &[String],
     impact: &Impact,
+) -> String {
+    render_with_restarts(info, results, cases, surfaces, impact, &[])
+}
+
+/// As [`render`], with the target's deaths during the run (the `target_events` of the
+/// results.jsonl footer) listed under the totals, as summary.md lists them: a run whose
+/// target was restarted reads differently from a clean one, and the page should say so
+/// before anyone reads the matrix.
+pub fn render_with_restarts(
+    info: &RunInfo,
+    results: &[CaseResult],
+    cases: &[CaseEvent],
+    surfaces: &[String],
+    impact: &Impact,
+    target_events: &[TargetEvent],
 ) -> String {
     let (shapes, rows) = surface_matrix(results, surfaces, &info.shapes);
     let case_index: BTreeMap<&str, &CaseEvent> = cases.iter().map(|c| (c.id.as_str(), c)).collect();
@@ -64,6 +80,8 @@ pub fn render(
         "<p class=\"total\" id=\"total\">{}</p>",
         escape(&total_line(results))
     );
+
+    out.push_str(&restarts(target_events));
 
     out.push_str("<h2>Surfaces by shapes</h2>\n<p class=\"legend\">Each cell: results passed of applicable; click a cell for its cases. ");
     let _ = writeln!(
@@ -162,6 +180,53 @@ fn static_result(result: &CaseResult, case: Option<&CaseEvent>) -> String {
     out
 }
 
+/// The "Target restarts" section: one item per death, the runner's own sentence
+/// ([`TargetEvent::describe`]); nothing when the target never died.
+fn restarts(events: &[TargetEvent]) -> String {
+    if events.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "<h2>Target restarts ({})</h2>\n<ul id=\"restarts\">\n",
+        events.len()
+    );
+    for event in events {
+        let class = if event.restarted {
+            "restarted"
+        } else {
+            "gave-up"
+        };
+        let _ = writeln!(
+            out,
+            "<li class=\"{class}\">{}</li>",
+            inline_code(&event.describe())
+        );
+    }
+    out.push_str("</ul>\n");
+    out
+}
+
+/// Escaped text with its Markdown `code` spans (between backticks) as `<code>`.
+fn inline_code(text: &str) -> String {
+    let parts: Vec<&str> = text.split('`').collect();
+    // An odd number of backticks leaves the last one unpaired: it stays a backtick rather
+    // than opening a span that never closes.
+    let unpaired = parts.len().is_multiple_of(2);
+    let mut out = String::new();
+    for (i, part) in parts.iter().enumerate() {
+        let opens_span = i % 2 == 1;
+        if opens_span && !(unpaired && i + 1 == parts.len()) {
+            let _ = write!(out, "<code>{}</code>", escape(part));
+        } else {
+            if opens_span {
+                out.push('`');
+            }
+            out.push_str(&escape(part));
+        }
+    }
+    out
+}
+
 fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -186,6 +251,7 @@ details.fail,details.error,details.timeout,details.setup-fail{border-color:#d930
 pre{background:#f8f9fa;padding:8px;overflow:auto;max-height:360px}
 pre.diff{background:#fff8e1}
 .req{font-style:italic}.src{color:#555}
+#restarts li.gave-up{color:#a50e0e}
 .sides{display:grid;grid-template-columns:repeat(3,minmax(0,1fr));gap:8px}
 </style>
 "#;
@@ -230,3 +296,75 @@ const SCRIPT: &str = r#"<script>
 })();
 </script>
 "#;
+
+#[cfg(test)]
+mod tests {
+    use relaycheck_model::Shape;
+
+    use super::*;
+
+    fn info() -> RunInfo {
+        RunInfo {
+            tool_version: "0.1.0".into(),
+            target: "zoo-crashy".into(),
+            target_product: None,
+            target_version: None,
+            shapes: vec![Shape::V2025_11_25],
+            forced: false,
+            started: "2026-11-30T00:00:00Z".into(),
+            command: "relaycheck run --target zoo-crashy".into(),
+        }
+    }
+
+    fn event(restarted: bool) -> TargetEvent {
+        TargetEvent {
+            target: "zoo-crashy".into(),
+            shape: Shape::V2025_11_25,
+            cause: "the target closed its stdout <eof>".into(),
+            touched: vec!["upstream-read/one-kilobyte-result-whole".into()],
+            restarted,
+            not_run: if restarted { 0 } else { 7 },
+            restart_failed: None,
+        }
+    }
+
+    #[test]
+    fn target_restarts_are_listed_under_the_totals() {
+        let events = [event(true), event(false)];
+        let page = render_with_restarts(
+            &info(),
+            &[],
+            &[],
+            &["upstream-read".into()],
+            &Impact::default(),
+            &events,
+        );
+        let section = page
+            .find("<h2>Target restarts (2)</h2>")
+            .expect("the section");
+        assert!(section > page.find("id=\"total\"").unwrap());
+        assert!(section < page.find("<h2>Surfaces by shapes</h2>").unwrap());
+        // Each event is the runner's own sentence, escaped, its code spans as <code>.
+        assert!(page.contains(
+            "<li class=\"restarted\">target <code>zoo-crashy</code> [2025-11-25]: the target closed its stdout &lt;eof&gt; at case <code>upstream-read/one-kilobyte-result-whole</code>; restarted once; the run went on</li>"
+        ), "{page}");
+        assert!(page.contains("<li class=\"gave-up\">"), "{page}");
+        assert!(page.contains("7 case(s) not run, reported as error</li>"));
+        // A run whose target never died has no such section, as summary.md has none.
+        let clean = render(
+            &info(),
+            &[],
+            &[],
+            &["upstream-read".into()],
+            &Impact::default(),
+        );
+        assert!(!clean.contains("Target restarts"));
+    }
+
+    #[test]
+    fn code_spans_pair_backticks_and_escape() {
+        assert_eq!(inline_code("a `<b>` c `d"), "a <code>&lt;b&gt;</code> c `d");
+        assert_eq!(inline_code("no spans & all"), "no spans &amp; all");
+        assert_eq!(inline_code("`x``y`"), "<code>x</code><code>y</code>");
+    }
+}
