@@ -515,3 +515,37 @@ mod tests {
         assert_eq!(ended(Some(&running)), None);
     }
 }
+
+#[cfg(test)]
+mod shell_line_tests {
+    use super::shell_line;
+
+    #[test]
+    fn an_argv_becomes_one_command_line_a_shell_splits_back() {
+        let argv: Vec<String> = [
+            "/bin/relaycheck",
+            "canary",
+            "--log",
+            "/tmp/a b/it's.jsonl",
+            "",
+        ]
+        .map(String::from)
+        .to_vec();
+        let line = shell_line(&argv);
+        assert_eq!(
+            line,
+            "/bin/relaycheck canary --log '/tmp/a b/it'\\''s.jsonl' ''"
+        );
+        let out = std::process::Command::new("sh")
+            .args([
+                "-c",
+                &format!("for a in {line}; do printf '%s\\n' \"[$a]\"; done"),
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "[/bin/relaycheck]\n[canary]\n[--log]\n[/tmp/a b/it's.jsonl]\n[]\n"
+        );
+    }
+}

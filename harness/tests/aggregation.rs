@@ -90,3 +90,20 @@ fn a_label_the_profile_does_not_give_is_refused_by_field() {
         "{text}"
     );
 }
+
+#[test]
+fn upstream_in_a_route_needs_several_canaries() {
+    let text = std::fs::read_to_string(target("reference-two-upstreams.toml"))
+        .unwrap()
+        .replace(
+            "[canaries.a]\nname = \"alpha\"\n\n[canaries.b]\nname = \"beta\"\n",
+            "",
+        )
+        .replace("{canary_cmd_json:a}", "{canary_cmd_json}");
+    let err = Profile::parse(Path::new(&target("x.toml")), &text).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("routes.flat.tool") && text.contains("[canaries]"),
+        "{text}"
+    );
+}
