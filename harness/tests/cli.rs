@@ -181,3 +181,82 @@ fn a_glob_that_matches_nothing_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("matches no case"));
 }
+
+/// A profile like `direct` that claims one shape, with a side channel read by a command.
+fn claiming_profile(dir: &Path, side_command: &str) -> PathBuf {
+    let profile = dir.join("claims.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"claims\"\ndescription = \"the canary itself, one shape claimed\"\n[start]\ncommand = [\"{{canary_cmd}}\"]\nready = \"first-response\"\n[north]\ntransport = \"stdio\"\n[canary]\ntransport = \"stdio\"\n[routes.flat]\ntool = \"{{tool}}\"\n[side_channels.store]\nkind = \"command\"\nformat = \"jsonl\"\ncommand = [\"sh\", \"-c\", \"{side_command}\"]\n[claims]\nshapes = [\"2025-11-25\"]\n[timeouts]\ncase_ms = 20000\n"
+        ),
+    )
+    .unwrap();
+    profile
+}
+
+#[test]
+fn shape_all_runs_the_claimed_shapes_and_an_unclaimed_one_runs_when_named() {
+    let dir = scratch("claims");
+    let profile = claiming_profile(&dir, "echo '{\\\"event\\\": 1}'");
+    let target = profile.to_str().unwrap();
+    let all = relaycheck(
+        &[
+            "run",
+            "--target",
+            target,
+            "--shape",
+            "all",
+            "--case",
+            "is-error/flag-reaches-client",
+        ],
+        &repo(),
+    );
+    let stderr = String::from_utf8_lossy(&all.stderr);
+    assert_eq!(all.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("in 1 shape(s)"), "{stderr}");
+    assert!(!stderr.contains("does not claim"), "{stderr}");
+
+    let named = relaycheck(
+        &[
+            "run",
+            "--target",
+            target,
+            "--shape",
+            "sep-3279",
+            "--case",
+            "is-error/flag-reaches-client",
+        ],
+        &repo(),
+    );
+    let stderr = String::from_utf8_lossy(&named.stderr);
+    assert_eq!(named.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("target `claims` does not claim shape sep-3279; running it"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_side_channel_command_that_fails_makes_the_case_an_error() {
+    let dir = scratch("side-command");
+    let profile = claiming_profile(&dir, "echo store locked >&2; exit 3");
+    let out = relaycheck(
+        &[
+            "run",
+            "--target",
+            profile.to_str().unwrap(),
+            "--case",
+            "is-error/flag-reaches-client",
+            "--verbose",
+        ],
+        &repo(),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("a side channel could not be read: `store`")
+            && stderr.contains("store locked"),
+        "{stderr}"
+    );
+}
