@@ -168,7 +168,7 @@ pub fn render(target: &str, rows: &[Row], peak_memory: Option<u64>, command: &st
         };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | **{:.2}x** | {} | {} / {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} |",
             row.size.label(),
             ms(row.direct.p50),
             ms(row.direct.p90),
@@ -176,7 +176,7 @@ pub fn render(target: &str, rows: &[Row], peak_memory: Option<u64>, command: &st
             ms(row.target.p50),
             ms(row.target.p90),
             ms(row.target.p99),
-            row.ratio(),
+            ratio(row.ratio()),
             throughput,
             row.direct.failures,
             row.target.failures
@@ -198,6 +198,15 @@ pub fn render(target: &str, rows: &[Row], peak_memory: Option<u64>, command: &st
         }
     }
     out
+}
+
+/// `**2.40x**`, or `-` when a side has no successful call to divide by.
+fn ratio(value: f64) -> String {
+    if value.is_finite() {
+        format!("**{value:.2}x**")
+    } else {
+        "-".into()
+    }
 }
 
 fn ms(micros: f64) -> String {
@@ -230,7 +239,21 @@ mod tests {
             target: Percentiles::of(vec![1500.0], 0),
         };
         assert_eq!(row.ratio(), 1.5);
-        let text = render("reference", &[row], Some(64 << 20), "relaycheck bench");
+        let text = render(
+            "reference",
+            std::slice::from_ref(&row),
+            Some(64 << 20),
+            "relaycheck bench",
+        );
+        let failed = Row {
+            target: Percentiles::of(vec![], 3),
+            ..row
+        };
+        let text_failed = render("hangar", &[failed], None, "relaycheck bench");
+        assert!(
+            text_failed.contains("| - | - | 0 / 3 |") && !text_failed.contains("NaN"),
+            "{text_failed}"
+        );
         assert!(
             text.contains("**1.50x**") && text.contains("1 MiB") && text.contains("64.0 MiB"),
             "{text}"

@@ -962,7 +962,11 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         let peak = target.peak_memory();
         direct_target.stop().await;
         target.stop().await;
-        Ok(render(&profile.name, &rows, peak, &command))
+        let name = match &args.mutant {
+            Some(mutant) => format!("{} --mutant {mutant}", profile.name),
+            None => profile.name.clone(),
+        };
+        Ok(render(&name, &rows, peak, &command))
     });
     runtime.shutdown_timeout(Duration::from_secs(2));
     let _ = std::fs::remove_dir_all(&workdir);
