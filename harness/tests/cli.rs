@@ -260,3 +260,40 @@ fn a_side_channel_command_that_fails_makes_the_case_an_error() {
         "{stderr}"
     );
 }
+
+#[test]
+fn bench_stream_reports_the_canary_rate_and_memory() {
+    let out = relaycheck(
+        &[
+            "bench",
+            "stream",
+            "--transport",
+            "stdio",
+            "--size",
+            "3000000",
+            "--repeat",
+            "1",
+        ],
+        &repo(),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The size read is the whole message: the 3 MB of text and the JSON around it.
+    assert!(text.contains("| stdio | 3.0 MB |"), "{text}");
+    assert!(text.contains(" MiB | "), "the canary's peak RSS is read: {text}");
+}
+
+#[test]
+fn bench_latency_needs_exactly_one_target() {
+    let out = relaycheck(&["bench"], &repo());
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("exactly one --target"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
