@@ -284,7 +284,10 @@ fn bench_stream_reports_the_canary_rate_and_memory() {
     );
     // The size read is the whole message: the 3 MB of text and the JSON around it.
     assert!(text.contains("| stdio | 3.0 MB |"), "{text}");
-    assert!(text.contains(" MiB | "), "the canary's peak RSS is read: {text}");
+    assert!(
+        text.contains(" MiB | "),
+        "the canary's peak RSS is read: {text}"
+    );
 }
 
 #[test]
