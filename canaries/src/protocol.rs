@@ -71,7 +71,9 @@ pub struct Ask {
 
 impl std::fmt::Debug for Ask {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Ask").field("request", &self.request).finish()
+        f.debug_struct("Ask")
+            .field("request", &self.request)
+            .finish()
     }
 }
 
@@ -414,7 +416,10 @@ impl Canary {
                 };
                 match fixtures::call(name, &arguments(), token)? {
                     ToolAnswer::Result(legacy) => Ok(Reply::Json(render(&legacy))),
-                    ToolAnswer::Ask { method, params: asked } => {
+                    ToolAnswer::Ask {
+                        method,
+                        params: asked,
+                    } => {
                         let id = id.clone();
                         let requested = params.and_then(Selector::read_requested);
                         let tool = name.to_string();
