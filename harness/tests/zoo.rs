@@ -35,6 +35,27 @@ fn zoo_profile(name: &str, gateway_args: &[String], dir: &Path) -> PathBuf {
     path
 }
 
+/// A profile for the broken gateway in one of its HTTP modes: it serves on `{port}`, is ready
+/// when `GET /health` answers, and relays to an HTTP canary (`{canary_url}`).
+fn http_zoo_profile(name: &str, gateway_args: &[String], dir: &Path) -> PathBuf {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/zoo/broken_gateway.py");
+    let mut command = vec!["python3".to_string(), script.display().to_string()];
+    command.extend(gateway_args.iter().cloned());
+    let path = dir.join(format!("zoo-{name}.toml"));
+    std::fs::write(
+        &path,
+        format!(
+            "name = \"zoo-{name}\"\ndescription = \"a broken HTTP gateway: {name}\"\n\
+             [start]\ncommand = {}\nready = \"http\"\nready_path = \"/health\"\ntimeout_ms = 3000\n\
+             [north]\ntransport = \"http\"\nurl = \"http://127.0.0.1:{{port}}/mcp\"\n\
+             [canary]\ntransport = \"http\"\n[routes.flat]\ntool = \"{{tool}}\"\n",
+            serde_json::to_string(&command).unwrap()
+        ),
+    )
+    .unwrap();
+    path
+}
+
 /// Processes whose command line names this test's marker.
 fn leftovers(marker: &str) -> Vec<String> {
     let mut found = Vec::new();
@@ -81,10 +102,26 @@ impl Run {
 /// Runs relaycheck against the broken gateway started with `gateway_args`, on `cases`, one
 /// case at a time, waiting at most [`RUN_BOUND`].
 fn run_with(name: &str, gateway_args: &[String], cases: &[&str], extra: &[&str]) -> Run {
+    run_profile(
+        name,
+        |dir| zoo_profile(name, gateway_args, dir),
+        cases,
+        extra,
+    )
+}
+
+/// Runs relaycheck on the profile `write` puts in the run's directory, on `cases`, one case at
+/// a time, waiting at most [`RUN_BOUND`].
+fn run_profile(
+    name: &str,
+    write: impl FnOnce(&Path) -> PathBuf,
+    cases: &[&str],
+    extra: &[&str],
+) -> Run {
     let dir = std::env::temp_dir().join(format!("relaycheck-zoo-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let profile = zoo_profile(name, gateway_args, &dir);
+    let profile = write(&dir);
     let out = dir.join("out");
     let mut command = Command::new(env!("CARGO_BIN_EXE_relaycheck"));
     command
@@ -320,6 +357,103 @@ fn a_gateway_that_always_crashes_is_restarted_once_then_its_cases_end_as_errors(
     assert_eq!(events[1]["not_run"], 6);
     assert!(got.summary.contains("6 case(s) not run"), "{}", got.summary);
     // Bounded: two starts and four calls, nowhere near a timeout per case.
+    assert!(got.elapsed < Duration::from_secs(30), "{:?}", got.elapsed);
+    assert_clean(&got);
+}
+
+/// An HTTP gateway with a process of its own that crashes once, at its third call: the case
+/// in flight gets `error` with the cause, the gateway is started again (on a fresh port, with a
+/// fresh readiness wait and handshake) and every later case passes.
+#[test]
+fn an_http_gateway_that_crashes_once_is_restarted_and_the_later_cases_pass() {
+    let _serial = serial();
+    let dir = std::env::temp_dir().join(format!("relaycheck-zoo-hmarker-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let marker = dir.join("http-crash-once-marker");
+    let _ = std::fs::remove_file(&marker);
+    let args: Vec<String> = [
+        "http-crash-once",
+        "{port}",
+        "2",
+        marker.to_str().unwrap(),
+        "--",
+        "{canary_url}",
+    ]
+    .map(String::from)
+    .to_vec();
+    let got = run_profile(
+        "http-crash-once",
+        |d| http_zoo_profile("http-crash-once", &args, d),
+        &IS_ERROR,
+        &[],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let cause = "the target process exited with code 3";
+    assert_eq!(got.results.len(), 10, "{:?} {}", got.outcomes(), got.stderr);
+    assert_eq!(
+        got.outcomes()[..3],
+        ["pass", "pass", "error"],
+        "{:?}",
+        got.results
+    );
+    assert_eq!(got.count("pass"), 9, "{:?}", got.results);
+    assert!(got.message(2).contains(cause), "{}", got.message(2));
+    let events = &got.footer.as_ref().expect("a footer")["target_events"];
+    assert_eq!(events.as_array().map(Vec::len), Some(1), "{events}");
+    assert_eq!(events[0]["restarted"], true);
+    assert_eq!(events[0]["touched"][0], got.results[2]["case"]);
+    assert!(
+        events[0]["cause"].as_str().unwrap().contains(cause),
+        "{events}"
+    );
+    assert!(
+        got.summary.contains("restarted once; the run went on"),
+        "{}",
+        got.summary
+    );
+    assert_eq!(got.code, 1, "the broken case fails the run");
+    assert_clean(&got);
+}
+
+/// An HTTP gateway that crashes at its second call in every life: one restart, then the rest
+/// end as errors at once; every case is accounted for and nothing is left running.
+#[test]
+fn an_http_gateway_that_always_crashes_is_restarted_once_then_its_cases_end_as_errors() {
+    let _serial = serial();
+    let args: Vec<String> = ["http-crash-always", "{port}", "1", "--", "{canary_url}"]
+        .map(String::from)
+        .to_vec();
+    let got = run_profile(
+        "http-crash-always",
+        |d| http_zoo_profile("http-crash-always", &args, d),
+        &IS_ERROR,
+        &[],
+    );
+    assert_eq!(got.results.len(), 10, "{:?} {}", got.outcomes(), got.stderr);
+    assert_eq!(
+        got.outcomes(),
+        [
+            "pass", "error", "pass", "error", "error", "error", "error", "error", "error", "error"
+        ],
+        "{:?}",
+        got.results
+    );
+    for index in 4..10 {
+        let message = got.message(index);
+        assert!(
+            message.starts_with("not run: the target process exited with code 3 at case")
+                && message.contains("restarted once already"),
+            "{message}"
+        );
+    }
+    let events = got.footer.as_ref().expect("a footer")["target_events"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(events[0]["restarted"], true);
+    assert_eq!(events[1]["restarted"], false);
+    assert_eq!(events[1]["not_run"], 6);
     assert!(got.elapsed < Duration::from_secs(30), "{:?}", got.elapsed);
     assert_clean(&got);
 }

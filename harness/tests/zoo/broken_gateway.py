@@ -19,6 +19,17 @@ Modes that relay to a real upstream take its argv after `--`:
             exists, which it creates first): a stream that ends under a live process
   flood-stderr -- CANARY...
             relays every call while writing to stderr without end
+Modes that serve streamable HTTP on 127.0.0.1:PORT (GET /health answers 200 once ready) and
+relay POSTs to the upstream URL after `--`:
+  http-crash-once PORT AFTER MARKER -- URL
+            at call AFTER+1 it exits with code 3 unless MARKER exists, which it creates first
+  http-crash-always PORT AFTER -- URL
+            at call AFTER+1 it exits with code 3, in every life
+Modes of an HTTP target that never gets going:
+  http-never-ready PORT
+            listens on nothing and sleeps: it never becomes ready
+  http-no-mcp PORT
+            GET /health answers 200, but a request to any other path is never answered
 It starts a child `sleep` in its own process group too, so a test can see that the harness
 ends it with the gateway.
 """
@@ -39,6 +50,92 @@ if "--" in options:
 # not end the stream; except where the gateway is to close its stream itself.
 subprocess.Popen(["sleep", "300"], stdout=subprocess.DEVNULL if mode.startswith("close") else None)
 out_lock = threading.Lock()
+
+
+def serve_http():
+    """An HTTP gateway: /health for readiness, and POSTs relayed to the upstream URL."""
+    import http.server
+    import urllib.error
+    import urllib.request
+
+    port = int(options[0])
+    if mode == "http-never-ready":
+        time.sleep(300)
+        os._exit(0)
+    crash_after = int(options[1]) if mode.startswith("http-crash") else None
+    marker = options[2] if mode == "http-crash-once" else None
+    upstream_url = upstream_argv[0] if upstream_argv else None
+    state = {"calls": 0}
+    lock = threading.Lock()
+    passed = ("content-type", "accept", "mcp-session-id", "mcp-protocol-version")
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def answer(self, status, body=b"", headers=()):
+            self.send_response(status)
+            for name, value in headers:
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self):
+            if self.path == "/health":
+                self.answer(200, b"ok")
+            elif mode == "http-no-mcp":
+                time.sleep(300)
+            else:
+                self.answer(405)
+
+        def relay(self, method):
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if mode == "http-no-mcp":
+                time.sleep(300)
+            try:
+                is_call = json.loads(body or b"{}").get("method") == "tools/call"
+            except (ValueError, AttributeError):
+                is_call = False
+            if is_call and crash_after is not None:
+                with lock:
+                    state["calls"] += 1
+                    calls = state["calls"]
+                if calls > crash_after:
+                    if marker is None:
+                        os._exit(3)
+                    if not os.path.exists(marker):
+                        open(marker, "w").close()
+                        os._exit(3)
+            headers = {k: v for k, v in self.headers.items() if k.lower() in passed}
+            request = urllib.request.Request(
+                upstream_url, data=body if method == "POST" else None, headers=headers,
+                method=method)
+            try:
+                response = urllib.request.urlopen(request, timeout=60)
+            except urllib.error.HTTPError as err:
+                response = err
+            with response:
+                data = response.read()
+                kept = [(k, v) for k, v in response.headers.items() if k.lower() in passed]
+                self.answer(response.status, data, kept)
+
+        def do_POST(self):
+            self.relay("POST")
+
+        def do_DELETE(self):
+            self.relay("DELETE")
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    server.daemon_threads = True
+    server.serve_forever()
+    os._exit(0)
+
+
+if mode.startswith("http-"):
+    serve_http()
 
 
 def write_out(data):
