@@ -1,7 +1,6 @@
 //! The runner: plans (case, route, shape) triples, starts one target per shape, drives the
 //! calls in parallel, and hands each result to the caller as soon as it is known.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -422,7 +421,9 @@ pub async fn run_one(
             .collect(),
         meant_for,
     };
-    let (side_channels, side_problems) = read_side_channels(target).await;
+    // Each channel as it stands after the call; checks look for the call's nonce or for
+    // secrets anywhere in it, so a leak on a line without the nonce stays in view.
+    let (side_channels, side_problems) = crate::side_channel::read_all(&target.side_channels).await;
     let tool_script = case.spec.tool_script();
     let arguments = Value::Object(arguments);
     let evidence = Evidence {
@@ -564,21 +565,4 @@ fn north_value(exchange: &Exchange) -> Option<Value> {
         Exchange::Closed { detail } => Some(Value::String(format!("(closed: {detail})"))),
         Exchange::Timeout => None,
     }
-}
-
-/// The lines of each side channel, as they stand after the call, and why any could not be
-/// read. Checks look for the call's nonce or for secrets in them; reading whole channels keeps
-/// a leak on a line without the nonce in view.
-async fn read_side_channels(target: &Target) -> (BTreeMap<String, Vec<String>>, Vec<String>) {
-    let mut lines = BTreeMap::new();
-    let mut problems = Vec::new();
-    for (name, source) in &target.side_channels {
-        match source.read().await {
-            Ok(read) => {
-                lines.insert(name.clone(), read);
-            }
-            Err(problem) => problems.push(format!("`{name}`: {problem}")),
-        }
-    }
-    (lines, problems)
 }

@@ -1,11 +1,23 @@
 //! Side channels: what a target writes beside the call (audit records, logs, an event store),
 //! read after each case as lines so checks can look for the call's nonce or a leaked secret.
 //!
-//! A file is read whole. A store that is not a text file (Hangar's sqlite event store) is read
-//! by a command the profile names, whose stdout lines stand for the store's records: the
-//! runner needs no driver for the store, and the profile says exactly how it is read.
+//! A file channel is only ever appended to while its target runs, so each start keeps one
+//! reader per file ([`FileLines`]) that remembers the byte offset it has read to and the lines
+//! before it: a case reads only what was written since the last read, and its checks see every
+//! line of the file as it stood when the case read it (a secret anywhere in the log, the call's
+//! own lines included, is still seen). Whole-file questions are answered without rescanning:
+//! lines are indexed by the nonces they hold, and "does this text occur anywhere" is remembered
+//! per text, so a run's side-channel work grows with the lines written, not with lines x cases.
+//! A restarted target gets fresh files and fresh readers ([`Source::of`] per start).
+//!
+//! A store that is not a text file (Hangar's sqlite event store) is read by a command the
+//! profile names, whose stdout lines stand for the store's records: the runner needs no driver
+//! for the store, and the profile says exactly how it is read. It is re-run for every case.
 
+use std::collections::{BTreeMap, HashMap};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::process::{GroupChild, Pipes};
@@ -16,9 +28,9 @@ use crate::profile::{SideChannel, SideChannelKind, Vars};
 const COMMAND_DEADLINE: Duration = Duration::from_secs(20);
 
 /// One side channel of a started target, its placeholders filled.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum Source {
-    File(PathBuf),
+    File(Arc<FileLines>),
     Command {
         argv: Vec<String>,
         /// Every line must be JSON (`format = "jsonl"`).
@@ -32,9 +44,9 @@ impl Source {
     /// The channel as declared in a profile, for the start whose placeholders are `vars`.
     pub fn of(channel: &SideChannel, vars: &Vars, workdir: &Path) -> Source {
         match channel.kind {
-            SideChannelKind::File => Source::File(PathBuf::from(
+            SideChannelKind::File => Source::File(Arc::new(FileLines::new(PathBuf::from(
                 vars.fill(channel.path.as_deref().unwrap_or("")),
-            )),
+            )))),
             SideChannelKind::Command => Source::Command {
                 argv: vars.fill_argv(channel.command.as_deref().unwrap_or(&[])),
                 jsonl: channel.format == "jsonl",
@@ -46,18 +58,268 @@ impl Source {
     /// The channel's lines as they stand now. A file not written yet has none; a command that
     /// cannot run, fails, or prints a line that is not JSON for a `jsonl` channel is an `Err`
     /// naming why, so a check never reads an unreadable channel as a clean one.
-    pub async fn read(&self) -> Result<Vec<String>, String> {
+    pub async fn read(&self) -> Result<Lines, String> {
         match self {
-            Source::File(path) => Ok(std::fs::read_to_string(path)
-                .map(|text| text.lines().map(str::to_string).collect())
-                .unwrap_or_default()),
+            Source::File(file) => Ok(file.snapshot()),
             Source::Command {
                 argv,
                 jsonl,
                 workdir,
-            } => read_command(argv, *jsonl, workdir).await,
+            } => read_command(argv, *jsonl, workdir).await.map(Lines::from),
         }
     }
+}
+
+/// Every channel of a target read once, after a call, and why any could not be read.
+pub async fn read_all(
+    sources: &BTreeMap<String, Source>,
+) -> (BTreeMap<String, Lines>, Vec<String>) {
+    let mut lines = BTreeMap::new();
+    let mut problems = Vec::new();
+    for (name, source) in sources {
+        match source.read().await {
+            Ok(read) => {
+                lines.insert(name.clone(), read);
+            }
+            Err(problem) => problems.push(format!("`{name}`: {problem}")),
+        }
+    }
+    (lines, problems)
+}
+
+/// One channel's lines as they stood when a case read it.
+#[derive(Debug, Clone)]
+pub enum Lines {
+    /// Lines read whole (a command's stdout, or lines a test made).
+    Whole(Vec<String>),
+    /// The first `upto` lines of a file channel, and the unfinished line after them (a line
+    /// the target had begun writing), which counts as a line as a whole read would count it.
+    File {
+        file: Arc<FileLines>,
+        upto: usize,
+        partial: Option<String>,
+    },
+}
+
+impl From<Vec<String>> for Lines {
+    fn from(lines: Vec<String>) -> Lines {
+        Lines::Whole(lines)
+    }
+}
+
+impl Lines {
+    /// Whether `text` occurs in any line.
+    pub fn contains(&self, text: &str) -> bool {
+        match self {
+            Lines::Whole(lines) => lines.iter().any(|line| line.contains(text)),
+            Lines::File {
+                file,
+                upto,
+                partial,
+            } => {
+                partial.as_deref().is_some_and(|p| p.contains(text))
+                    || file.first_containing(text).is_some_and(|at| at < *upto)
+            }
+        }
+    }
+
+    /// The lines that hold `nonce` (as text anywhere in the line), in the channel's order.
+    pub fn holding(&self, nonce: &str) -> Vec<String> {
+        match self {
+            Lines::Whole(lines) => lines
+                .iter()
+                .filter(|line| line.contains(nonce))
+                .cloned()
+                .collect(),
+            Lines::File {
+                file,
+                upto,
+                partial,
+            } => {
+                let mut out = file.holding(nonce, *upto);
+                out.extend(partial.iter().filter(|p| p.contains(nonce)).cloned());
+                out
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+impl Lines {
+    /// Every line, for tests to compare with a whole read.
+    pub fn all(&self) -> Vec<String> {
+        match self {
+            Lines::Whole(lines) => lines.clone(),
+            Lines::File {
+                file,
+                upto,
+                partial,
+            } => {
+                let state = file.lock();
+                let mut out = state.lines[..(*upto).min(state.lines.len())].to_vec();
+                out.extend(partial.iter().cloned());
+                out
+            }
+        }
+    }
+}
+
+/// A side-channel file read as it grows: the offset read to, the whole lines before it, and
+/// what is already known about them.
+#[derive(Debug)]
+pub struct FileLines {
+    path: PathBuf,
+    state: Mutex<FileState>,
+}
+
+#[derive(Debug, Default)]
+struct FileState {
+    offset: u64,
+    /// Bytes after the last newline read (a line being written).
+    partial: Vec<u8>,
+    lines: Vec<String>,
+    /// Line numbers by each runner nonce (`rc-<pid>-<n>`) a line holds.
+    nonces: BTreeMap<String, Vec<usize>>,
+    /// For each text asked about: how many lines have been searched for it, and the first
+    /// line that holds it. The file only grows, so an answer once found stays found.
+    searched: HashMap<String, (usize, Option<usize>)>,
+}
+
+impl FileLines {
+    pub fn new(path: PathBuf) -> FileLines {
+        FileLines {
+            path,
+            state: Mutex::new(FileState::default()),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, FileState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Reads what was appended since the last read and returns the file as it stands.
+    fn snapshot(self: &Arc<Self>) -> Lines {
+        let mut state = self.lock();
+        state.refresh(&self.path);
+        let partial = (!state.partial.is_empty())
+            .then(|| String::from_utf8_lossy(&state.partial).into_owned());
+        Lines::File {
+            file: self.clone(),
+            upto: state.lines.len(),
+            partial,
+        }
+    }
+
+    fn first_containing(&self, text: &str) -> Option<usize> {
+        let mut state = self.lock();
+        let state = &mut *state;
+        let total = state.lines.len();
+        let (searched, first) = state.searched.entry(text.to_string()).or_insert((0, None));
+        if first.is_none() {
+            *first = state.lines[*searched..total]
+                .iter()
+                .position(|line| line.contains(text))
+                .map(|at| at + *searched);
+            *searched = total;
+        }
+        *first
+    }
+
+    fn holding(&self, nonce: &str, upto: usize) -> Vec<String> {
+        let state = self.lock();
+        let mut numbers: Vec<usize> = if runner_nonce(nonce) {
+            // A line holds `rc-P-N` as text exactly when one of its nonces begins with it
+            // (`rc-P-N` is also in `rc-P-N7`): the keys that start with it, in order.
+            state
+                .nonces
+                .range(nonce.to_string()..)
+                .take_while(|(key, _)| key.starts_with(nonce))
+                .flat_map(|(_, at)| at.iter().copied())
+                .filter(|at| *at < upto)
+                .collect()
+        } else {
+            (0..upto.min(state.lines.len()))
+                .filter(|at| state.lines[*at].contains(nonce))
+                .collect()
+        };
+        numbers.sort_unstable();
+        numbers.dedup();
+        numbers
+            .into_iter()
+            .map(|at| state.lines[at].clone())
+            .collect()
+    }
+}
+
+impl FileState {
+    fn refresh(&mut self, path: &Path) {
+        let Ok(mut file) = std::fs::File::open(path) else {
+            return;
+        };
+        // A file shorter than what was read is a new file (rewritten, not appended to):
+        // read it from the start.
+        if file.metadata().is_ok_and(|m| m.len() < self.offset) {
+            *self = FileState::default();
+        }
+        if file.seek(SeekFrom::Start(self.offset)).is_err() {
+            return;
+        }
+        let mut fresh = Vec::new();
+        if file.read_to_end(&mut fresh).is_err() {
+            return;
+        }
+        self.offset += fresh.len() as u64;
+        let mut buffer = std::mem::take(&mut self.partial);
+        buffer.extend_from_slice(&fresh);
+        let mut start = 0;
+        while let Some(at) = buffer[start..].iter().position(|b| *b == b'\n') {
+            let line = line_text(&buffer[start..start + at]);
+            start += at + 1;
+            let number = self.lines.len();
+            for nonce in runner_nonces(&line) {
+                let at = self.nonces.entry(nonce.to_string()).or_default();
+                if at.last() != Some(&number) {
+                    at.push(number);
+                }
+            }
+            self.lines.push(line);
+        }
+        self.partial = buffer[start..].to_vec();
+    }
+}
+
+/// One line's text as `str::lines` gives it (a trailing carriage return dropped); bytes that
+/// are not UTF-8 are replaced, so one bad byte does not hide the rest of the file.
+fn line_text(bytes: &[u8]) -> String {
+    let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Whether `text` is a nonce as the runner makes them: `rc-<digits>-<digits>`.
+fn runner_nonce(text: &str) -> bool {
+    runner_nonces(text)
+        .next()
+        .is_some_and(|n| n.len() == text.len())
+}
+
+/// Each `rc-<digits>-<digits>` in `line`, its digits taken as far as they go.
+fn runner_nonces(line: &str) -> impl Iterator<Item = &str> {
+    line.match_indices("rc-").filter_map(move |(start, _)| {
+        let bytes = line.as_bytes();
+        let digits = |from: usize| {
+            bytes[from..]
+                .iter()
+                .take_while(|b| b.is_ascii_digit())
+                .count()
+        };
+        let pid = digits(start + 3);
+        let dash = start + 3 + pid;
+        if pid == 0 || bytes.get(dash) != Some(&b'-') {
+            return None;
+        }
+        let count = digits(dash + 1);
+        (count > 0).then(|| &line[start..dash + 1 + count])
+    })
 }
 
 async fn read_command(argv: &[String], jsonl: bool, workdir: &Path) -> Result<Vec<String>, String> {
@@ -136,7 +398,10 @@ mod tests {
     async fn a_command_channel_reads_its_stdout_lines() {
         let dir = workdir("ok");
         let source = command("printf '{\"a\":1}\\n\\n{\"b\":\"x\"}\\n'", true, &dir);
-        assert_eq!(source.read().await.unwrap(), ["{\"a\":1}", "{\"b\":\"x\"}"]);
+        assert_eq!(
+            source.read().await.unwrap().all(),
+            ["{\"a\":1}", "{\"b\":\"x\"}"]
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -155,7 +420,11 @@ mod tests {
         assert!(prose.contains("line 1 is not JSON"), "{prose}");
         // The same line is fine for a channel that is not JSON lines.
         assert_eq!(
-            command("echo hello", false, &dir).read().await.unwrap(),
+            command("echo hello", false, &dir)
+                .read()
+                .await
+                .unwrap()
+                .all(),
             ["hello"]
         );
         let _ = std::fs::remove_dir_all(&dir);
@@ -163,8 +432,118 @@ mod tests {
 
     #[tokio::test]
     async fn a_file_channel_not_written_yet_has_no_lines() {
-        let source = Source::File(PathBuf::from("/nonexistent/relaycheck/audit.jsonl"));
-        assert!(source.read().await.unwrap().is_empty());
+        let source = Source::File(Arc::new(FileLines::new(PathBuf::from(
+            "/nonexistent/relaycheck/audit.jsonl",
+        ))));
+        let lines = source.read().await.unwrap();
+        assert!(lines.all().is_empty());
+        assert!(!lines.contains("rc-"));
+    }
+
+    fn append(path: &Path, text: &str) {
+        use std::io::Write;
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .unwrap();
+        file.write_all(text.as_bytes()).unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_file_is_read_as_it_grows_and_each_read_sees_the_file_as_it_stood() {
+        let dir = workdir("grow");
+        let path = dir.join("audit.jsonl");
+        let _ = std::fs::remove_file(&path);
+        let source = Source::File(Arc::new(FileLines::new(path.clone())));
+        append(
+            &path,
+            "{\"nonce\":\"rc-7-1\",\"tool\":\"echo\"}\r\n{\"nonce\":\"rc-7-2\",\"pw\":\"hun",
+        );
+        let first = source.read().await.unwrap();
+        // The unfinished line counts, as a whole read of the file would count it.
+        assert_eq!(first.all().len(), 2);
+        assert_eq!(first.all()[0], "{\"nonce\":\"rc-7-1\",\"tool\":\"echo\"}");
+        assert!(first.contains("\"pw\":\"hun"));
+        assert_eq!(first.holding("rc-7-2").len(), 1);
+        append(
+            &path,
+            "ter2\"}\n{\"nonce\":\"rc-7-10\",\"pw\":\"s3cret\"}\n",
+        );
+        let second = source.read().await.unwrap();
+        assert_eq!(second.all().len(), 3);
+        assert!(
+            second.contains("hunter2"),
+            "the line finished since is whole now"
+        );
+        assert!(second.contains("s3cret"));
+        // A read from before the leak does not see it, even asked after the file grew.
+        assert!(!first.contains("s3cret"));
+        assert!(!first.contains("hunter2"));
+        // A nonce is held as text: `rc-7-1` is in `rc-7-10`, as a scan of every line finds it.
+        assert_eq!(second.holding("rc-7-1").len(), 2);
+        assert_eq!(first.holding("rc-7-1").len(), 1);
+        assert_eq!(second.holding("rc-7-10").len(), 1);
+        assert!(second.holding("rc-7-3").is_empty());
+        assert_eq!(
+            second.holding("s3cret").len(),
+            1,
+            "any text, not only nonces"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn a_file_rewritten_shorter_is_read_again_from_the_start() {
+        let dir = workdir("rewrite");
+        let path = dir.join("log.jsonl");
+        std::fs::write(&path, "old line one\nold line two\n").unwrap();
+        let source = Source::File(Arc::new(FileLines::new(path.clone())));
+        assert_eq!(source.read().await.unwrap().all().len(), 2);
+        std::fs::write(&path, "new\n").unwrap();
+        let lines = source.read().await.unwrap();
+        assert_eq!(lines.all(), ["new"]);
+        assert!(!lines.contains("old"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The index and the remembered searches answer as a scan of every line would, for every
+    /// nonce and text, whatever the order of the reads and questions.
+    #[tokio::test]
+    async fn indexed_answers_equal_a_scan_of_every_line() {
+        let dir = workdir("equal");
+        let path = dir.join("audit.jsonl");
+        let _ = std::fs::remove_file(&path);
+        let source = Source::File(Arc::new(FileLines::new(path.clone())));
+        let mut written = String::new();
+        let mut reads = Vec::new();
+        for n in 0..40u32 {
+            let line = match n % 4 {
+                0 => format!("{{\"nonce\":\"rc-9-{n}\",\"k\":\"secret-{}\"}}\n", n % 7),
+                1 => format!("x rc-9-{n} rc-9-{} rc-91-{n} rc--3 rc-9-\n", n / 3),
+                2 => format!("no nonce here, secret-{}\n", n % 5),
+                _ => "\n".to_string(),
+            };
+            append(&path, &line);
+            written.push_str(&line);
+            let lines = source.read().await.unwrap();
+            reads.push((lines, written.clone()));
+        }
+        for (lines, text) in &reads {
+            let whole = Lines::from(text.lines().map(str::to_string).collect::<Vec<_>>());
+            assert_eq!(lines.all(), whole.all());
+            for n in 0..45 {
+                for nonce in [
+                    format!("rc-9-{n}"),
+                    format!("rc-91-{n}"),
+                    format!("secret-{n}"),
+                ] {
+                    assert_eq!(lines.holding(&nonce), whole.holding(&nonce), "{nonce}");
+                    assert_eq!(lines.contains(&nonce), whole.contains(&nonce), "{nonce}");
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -527,7 +527,7 @@ fn no_secret(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -
             leaks.push("the client's answer".to_string());
         }
         for (channel, lines) in evidence.side_channels.iter().filter(|_| in_side) {
-            if lines.iter().any(|line| line.contains(secret)) {
+            if lines.contains(secret) {
                 leaks.push(format!("side channel `{channel}`"));
             }
         }
@@ -703,7 +703,7 @@ fn audit_record(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>
         return Verdict::fail(name, "the call had no nonce");
     };
     let channel = params.get("channel").and_then(Value::as_str);
-    let channels: Vec<(&String, &Vec<String>)> = evidence
+    let channels: Vec<(&String, &crate::side_channel::Lines)> = evidence
         .side_channels
         .iter()
         .filter(|(n, _)| channel.is_none_or(|c| c == n.as_str()))
@@ -724,10 +724,9 @@ fn audit_record(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>
         .flatten()
         .filter_map(Value::as_str)
         .collect();
-    let records: Vec<&String> = channels
+    let records: Vec<String> = channels
         .iter()
-        .flat_map(|(_, lines)| lines.iter())
-        .filter(|line| line.contains(nonce))
+        .flat_map(|(_, lines)| lines.holding(nonce))
         .collect();
     if records.is_empty() {
         return Verdict::fail(

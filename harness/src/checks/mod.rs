@@ -47,8 +47,8 @@ pub struct Evidence<'a> {
     pub tool: Option<&'a ToolScript>,
     /// The upstream tool's name.
     pub tool_name: &'a str,
-    /// Side-channel lines, by channel name.
-    pub side_channels: &'a BTreeMap<String, Vec<String>>,
+    /// Side-channel lines, by channel name, as they stood after the call.
+    pub side_channels: &'a BTreeMap<String, crate::side_channel::Lines>,
     /// The route whose entry `view` holds (for its field pointers).
     pub route: &'a crate::profile::Route,
     pub follow_ups: &'a [FollowUp],

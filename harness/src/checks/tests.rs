@@ -151,6 +151,11 @@ impl Fixture {
             params: params.as_object().cloned().unwrap_or_default(),
         };
         validate(&expectation).expect("the test's expectation is valid");
+        let side: BTreeMap<String, crate::side_channel::Lines> = self
+            .side
+            .iter()
+            .map(|(name, lines)| (name.clone(), lines.clone().into()))
+            .collect();
         evaluate(
             &expectation,
             &Evidence {
@@ -161,7 +166,7 @@ impl Fixture {
                 upstream: &self.upstream,
                 tool: self.tool.as_ref(),
                 tool_name: "tool",
-                side_channels: &self.side,
+                side_channels: &side,
                 route: &self.route,
                 follow_ups: &self.follow_ups,
                 reach: &self.reach,
