@@ -300,15 +300,25 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
     } else {
         launch.shape
     };
+    // An HTTP target can be ready and still not serve MCP where the profile says: name the
+    // fields to look at. (A stdio target's failures already say what its stream did.)
+    let endpoint = match profile.north.transport {
+        Transport::Http => format!(
+            "; the MCP endpoint is {} (`north.url`), given {} ms to start (`start.timeout_ms`)",
+            vars.fill(profile.north.url.as_deref().unwrap_or_default()),
+            start_timeout.as_millis()
+        ),
+        Transport::Stdio => String::new(),
+    };
     let session = Session::open(north, speak, start_timeout)
         .await
-        .map_err(|err| stderr_context(&workdir, err))?;
+        .map_err(|err| stderr_context(&workdir, format!("{err}{endpoint}")))?;
     // The first request after the handshake proves the target serves calls at all.
     let probe = session.call("tools/list", json!({}), start_timeout).await;
     if probe.exchange.reply().is_none() {
         return Err(stderr_context(
             &workdir,
-            describe("tools/list", &probe.exchange),
+            format!("{}{endpoint}", describe("tools/list", &probe.exchange)),
         ));
     }
     let session = std::sync::Arc::new(session);
@@ -436,7 +446,7 @@ async fn listening_line(child: &mut GroupChild, timeout: Duration) -> Result<Str
     };
     let url = tokio::time::timeout(timeout, read).await.map_err(|_| {
         format!(
-            "no `LISTENING <url>` line within {} ms",
+            "no `LISTENING <url>` line within {} ms (`start.timeout_ms`)",
             timeout.as_millis()
         )
     })??;
@@ -457,16 +467,21 @@ async fn wait_http_ready(
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         if let Some(status) = child.try_exit() {
-            return Err(format!("the target exited ({status}) before it was ready"));
+            return Err(format!(
+                "the target exited ({status}) before {url} (`start.ready_path`) answered"
+            ));
         }
-        if let Ok(response) = client.get(url).send().await
+        // Each probe gets the time left, so a target that takes the connection and never
+        // answers cannot hold the start past its timeout.
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if let Ok(Ok(response)) = tokio::time::timeout(left, client.get(url).send()).await
             && response.status().is_success()
         {
             return Ok(());
         }
         if tokio::time::Instant::now() >= deadline {
             return Err(format!(
-                "{url} did not answer 200 within {} ms",
+                "{url} (`start.ready_path`) did not answer 200 within {} ms (`start.timeout_ms`)",
                 timeout.as_millis()
             ));
         }

@@ -458,6 +458,37 @@ fn an_http_gateway_that_always_crashes_is_restarted_once_then_its_cases_end_as_e
     assert_clean(&got);
 }
 
+/// HTTP targets that never get going: one that never becomes ready, one whose readiness path
+/// answers but whose MCP endpoint never does. Each ends within its start timeout (3 s) as a
+/// setup failure naming the profile field to look at, and leaves nothing running.
+#[test]
+fn http_targets_that_never_get_going_end_within_their_start_timeout() {
+    let _serial = serial();
+    for (mode, fields) in [
+        (
+            "http-never-ready",
+            ["`start.ready_path`", "`start.timeout_ms`"],
+        ),
+        ("http-no-mcp", ["`north.url`", "`start.timeout_ms`"]),
+    ] {
+        let args: Vec<String> = [mode, "{port}"].map(String::from).to_vec();
+        let got = run_profile(mode, |d| http_zoo_profile(mode, &args, d), &TWO_CASES, &[]);
+        assert_eq!(got.code, 1, "{mode}");
+        assert_eq!(got.outcomes(), ["setup-fail", "setup-fail"], "{mode}");
+        let message = got.message(0);
+        for field in fields {
+            assert!(message.contains(field), "{mode}: {message}");
+        }
+        // One start timeout (3 s), then no second start for the same batch.
+        assert!(
+            got.elapsed < Duration::from_secs(10),
+            "{mode}: {:?}",
+            got.elapsed
+        );
+        assert_clean(&got);
+    }
+}
+
 /// The peak resident memory of the largest child this process has waited for, in KiB.
 fn children_peak_rss_kib() -> i64 {
     // SAFETY: getrusage writes into the struct we hand it.

@@ -27,7 +27,7 @@ relay POSTs to the upstream URL after `--`:
             at call AFTER+1 it exits with code 3, in every life
 Modes of an HTTP target that never gets going:
   http-never-ready PORT
-            listens on nothing and sleeps: it never becomes ready
+            listens on PORT but never reads or answers: it never becomes ready
   http-no-mcp PORT
             GET /health answers 200, but a request to any other path is never answered
 It starts a child `sleep` in its own process group too, so a test can see that the harness
@@ -60,6 +60,12 @@ def serve_http():
 
     port = int(options[0])
     if mode == "http-never-ready":
+        # Connections are taken (the kernel's backlog) but nothing is ever read or answered.
+        import socket
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", port))
+        listener.listen(64)
         time.sleep(300)
         os._exit(0)
     crash_after = int(options[1]) if mode.startswith("http-crash") else None
