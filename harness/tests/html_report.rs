@@ -1,5 +1,5 @@
 //! The HTML report as a person uses it: loaded in headless Chromium, a failing cell clicked,
-//! its diff found. Needs `/usr/bin/chromium` and `npm ci` in tests/browser (`.ci/run` installs
+//! its diff found, the target's restart listed. Needs `/usr/bin/chromium` and `npm ci` in tests/browser (`.ci/run` installs
 //! both); outside CI the test says what is missing and passes, in CI it fails.
 
 use std::path::{Path, PathBuf};
@@ -9,6 +9,7 @@ use relaycheck::impact::Impact;
 use relaycheck::report::RunInfo;
 use relaycheck::report::html;
 use relaycheck::report::jsonl::CaseEvent;
+use relaycheck::restart::TargetEvent;
 use relaycheck::result::{CaseResult, json_diff};
 use relaycheck_model::{Level, Outcome, Shape};
 use serde_json::json;
@@ -89,12 +90,23 @@ fn a_failing_cell_opens_its_diff_in_chromium() {
         routes: vec!["flat".into()],
         untested_in_seed: None,
     }];
-    let page = html::render(
+    // The target died once during the run and was restarted: the page lists it.
+    let restart = TargetEvent {
+        target: "browser-test".into(),
+        shape: Shape::V2025_11_25,
+        cause: "the target process exited with code 3".into(),
+        touched: vec!["content-fidelity/meta-kept".into()],
+        restarted: true,
+        not_run: 0,
+        restart_failed: None,
+    };
+    let page = html::render_with_restarts(
         &info,
         &results,
         &cases,
         &["content-fidelity".into(), "is-error".into()],
         &Impact::default(),
+        &[restart],
     );
     let dir = std::env::temp_dir().join(format!("relaycheck-html-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -118,6 +130,13 @@ fn a_failing_cell_opens_its_diff_in_chromium() {
     assert!(
         diff.contains("-    \"k\": \"upstream\"") && diff.contains("+    \"k\": \"gateway\""),
         "{diff}"
+    );
+    assert_eq!(
+        seen["restarts"],
+        json!([
+            "target browser-test [2025-11-25]: the target process exited with code 3 at case \
+             content-fidelity/meta-kept; restarted once; the run went on"
+        ])
     );
     assert_eq!(
         seen["network"],

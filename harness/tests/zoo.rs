@@ -411,6 +411,17 @@ fn an_http_gateway_that_crashes_once_is_restarted_and_the_later_cases_pass() {
         "{}",
         got.summary
     );
+    // report.html lists the restart too, with the runner's sentence.
+    let html = std::fs::read_to_string(got.dir.join("out/report.html")).unwrap();
+    assert!(
+        html.contains("<h2>Target restarts (1)</h2>")
+            && html.contains(&format!(
+                "<li class=\"restarted\">target <code>zoo-http-crash-once</code> [2025-11-25]: {cause} at case <code>{}</code>",
+                got.results[2]["case"].as_str().unwrap()
+            )),
+        "{}",
+        &html[..html.len().min(4000)]
+    );
     assert_eq!(got.code, 1, "the broken case fails the run");
     assert_clean(&got);
 }

@@ -1,5 +1,6 @@
 // Opens a relaycheck report.html in headless Chromium, clicks the first failing matrix cell,
-// waits for its diff to show, prints the diff's text, and saves a screenshot.
+// waits for its diff to show, prints the diff's text and the target restarts listed, and saves
+// a screenshot.
 // Usage: node click-cell.mjs REPORT.html SCREENSHOT.png [SURFACE SHAPE]
 // (without SURFACE and SHAPE, the first failing cell)
 import { chromium } from 'playwright-core';
@@ -30,6 +31,8 @@ try {
     title: await page.locator('#detail-title').textContent(),
     diff: await diff.textContent(),
     network: requests,
+    // The "Target restarts" list, as rendered (empty when the target never died).
+    restarts: await page.locator('#restarts li').allTextContents(),
   }));
   await page.locator('#detail').screenshot({ path: screenshot });
 } finally {
