@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
 # Regenerates every committed report under reports/ with the commands that made them.
 # Slow parts (the mutation table, the Hangar runs) can be skipped:
-#   scripts/regenerate-reports.sh [--skip-mutants] [--skip-hangar] [--skip-bench] [--skip-gateways]
+#   scripts/regenerate-reports.sh [--skip-mutants] [--skip-hangar] [--skip-bench] [--skip-gateways] [--with-bench]
 # (--skip-gateways: the supergateway, mcp-proxy and FastMCP runs, installed on first use.)
+# --with-bench also runs `relaycheck bench suite|scaling|stream` (a few minutes on 2 cores)
+# with the commands reports/benchmarks.md names, into reports/bench-modes/; the figures in
+# reports/benchmarks.md are copied from those files by hand, with the load they ran at.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 skip_mutants=false; skip_hangar=false; skip_bench=false; skip_gateways=false
+with_bench=false
 for arg in "$@"; do
   case "$arg" in
     --skip-mutants) skip_mutants=true ;;
     --skip-hangar) skip_hangar=true ;;
     --skip-bench) skip_bench=true ;;
     --skip-gateways) skip_gateways=true ;;
+    --with-bench) with_bench=true ;;
     *) echo "unknown option $arg" >&2; exit 2 ;;
   esac
 done
@@ -79,4 +84,11 @@ if ! $skip_bench; then
     $rc bench --target reference --calls 50
     $skip_hangar || $rc bench --target harness/targets/hangar.toml --calls 20 --size 0 --size 1048576
   } > reports/bench-targets.md
+fi
+if $with_bench; then
+  # Timing, not conformance: run these on a quiet machine; a busy one slows every column.
+  mkdir -p reports/bench-modes
+  $rc bench suite --repeat 3 --out reports/bench-modes/suite.md
+  $rc bench scaling --cases-per-size 5 --out reports/bench-modes/scaling.md
+  $rc bench stream --repeat 3 --out reports/bench-modes/stream.md
 fi
