@@ -123,12 +123,14 @@ impl Lines {
         }
     }
 
-    /// The lines that hold `nonce` (as text anywhere in the line), in the channel's order.
+    /// The lines that hold `nonce`, in the channel's order. A runner nonce is held only whole:
+    /// `rc-7-1` is not in a line that holds only `rc-7-10`, or a check could pass on another
+    /// call's record. Any other text is held anywhere in the line.
     pub fn holding(&self, nonce: &str) -> Vec<String> {
         match self {
             Lines::Whole(lines) => lines
                 .iter()
-                .filter(|line| line.contains(nonce))
+                .filter(|line| holds(line, nonce))
                 .cloned()
                 .collect(),
             Lines::File {
@@ -137,7 +139,7 @@ impl Lines {
                 partial,
             } => {
                 let mut out = file.holding(nonce, *upto);
-                out.extend(partial.iter().filter(|p| p.contains(nonce)).cloned());
+                out.extend(partial.iter().filter(|p| holds(p, nonce)).cloned());
                 out
             }
         }
@@ -228,13 +230,12 @@ impl FileLines {
     fn holding(&self, nonce: &str, upto: usize) -> Vec<String> {
         let state = self.lock();
         let mut numbers: Vec<usize> = if runner_nonce(nonce) {
-            // A line holds `rc-P-N` as text exactly when one of its nonces begins with it
-            // (`rc-P-N` is also in `rc-P-N7`): the keys that start with it, in order.
             state
                 .nonces
-                .range(nonce.to_string()..)
-                .take_while(|(key, _)| key.starts_with(nonce))
-                .flat_map(|(_, at)| at.iter().copied())
+                .get(nonce)
+                .into_iter()
+                .flatten()
+                .copied()
                 .filter(|at| *at < upto)
                 .collect()
         } else {
@@ -293,6 +294,15 @@ impl FileState {
 fn line_text(bytes: &[u8]) -> String {
     let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Whether `line` holds `nonce`: a runner nonce as a whole nonce, other text anywhere.
+fn holds(line: &str, nonce: &str) -> bool {
+    if runner_nonce(nonce) {
+        runner_nonces(line).any(|held| held == nonce)
+    } else {
+        line.contains(nonce)
+    }
 }
 
 /// Whether `text` is a nonce as the runner makes them: `rc-<digits>-<digits>`.
@@ -480,8 +490,8 @@ mod tests {
         // A read from before the leak does not see it, even asked after the file grew.
         assert!(!first.contains("s3cret"));
         assert!(!first.contains("hunter2"));
-        // A nonce is held as text: `rc-7-1` is in `rc-7-10`, as a scan of every line finds it.
-        assert_eq!(second.holding("rc-7-1").len(), 2);
+        // A runner nonce is held whole: the line of `rc-7-10` is not a line of `rc-7-1`.
+        assert_eq!(second.holding("rc-7-1").len(), 1);
         assert_eq!(first.holding("rc-7-1").len(), 1);
         assert_eq!(second.holding("rc-7-10").len(), 1);
         assert!(second.holding("rc-7-3").is_empty());
