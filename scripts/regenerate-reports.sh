@@ -72,6 +72,13 @@ $rc official --target direct-http \
 $rc official --target reference-http \
   --expected-failures reports/official/reference-http/expected-failures.yaml \
   --out reports/official/reference-http || true
+# The stdio controls, through the bridge (streamable HTTP, one target process per session).
+$rc official --target direct \
+  --expected-failures reports/official/direct/expected-failures.yaml \
+  --out reports/official/direct || true
+$rc official --target reference \
+  --expected-failures reports/official/reference/expected-failures.yaml \
+  --out reports/official/reference || true
 $rc official table --out reports/official-vs-relaycheck.md
 if ! $skip_bench; then
   {

@@ -121,8 +121,155 @@ impl Target {
     }
 }
 
+/// A stdio target started with its pipes left to the caller: no handshake, no probe. The
+/// official suite's bridge speaks for an HTTP client over them. Dropping it ends the target's
+/// process group and the canaries the runner started.
+pub struct RawStdio {
+    pipes: Option<(tokio::process::ChildStdin, tokio::process::ChildStdout)>,
+    pub workdir: PathBuf,
+    gateway: GroupChild,
+    canaries: Vec<GroupChild>,
+}
+
+impl RawStdio {
+    /// The target's stdin and stdout, once.
+    pub fn take_pipes(
+        &mut self,
+    ) -> Option<(tokio::process::ChildStdin, tokio::process::ChildStdout)> {
+        self.pipes.take()
+    }
+
+    /// The target process's id, which is also its process group's.
+    pub fn pid(&self) -> Option<u32> {
+        self.gateway.pid()
+    }
+
+    /// Stops the target and its canaries, waiting briefly for a clean exit.
+    pub async fn stop(self) {
+        self.gateway.stop(Duration::from_millis(1500)).await;
+        for canary in self.canaries {
+            canary.stop(Duration::from_millis(500)).await;
+        }
+    }
+}
+
+/// Starts a stdio-north target exactly as [`start`] does, but hands back its stdin and stdout
+/// instead of opening a session on them.
+pub async fn start_raw_stdio(launch: Launch<'_>) -> Result<RawStdio, String> {
+    if launch.profile.north.transport != Transport::Stdio {
+        return Err(format!("`{}` is not a stdio target", launch.profile.name));
+    }
+    let spawned = spawn(&launch).await?;
+    let pipes = spawned.stdio_pipes.ok_or("a stdio target needs `start`")?;
+    Ok(RawStdio {
+        pipes: Some(pipes),
+        workdir: spawned.workdir,
+        gateway: spawned.gateway.ok_or("a stdio target needs `start`")?,
+        canaries: spawned.canaries,
+    })
+}
+
+/// The processes of a target once started, before the runner speaks to it.
+struct Spawned {
+    workdir: PathBuf,
+    vars: Vars,
+    canary_log: PathBuf,
+    upstream_logs: BTreeMap<String, ObservationLog>,
+    canaries: Vec<GroupChild>,
+    gateway: Option<GroupChild>,
+    stdio_pipes: Option<(tokio::process::ChildStdin, tokio::process::ChildStdout)>,
+    start_timeout: Duration,
+}
+
 /// Starts the target; the error says what failed, with the tail of the target's stderr.
 pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
+    let profile = launch.profile;
+    let Spawned {
+        workdir,
+        vars,
+        canary_log,
+        upstream_logs,
+        canaries,
+        gateway,
+        stdio_pipes,
+        start_timeout,
+    } = spawn(&launch).await?;
+
+    let north = match profile.north.transport {
+        Transport::Stdio => {
+            let (stdin, stdout) = stdio_pipes.ok_or("a stdio target needs `start`")?;
+            North::Stdio(StdioClient::new(stdin, stdout))
+        }
+        Transport::Http => {
+            let url = vars.fill(profile.north.url.as_deref().unwrap_or_default());
+            let client = HttpClient::new(&url).map_err(|err| format!("HTTP client: {err}"))?;
+            North::Http {
+                client,
+                session_id: std::sync::Mutex::new(None),
+                headers: profile
+                    .north
+                    .headers
+                    .iter()
+                    .map(|(k, v)| (k.clone(), vars.fill(v)))
+                    .collect(),
+            }
+        }
+    };
+    let speak = if launch.forced {
+        FORCED_BASELINE
+    } else {
+        launch.shape
+    };
+    // An HTTP target can be ready and still not serve MCP where the profile says: name the
+    // fields to look at. (A stdio target's failures already say what its stream did.)
+    let endpoint = match profile.north.transport {
+        Transport::Http => format!(
+            "; the MCP endpoint is {} (`north.url`), given {} ms to start (`start.timeout_ms`)",
+            vars.fill(profile.north.url.as_deref().unwrap_or_default()),
+            start_timeout.as_millis()
+        ),
+        Transport::Stdio => String::new(),
+    };
+    let session = Session::open(north, speak, start_timeout)
+        .await
+        .map_err(|err| stderr_context(&workdir, format!("{err}{endpoint}")))?;
+    // The first request after the handshake proves the target serves calls at all.
+    let probe = session.call("tools/list", json!({}), start_timeout).await;
+    if probe.exchange.reply().is_none() {
+        return Err(stderr_context(
+            &workdir,
+            format!("{}{endpoint}", describe("tools/list", &probe.exchange)),
+        ));
+    }
+    let session = std::sync::Arc::new(session);
+    let exit = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let watcher = gateway
+        .as_ref()
+        .and_then(GroupChild::pid)
+        .map(|pid| tokio::spawn(watch_exit(pid, session.clone(), exit.clone())));
+    let side_channels = profile
+        .side_channels
+        .iter()
+        .map(|(name, channel)| {
+            let source = crate::side_channel::Source::of(channel, &vars, &workdir);
+            (name.clone(), source)
+        })
+        .collect();
+    Ok(Target {
+        session,
+        observations: ObservationLog::new(&canary_log),
+        upstream_logs,
+        workdir,
+        side_channels,
+        gateway,
+        canaries,
+        watcher,
+        exit,
+    })
+}
+
+/// Starts the canaries and the target process (config written, readiness waited for).
+async fn spawn(launch: &Launch<'_>) -> Result<Spawned, String> {
     let profile = launch.profile;
     std::fs::create_dir_all(&launch.workdir)
         .map_err(|err| format!("cannot create {}: {err}", launch.workdir.display()))?;
@@ -275,76 +422,15 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
         gateway = Some(child);
     }
 
-    let north = match profile.north.transport {
-        Transport::Stdio => {
-            let (stdin, stdout) = stdio_pipes.ok_or("a stdio target needs `start`")?;
-            North::Stdio(StdioClient::new(stdin, stdout))
-        }
-        Transport::Http => {
-            let url = vars.fill(profile.north.url.as_deref().unwrap_or_default());
-            let client = HttpClient::new(&url).map_err(|err| format!("HTTP client: {err}"))?;
-            North::Http {
-                client,
-                session_id: std::sync::Mutex::new(None),
-                headers: profile
-                    .north
-                    .headers
-                    .iter()
-                    .map(|(k, v)| (k.clone(), vars.fill(v)))
-                    .collect(),
-            }
-        }
-    };
-    let speak = if launch.forced {
-        FORCED_BASELINE
-    } else {
-        launch.shape
-    };
-    // An HTTP target can be ready and still not serve MCP where the profile says: name the
-    // fields to look at. (A stdio target's failures already say what its stream did.)
-    let endpoint = match profile.north.transport {
-        Transport::Http => format!(
-            "; the MCP endpoint is {} (`north.url`), given {} ms to start (`start.timeout_ms`)",
-            vars.fill(profile.north.url.as_deref().unwrap_or_default()),
-            start_timeout.as_millis()
-        ),
-        Transport::Stdio => String::new(),
-    };
-    let session = Session::open(north, speak, start_timeout)
-        .await
-        .map_err(|err| stderr_context(&workdir, format!("{err}{endpoint}")))?;
-    // The first request after the handshake proves the target serves calls at all.
-    let probe = session.call("tools/list", json!({}), start_timeout).await;
-    if probe.exchange.reply().is_none() {
-        return Err(stderr_context(
-            &workdir,
-            format!("{}{endpoint}", describe("tools/list", &probe.exchange)),
-        ));
-    }
-    let session = std::sync::Arc::new(session);
-    let exit = std::sync::Arc::new(std::sync::Mutex::new(None));
-    let watcher = gateway
-        .as_ref()
-        .and_then(GroupChild::pid)
-        .map(|pid| tokio::spawn(watch_exit(pid, session.clone(), exit.clone())));
-    let side_channels = profile
-        .side_channels
-        .iter()
-        .map(|(name, channel)| {
-            let source = crate::side_channel::Source::of(channel, &vars, &workdir);
-            (name.clone(), source)
-        })
-        .collect();
-    Ok(Target {
-        session,
-        observations: ObservationLog::new(&canary_log),
-        upstream_logs,
+    Ok(Spawned {
         workdir,
-        side_channels,
-        gateway,
+        vars,
+        canary_log,
+        upstream_logs,
         canaries,
-        watcher,
-        exit,
+        gateway,
+        stdio_pipes,
+        start_timeout,
     })
 }
 

@@ -174,3 +174,203 @@ fn expected_failures_in_the_official_grammar() {
         "Total: 6 passed, 0 failed, 0 skipped"
     );
 }
+
+/// Processes whose process group is `group`, read from /proc (field 5 of `stat`); zombies
+/// (ended, not yet reaped) do not count.
+fn group_members(group: u32) -> Vec<u32> {
+    let mut members = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        if fields.get(2) == Some(&group.to_string().as_str()) && fields.first() != Some(&"Z") {
+            members.push(pid);
+        }
+    }
+    members
+}
+
+async fn wait_gone(groups: &[u32]) -> Vec<u32> {
+    for _ in 0..200 {
+        let left: Vec<u32> = groups.iter().flat_map(|g| group_members(*g)).collect();
+        if left.is_empty() {
+            return left;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    groups.iter().flat_map(|g| group_members(*g)).collect()
+}
+
+/// The JSON-RPC messages of an answer, whether it came as JSON or as an event stream.
+async fn messages(answer: reqwest::Response) -> Vec<serde_json::Value> {
+    let text = answer.text().await.unwrap();
+    if let Ok(one) = serde_json::from_str(&text) {
+        return vec![one];
+    }
+    text.lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .map(|data| serde_json::from_str(data).unwrap())
+        .collect()
+}
+
+/// The builtin stdio `reference` profile behind the stdio bridge, driven by a plain HTTP
+/// client: initialize opens a session with its own target process, tools/list and tools/call
+/// (renamed per the flat route) are answered over HTTP, DELETE ends the process group, and
+/// dropping the bridge ends a session nobody deleted. No Node.js, no suite.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_target_answers_over_http_behind_the_bridge() {
+    use relaycheck::official::{run::rewrite_of, stdio_bridge};
+    use serde_json::json;
+
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_relaycheck"));
+    let profile = Profile::load("reference").unwrap();
+    let dir = scratch("stdio-bridge");
+    let script = dir.join("script.json");
+    std::fs::write(&script, "{}").unwrap();
+    let spawn = stdio_bridge::Spawn {
+        profile: profile.clone(),
+        canary_cmd: vec![
+            exe.display().to_string(),
+            "canary".into(),
+            "--fixtures".into(),
+            "official".into(),
+        ],
+        relaycheck: exe.clone(),
+        script,
+        workdir: dir.join("target"),
+        mutant: None,
+    };
+    let bridge = stdio_bridge::start(spawn, rewrite_of(&profile, &[]))
+        .await
+        .unwrap();
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let post = |session: Option<&str>, body: serde_json::Value| {
+        let mut request = client
+            .post(&bridge.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body.to_string());
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        request.send()
+    };
+
+    // No session and not an initialize: refused, and no process started.
+    let refused = post(
+        None,
+        json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(refused.status().as_u16(), 400);
+    assert_eq!(bridge.sessions_started(), 0);
+
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "bridge-test", "version": "0"}}});
+    let answer = post(None, init.clone()).await.unwrap();
+    assert_eq!(answer.status().as_u16(), 200);
+    let session = answer.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let got = messages(answer).await;
+    assert_eq!(got.last().unwrap()["id"], 1);
+    assert!(
+        got.last().unwrap()["result"]["protocolVersion"].is_string(),
+        "{got:?}"
+    );
+    let pids = bridge.pids();
+    assert_eq!(pids.len(), 1, "one target process for the session");
+    assert!(!group_members(pids[0]).is_empty());
+
+    let initialized = post(
+        Some(&session),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(initialized.status().as_u16(), 202);
+
+    let listed = messages(
+        post(
+            Some(&session),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        )
+        .await
+        .unwrap(),
+    )
+    .await;
+    let tools = listed.last().unwrap()["result"]["tools"]
+        .as_array()
+        .unwrap();
+    assert!(
+        tools.iter().any(|t| t["name"] == "canary.test_simple_text"),
+        "{listed:?}"
+    );
+
+    // The suite's bare name, renamed per the reference profile's flat route.
+    let called = messages(
+        post(
+            Some(&session),
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                "params": {"name": "test_simple_text", "arguments": {}}}),
+        )
+        .await
+        .unwrap(),
+    )
+    .await;
+    let result = &called.last().unwrap()["result"];
+    assert_eq!(called.last().unwrap()["id"], 3);
+    assert_eq!(result["content"][0]["type"], "text", "{called:?}");
+    assert!(
+        result.get("isError").is_none_or(|e| e == false),
+        "{called:?}"
+    );
+
+    // A second session gets a process of its own.
+    let second = post(None, init).await.unwrap();
+    assert_eq!(second.status().as_u16(), 200);
+    let _ = messages(second).await;
+    let all = bridge.pids();
+    assert_eq!(all.len(), 2);
+    assert_eq!(bridge.sessions_started(), 2);
+
+    let deleted = client
+        .delete(&bridge.url)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status().as_u16(), 200);
+    assert_eq!(
+        wait_gone(&pids).await,
+        Vec::<u32>::new(),
+        "DELETE leaves no process"
+    );
+    assert_eq!(bridge.open_sessions(), 1);
+    let gone_session = post(
+        Some(&session),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(gone_session.status().as_u16(), 404);
+
+    // The session nobody deleted ends with the bridge.
+    drop(bridge);
+    assert_eq!(
+        wait_gone(&all).await,
+        Vec::<u32>::new(),
+        "dropping the bridge leaves no process"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -10,6 +10,7 @@
 //! - [`run`]: the target started in front of the fixtures canary (`--fixtures official`), the
 //!   suite run against its streamable HTTP endpoint, `checks.json` read back.
 //! - [`bridge`]: the one rewrite a namespacing gateway needs (tool names, per its profile).
+//! - [`stdio_bridge`]: streamable HTTP in front of a stdio target, one process per session.
 //! - [`checks`]: `checks.json` into results, and the official expected-failures rules.
 //! - [`command`]: the subcommand; [`table`]: `reports/official-vs-relaycheck.md`.
 
@@ -18,6 +19,7 @@ pub mod checks;
 pub mod command;
 pub mod install;
 pub mod run;
+pub mod stdio_bridge;
 pub mod table;
 
 pub use command::{OfficialArgs, command};

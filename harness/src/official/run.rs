@@ -10,6 +10,7 @@ use tokio::io::AsyncReadExt;
 use super::bridge::{self, Rewrite};
 use super::checks;
 use super::install::Install;
+use super::stdio_bridge;
 use crate::process::{GroupChild, Pipes};
 use crate::profile::{Profile, Transport};
 use crate::result::CaseResult;
@@ -173,18 +174,6 @@ async fn suite(
     Ok((status, text))
 }
 
-/// Every scenario `not-applicable`, with the reason: the suite cannot reach this target.
-pub fn not_applicable(scenarios: &[String], why: &str) -> Vec<CaseResult> {
-    scenarios
-        .iter()
-        .map(|scenario| {
-            let mut result = checks::missing(scenario, why);
-            result.outcome = Outcome::NotApplicable;
-            result
-        })
-        .collect()
-}
-
 /// The flat route's tool template with `{upstream}` filled, or `{tool}` when the profile has
 /// no flat route (the suite then calls the bare names, as it would without relaycheck).
 pub fn rewrite_of(profile: &Profile, headers: &[(String, String)]) -> Rewrite {
@@ -206,31 +195,13 @@ pub fn rewrite_of(profile: &Profile, headers: &[(String, String)]) -> Rewrite {
 }
 
 /// Starts the target in front of the fixtures canary, runs the suite against its streamable
-/// HTTP endpoint (through the bridge when the profile renames tools or wants headers), and
-/// reads the checks back.
+/// HTTP endpoint (through the bridge when the profile renames tools or wants headers; a stdio
+/// target through the stdio bridge, one target process per session), and reads the checks
+/// back.
 pub async fn run(plan: &Plan<'_>) -> Result<Ran, String> {
     let log = plan.workdir.join("official.log");
     std::fs::create_dir_all(&plan.workdir)
         .map_err(|err| format!("cannot create {}: {err}", plan.workdir.display()))?;
-    if plan.profile.north.transport == Transport::Stdio {
-        let scenarios = if plan.scenarios.is_empty() {
-            list(plan.install, &plan.workdir).await?
-        } else {
-            plan.scenarios.clone()
-        };
-        let why = format!(
-            "`{}` is reached over stdio; the official suite tests servers over streamable HTTP only (run it against the HTTP profile of the same gateway, or a bridge)",
-            plan.profile.name
-        );
-        std::fs::write(&log, &why)
-            .map_err(|err| format!("cannot write {}: {err}", log.display()))?;
-        return Ok(Ran {
-            results: not_applicable(&scenarios, &why),
-            scenarios,
-            bridge: None,
-            log,
-        });
-    }
     crate::provision::provision(plan.profile)
         .await
         .map_err(|err| format!("`{}` could not be installed: {err}", plan.profile.name))?;
@@ -239,6 +210,23 @@ pub async fn run(plan: &Plan<'_>) -> Result<Ran, String> {
         .map_err(|err| format!("cannot write {}: {err}", script.display()))?;
     let mut canary_cmd = plan.canary_cmd.clone();
     canary_cmd.extend(["--fixtures".to_string(), "official".to_string()]);
+    if plan.profile.north.transport == Transport::Stdio {
+        let rewrite = rewrite_of(plan.profile, &[]);
+        let note = stdio_bridge::describe(&rewrite);
+        let spawn = stdio_bridge::Spawn {
+            profile: plan.profile.clone(),
+            canary_cmd,
+            relaycheck: plan.relaycheck.clone(),
+            script,
+            workdir: plan.workdir.join("target"),
+            mutant: plan.mutant.clone(),
+        };
+        let bridge = stdio_bridge::start(spawn, rewrite).await?;
+        let outcome = suite_against(plan, &bridge.url, Some(note), &log).await;
+        // Every session's target ends here, whether the suite ended its sessions or not.
+        bridge.stop().await;
+        return outcome;
+    }
     let target = target::start(Launch {
         profile: plan.profile,
         shape: Shape::V2025_11_25,
@@ -272,6 +260,20 @@ async fn drive(plan: &Plan<'_>, target: &target::Target, log: &Path) -> Result<R
         .as_ref()
         .map(|b| b.url.clone())
         .unwrap_or_else(|| url.to_string());
+    let ran = suite_against(plan, &url, bridge_note, log).await;
+    drop(bridge);
+    ran
+}
+
+/// Runs the suite against `url` (the target's endpoint or a bridge in front of it) and reads
+/// its checks back.
+async fn suite_against(
+    plan: &Plan<'_>,
+    url: &str,
+    bridge_note: Option<String>,
+    log: &Path,
+) -> Result<Ran, String> {
+    let url = url.to_string();
     std::fs::create_dir_all(&plan.checks_dir)
         .map_err(|err| format!("cannot create {}: {err}", plan.checks_dir.display()))?;
     // Absolute: the suite runs in the work directory, not in ours.
@@ -322,7 +324,6 @@ async fn drive(plan: &Plan<'_>, target: &target::Target, log: &Path) -> Result<R
     for result in &mut results {
         result.duration_ms = share;
     }
-    drop(bridge);
     Ok(Ran {
         results,
         scenarios: order,
