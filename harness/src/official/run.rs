@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use relaycheck_model::{Outcome, Shape};
+use relaycheck_model::Shape;
 use tokio::io::AsyncReadExt;
 
 use super::bridge::{self, Rewrite};
@@ -335,6 +335,7 @@ async fn suite_against(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use relaycheck_model::Outcome;
 
     #[test]
     fn list_and_announcements_parse() {
