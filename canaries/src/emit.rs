@@ -210,7 +210,9 @@ pub fn whole(reply: &Reply) -> Option<(Bytes, Option<&'static str>)> {
 }
 
 /// Acts a reply out on a sink and logs an `out` line for every message written (progress
-/// notifications included) and for every fault acted out. `note` is a fault already acted out
+/// notifications included) and for every fault acted out. A whole message is logged before it
+/// is written, as over HTTP: a gateway that ends its upstream once answered (supergateway's
+/// process per stateless request) would otherwise kill the canary before its log line. `note` is a fault already acted out
 /// before this call (a slow answer's wait), logged on the final message.
 pub async fn act_out(
     mut reply: Reply,
@@ -242,8 +244,8 @@ pub async fn act_out(
                 progress_ctx.method = Some("notifications/progress".into());
                 for notification in notifications {
                     let bytes = Bytes::from(notification.to_string());
-                    sink.message(std::iter::once(bytes.clone())).await?;
                     log.outgoing(transport, &progress_ctx, Sent::of(&bytes, None));
+                    sink.message(std::iter::once(bytes.clone())).await?;
                 }
                 reply = *then;
             }
@@ -251,8 +253,8 @@ pub async fn act_out(
                 let mut ask_ctx = ctx.clone();
                 ask_ctx.method = ask.request["method"].as_str().map(str::to_string);
                 let bytes = Bytes::from(ask.request.to_string());
-                sink.message(std::iter::once(bytes.clone())).await?;
                 log.outgoing(transport, &ask_ctx, Sent::of(&bytes, None));
+                sink.message(std::iter::once(bytes.clone())).await?;
                 let answer = tokio::time::timeout(crate::protocol::ASK_TIMEOUT, ask.answer)
                     .await
                     .ok()
@@ -274,9 +276,8 @@ pub async fn act_out(
                 return sink.close_mid_body(prefix).await;
             }
             Reply::Fault(FaultReply::Exact { bytes }) => {
-                sink.exact(bytes.clone()).await?;
                 log.outgoing(transport, ctx, Sent::of(&bytes, Some("bytes")));
-                return Ok(());
+                return sink.exact(bytes).await;
             }
             other => {
                 let Some((bytes, fault)) = whole(&other) else {
@@ -287,8 +288,8 @@ pub async fn act_out(
                     (Some("wrong-content-type"), "stdio") => None,
                     (fault, _) => fault,
                 };
-                sink.message(std::iter::once(bytes.clone())).await?;
                 log.outgoing(transport, ctx, Sent::of(&bytes, fault.or(note)));
+                sink.message(std::iter::once(bytes)).await?;
                 return Ok(());
             }
         }
