@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use relaycheck_reference::Identity;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Stdout};
+use std::os::fd::AsFd;
+
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::net::unix::pipe;
 use tokio::sync::{Mutex, mpsc};
 use tokio::task::JoinSet;
 
@@ -17,7 +20,36 @@ use crate::gateway::Gateway;
 
 const TRANSPORT: &str = "stdio";
 
-async fn write(out: &Mutex<Stdout>, msg: &Value) {
+type Out = Mutex<Box<dyn AsyncWrite + Send + Unpin>>;
+
+/// Stdin as the reactor reads it. Tokio's own stdin reads on a blocking-pool thread, a
+/// thread hand-off each way per line, which was most of the gateway's own cost of a small
+/// call; a pipe (what every client that spawns the gateway gives it) is polled like a
+/// socket instead. Anything else (a file, a terminal) keeps tokio's stdin.
+fn stdin() -> Box<dyn AsyncRead + Send + Unpin> {
+    let piped = std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .and_then(pipe::Receiver::from_owned_fd);
+    match piped {
+        Ok(rx) => Box::new(rx),
+        Err(_) => Box::new(tokio::io::stdin()),
+    }
+}
+
+/// Stdout the same way, for the same reason.
+fn stdout() -> Box<dyn AsyncWrite + Send + Unpin> {
+    let piped = std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .and_then(pipe::Sender::from_owned_fd);
+    match piped {
+        Ok(tx) => Box::new(tx),
+        Err(_) => Box::new(tokio::io::stdout()),
+    }
+}
+
+async fn write(out: &Out, msg: &Value) {
     let mut line = msg.to_string().into_bytes();
     line.push(b'\n');
     let mut out = out.lock().await;
@@ -27,11 +59,11 @@ async fn write(out: &Mutex<Stdout>, msg: &Value) {
 }
 
 pub async fn serve(gw: Arc<Gateway>) -> Result<(), ServeError> {
-    let out = Arc::new(Mutex::new(tokio::io::stdout()));
+    let out: Arc<Out> = Arc::new(Mutex::new(stdout()));
     let conn = Arc::new(ConnState::default());
     let identity = Identity::new(gw.identity.stdio.clone());
 
-    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let mut lines = BufReader::new(stdin()).lines();
     let mut running = JoinSet::new();
     while let Some(line) = lines.next_line().await? {
         if line.trim().is_empty() {
