@@ -2,6 +2,7 @@
 //! side in one run, so the ratio between them is the target's overhead on this machine today,
 //! whatever else the machine is doing.
 
+pub mod failure;
 pub mod modes;
 pub mod scaling;
 pub mod stream;
@@ -14,7 +15,6 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::client::Exchange;
 use crate::drive::{Request, drive};
 use crate::profile::Profile;
 use crate::target::Target;
@@ -84,6 +84,32 @@ pub struct Row {
     pub size: Size,
     pub direct: Percentiles,
     pub target: Percentiles,
+    /// The first failed direct call's reason (see [`failure::reason`]).
+    pub direct_failure: Option<String>,
+    /// The first failed call's reason through the target.
+    pub target_failure: Option<String>,
+}
+
+/// One side's calls as they are made.
+#[derive(Debug, Default)]
+struct Side {
+    micros: Vec<f64>,
+    failures: usize,
+    first_failure: Option<String>,
+}
+
+impl Side {
+    /// Counts a call: its time when `failure` is `None`, else one more failure, whose reason
+    /// is kept if it is the first (later ones usually repeat it).
+    fn record(&mut self, micros: f64, failure: Option<String>) {
+        match failure {
+            None => self.micros.push(micros),
+            Some(reason) => {
+                self.failures += 1;
+                self.first_failure.get_or_insert(reason);
+            }
+        }
+    }
 }
 
 impl Row {
@@ -104,8 +130,7 @@ pub async fn measure(
 ) -> Row {
     let (tool, arguments) = size.call();
     let extra = Map::new();
-    let mut series = [Vec::new(), Vec::new()];
-    let mut failures = [0, 0];
+    let mut sides = [Side::default(), Side::default()];
     for index in 0..calls + 1 {
         for (which, (profile, running, route)) in [(direct.0, direct.1, "flat"), target]
             .into_iter()
@@ -121,32 +146,21 @@ pub async fn measure(
             let started = Instant::now();
             let done = drive(profile, route, &running.session, request).await;
             let micros = started.elapsed().as_secs_f64() * 1e6;
-            let ok = match &done.exchange {
-                Exchange::Reply(reply) => reply.message.get("error").is_none(),
-                _ => false,
-            };
             // The first round warms both up and is not counted.
             if index == 0 {
                 continue;
             }
-            if ok
-                && done
-                    .view
-                    .result
-                    .as_ref()
-                    .is_some_and(|r| r.get("isError") != Some(&Value::Bool(true)))
-            {
-                series[which].push(micros);
-            } else {
-                failures[which] += 1;
-            }
+            let failed = failure::reason(&done.exchange, &done.view, &done.route, timeout);
+            sides[which].record(micros, failed);
         }
     }
-    let [direct_series, target_series] = series;
+    let [direct_side, target_side] = sides;
     Row {
         size,
-        direct: Percentiles::of(direct_series, failures[0]),
-        target: Percentiles::of(target_series, failures[1]),
+        direct: Percentiles::of(direct_side.micros, direct_side.failures),
+        target: Percentiles::of(target_side.micros, target_side.failures),
+        direct_failure: direct_side.first_failure,
+        target_failure: target_side.first_failure,
     }
 }
 
@@ -182,6 +196,7 @@ pub fn render(target: &str, rows: &[Row], peak_memory: Option<u64>, command: &st
             row.target.failures
         );
     }
+    failures(&mut out, target, rows);
     match peak_memory {
         Some(bytes) => {
             let _ = writeln!(
@@ -198,6 +213,31 @@ pub fn render(target: &str, rows: &[Row], peak_memory: Option<u64>, command: &st
         }
     }
     out
+}
+
+/// Under the table, why calls failed: each size and side with failures, and its first reason.
+fn failures(out: &mut String, target: &str, rows: &[Row]) {
+    let sides = rows.iter().flat_map(|row| {
+        [
+            ("direct", &row.direct, &row.direct_failure, row.size),
+            (target, &row.target, &row.target_failure, row.size),
+        ]
+    });
+    let mut first = true;
+    for (name, figures, reason, size) in sides.filter(|side| side.1.failures > 0) {
+        if first {
+            let _ = writeln!(out, "\nFailed calls (the first failure's reason):\n");
+            first = false;
+        }
+        let _ = writeln!(
+            out,
+            "- `{name}` {}, {} of {}: {}",
+            size.label(),
+            figures.failures,
+            figures.failures + figures.samples,
+            reason.as_deref().unwrap_or("(no reason kept)")
+        );
+    }
 }
 
 /// `**2.40x**`, or `-` when a side has no successful call to divide by.
@@ -237,6 +277,8 @@ mod tests {
             size: Size { bytes: 1 << 20 },
             direct: Percentiles::of(vec![1000.0], 0),
             target: Percentiles::of(vec![1500.0], 0),
+            direct_failure: None,
+            target_failure: None,
         };
         assert_eq!(row.ratio(), 1.5);
         let text = render(
@@ -258,5 +300,49 @@ mod tests {
             text.contains("**1.50x**") && text.contains("1 MiB") && text.contains("64.0 MiB"),
             "{text}"
         );
+        assert!(!text.contains("Failed calls"), "{text}");
+    }
+
+    #[test]
+    fn a_side_counts_every_failure_and_keeps_the_first_reason() {
+        let mut side = Side::default();
+        side.record(10.0, None);
+        side.record(20.0, Some("first".into()));
+        side.record(30.0, Some("second".into()));
+        side.record(40.0, None);
+        assert_eq!(side.micros, vec![10.0, 40.0]);
+        assert_eq!(side.failures, 2);
+        assert_eq!(side.first_failure.as_deref(), Some("first"));
+    }
+
+    #[test]
+    fn failed_calls_are_listed_under_the_table_with_their_reason() {
+        let echo = Row {
+            size: Size { bytes: 0 },
+            direct: Percentiles::of(vec![1000.0], 0),
+            target: Percentiles::of(vec![1500.0], 0),
+            direct_failure: None,
+            target_failure: None,
+        };
+        let big = Row {
+            size: Size { bytes: 20 << 20 },
+            direct: Percentiles::of(vec![1000.0; 8], 2),
+            target: Percentiles::of(vec![], 10),
+            direct_failure: Some("timeout: no answer within 60 s".into()),
+            target_failure: Some("batch entry error: too large".into()),
+        };
+        let text = render("hangar", &[echo, big], None, "relaycheck bench");
+        let listed = text
+            .split("Failed calls (the first failure's reason):\n\n")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(
+            listed.starts_with(
+                "- `direct` 20 MiB, 2 of 10: timeout: no answer within 60 s\n\
+                 - `hangar` 20 MiB, 10 of 10: batch entry error: too large\n\n"
+            ),
+            "{text}"
+        );
+        assert!(!listed.contains("small (echo)"), "{text}");
     }
 }
