@@ -37,6 +37,9 @@ if ! $skip_hangar; then
   $rc run --target harness/targets/hangar-front-door.toml --shape all \
     --expected-failures reports/hangar-2.34.4-front-door/expected-failures.yaml \
     --out reports/hangar-2.34.4-front-door || true
+  $rc run --target harness/targets/hangar-truncator-wired.toml --case 'response-mutators/*' \
+    --shape all --expected-failures reports/hangar-2.34.4-truncator-wired/expected-failures.yaml \
+    --out reports/hangar-2.34.4-truncator-wired || true
   $rc compare reports/reference/results.jsonl reports/hangar-2.34.4-front-door/results.jsonl \
     > reports/compare-reference-vs-hangar-front-door.md
 fi

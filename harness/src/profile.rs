@@ -943,6 +943,10 @@ pub const PLACEHOLDERS: &[(&str, &str)] = &[
     ),
     ("relaycheck", "relaycheck's own executable"),
     (
+        "profile_dir",
+        "the directory of the profile file, for scripts kept beside it",
+    ),
+    (
         "canary_url",
         "the HTTP canary's MCP endpoint (canary.transport = \"http\")",
     ),
@@ -1401,6 +1405,51 @@ mod tests {
                 .to_string()
                 .contains("`side_channels.events.command`"),
             "{channel}"
+        );
+    }
+}
+
+#[cfg(test)]
+mod shipped {
+    use super::Profile;
+
+    /// Every profile shipped in harness/targets loads, and its config template and any
+    /// `{profile_dir}` file it starts exist: a profile that only breaks when its gateway is
+    /// installed would otherwise first fail in CI's provisioned runs.
+    #[test]
+    fn every_shipped_profile_loads_with_its_files() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("targets");
+        let mut loaded = 0;
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.extension().is_none_or(|ext| ext != "toml")
+                || path.to_string_lossy().contains(".config.")
+            {
+                continue;
+            }
+            let profile = Profile::load(path.to_str().unwrap())
+                .unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+            let Some(start) = &profile.start else {
+                continue;
+            };
+            if let Some(template) = &start.config_template {
+                assert!(
+                    dir.join(template).is_file(),
+                    "{}: no {template}",
+                    path.display()
+                );
+            }
+            for item in &start.command {
+                if let Some(file) = item.strip_prefix("{profile_dir}/") {
+                    assert!(dir.join(file).is_file(), "{}: no {file}", path.display());
+                }
+            }
+            loaded += 1;
+        }
+        assert!(
+            loaded >= 8,
+            "only {loaded} profiles with a start in {}",
+            dir.display()
         );
     }
 }

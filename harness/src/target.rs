@@ -296,6 +296,7 @@ async fn spawn(launch: &Launch<'_>) -> Result<Spawned, String> {
     vars.set("port", free_port()?.to_string());
     vars.set("cache", crate::profile::cache_dir().display().to_string());
     vars.set("relaycheck", launch.relaycheck.display().to_string());
+    vars.set("profile_dir", profile_dir(profile).display().to_string());
 
     // The one canary, and for an aggregating target one more per `[canaries]` label, each
     // with its own observation log and placeholders (`{canary_cmd_json:b}`).
@@ -479,16 +480,22 @@ fn ended(stat: Option<&str>) -> Option<String> {
     })
 }
 
-fn read_template(profile: &Profile, template: &str) -> Result<String, String> {
-    if let Some(text) = crate::profile::builtin_template(template) {
-        return Ok(text.to_string());
-    }
+/// Where a profile's config templates and helper scripts live: beside the profile file, made
+/// absolute because the target starts in its own work directory.
+fn profile_dir(profile: &Profile) -> PathBuf {
     let base = profile
         .origin
         .as_ref()
         .and_then(|p| p.parent())
         .unwrap_or(Path::new("."));
-    let path = base.join(template);
+    std::path::absolute(base).unwrap_or_else(|_| base.to_path_buf())
+}
+
+fn read_template(profile: &Profile, template: &str) -> Result<String, String> {
+    if let Some(text) = crate::profile::builtin_template(template) {
+        return Ok(text.to_string());
+    }
+    let path = profile_dir(profile).join(template);
     std::fs::read_to_string(&path)
         .map_err(|err| format!("cannot read the config template {}: {err}", path.display()))
 }
