@@ -150,7 +150,8 @@ pub async fn measure(
             if index == 0 {
                 continue;
             }
-            let failed = failure::reason(&done.exchange, &done.view, &done.route, timeout);
+            let failed =
+                failure::reason(&done.exchange, &done.view, &done.route, timeout, size.bytes);
             sides[which].record(micros, failed);
         }
     }

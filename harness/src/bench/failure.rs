@@ -17,13 +17,15 @@ pub const REASON_CHARS: usize = 200;
 /// just to be clipped.
 const JSON_BYTES: usize = 4 * REASON_CHARS;
 
-/// `None` when the call succeeded (an answer with a result that is not `isError`), else what
-/// the answer said went wrong, clipped to [`REASON_CHARS`].
+/// `None` when the call succeeded (an answer with a result that is not `isError` and, when
+/// `bytes` is not 0, holds a text of `bytes` bytes), else what the answer said went wrong,
+/// clipped to [`REASON_CHARS`].
 pub fn reason(
     exchange: &Exchange,
     view: &View,
     route: &Route,
     timeout: Duration,
+    bytes: u64,
 ) -> Option<String> {
     let text = match exchange {
         Exchange::Timeout => format!("timeout: no answer within {} s", timeout.as_secs_f64()),
@@ -35,10 +37,19 @@ pub fn reason(
             } else if let Some(error) = &view.error {
                 format!("batch entry error: {}", error_text(error))
             } else if let Some(result) = &view.result {
-                if !is_error(result) {
-                    return None;
+                if is_error(result) {
+                    format!("isError result: {}", content_text(result))
+                } else {
+                    // A result cut short is a success for the target, but its time is not
+                    // the time of moving `bytes`, and its throughput would be made up.
+                    let longest = longest_text(result);
+                    if longest >= bytes {
+                        return None;
+                    }
+                    format!(
+                        "result cut: its longest text is {longest} of the {bytes} bytes asked for"
+                    )
                 }
-                format!("isError result: {}", content_text(result))
             } else if let Some(entry_reason) = route
                 .fields
                 .get("reason")
@@ -60,6 +71,17 @@ pub fn reason(
         }
     };
     Some(clip(&text, REASON_CHARS))
+}
+
+/// Bytes of the longest string anywhere in `value` (where the asked-for text is, whatever the
+/// shape or the target's envelope).
+fn longest_text(value: &Value) -> u64 {
+    match value {
+        Value::String(text) => text.len() as u64,
+        Value::Array(items) => items.iter().map(longest_text).max().unwrap_or(0),
+        Value::Object(members) => members.values().map(longest_text).max().unwrap_or(0),
+        _ => 0,
+    }
 }
 
 fn is_error(result: &Value) -> bool {
@@ -163,8 +185,18 @@ mod tests {
     }
 
     fn why(message: Value, route: &Route) -> Option<String> {
+        sized(message, route, 0)
+    }
+
+    fn sized(message: Value, route: &Route, bytes: u64) -> Option<String> {
         let view = View::of(&message, route);
-        reason(&reply(message), &view, route, Duration::from_secs(60))
+        reason(
+            &reply(message),
+            &view,
+            route,
+            Duration::from_secs(60),
+            bytes,
+        )
     }
 
     /// Hangar's `hangar_call` shape: the result under one of two picks, the reason in `/error`.
@@ -198,14 +230,14 @@ mod tests {
         let none = View::default();
         let long = Duration::from_secs(60);
         assert_eq!(
-            reason(&Exchange::Timeout, &none, &flat, long).unwrap(),
+            reason(&Exchange::Timeout, &none, &flat, long, 0).unwrap(),
             "timeout: no answer within 60 s"
         );
         let closed = Exchange::Closed {
             detail: "connection reset".into(),
         };
         assert_eq!(
-            reason(&closed, &none, &flat, long).unwrap(),
+            reason(&closed, &none, &flat, long, 0).unwrap(),
             "closed before an answer: connection reset"
         );
         let rpc = json!({"error": {"code": -32603, "message": "too big", "data": {"limit": 4}}});
@@ -245,6 +277,25 @@ mod tests {
         assert_eq!(
             why(north, &batch_route()).unwrap(),
             "isError result: timed out"
+        );
+    }
+
+    #[test]
+    fn a_result_shorter_than_asked_for_is_cut() {
+        let whole = json!({"result": {"content": [{"type": "text", "text": "x".repeat(100)}]}});
+        assert_eq!(sized(whole.clone(), &Route::default(), 100), None);
+        assert_eq!(
+            sized(whole, &Route::default(), 101).unwrap(),
+            "result cut: its longest text is 100 of the 101 bytes asked for"
+        );
+        // The entry's own fields (a continuation id, a marker) are not the result's text.
+        let batched = json!({"result": {"structuredContent": {"results": [{
+            "success": true, "truncated": true, "continuation_id": "c".repeat(500),
+            "result": {"content": [{"type": "text", "text": "x".repeat(40)}]}
+        }]}}});
+        assert_eq!(
+            sized(batched, &batch_route(), 400).unwrap(),
+            "result cut: its longest text is 40 of the 400 bytes asked for"
         );
     }
 
