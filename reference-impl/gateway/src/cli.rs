@@ -46,8 +46,12 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             m.defect()
         );
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread: a small call is a few microseconds of work between pipe reads, and on a
+    // multi-thread runtime most of its cost was waking another worker (the stdin reader, the
+    // call's task and the upstream reader each landing on a different thread). Nothing here
+    // blocks for long; the one long step, parsing or writing a large result, is bounded by
+    // `max_response_bytes`.
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;

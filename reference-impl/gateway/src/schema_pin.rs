@@ -160,7 +160,13 @@ pub struct Catalog {
 
 impl Catalog {
     pub fn find(&self, north_name: &str) -> Option<&Arc<Pin>> {
-        self.pins.iter().find(|p| p.north_name() == north_name)
+        // Compared in parts: formatting every pin's name allocated once per pin per call.
+        self.pins.iter().find(|p| {
+            north_name
+                .strip_prefix(p.upstream.as_str())
+                .and_then(|rest| rest.strip_prefix('.'))
+                == Some(p.tool.as_str())
+        })
     }
 }
 

@@ -43,13 +43,18 @@ impl ConnState {
 }
 
 pub fn response(id: &Value, answer: Answer, caller: &Caller) -> Value {
-    match answer {
-        Answer::Relayed(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-        Answer::Own(result) => {
-            json!({"jsonrpc": "2.0", "id": id, "result": own_result(result, caller)})
-        }
-        Answer::Error(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
-    }
+    let (key, body) = match answer {
+        Answer::Relayed(result) => ("result", result),
+        Answer::Own(result) => ("result", own_result(result, caller)),
+        Answer::Error(error) => ("error", error),
+    };
+    // Built by hand: `json!` takes its values by reference and serializes them into new
+    // ones, a deep copy of the whole result (twice the memory of a large one for a moment).
+    let mut out = Map::with_capacity(3);
+    out.insert("jsonrpc".into(), Value::from("2.0"));
+    out.insert("id".into(), id.clone());
+    out.insert(key.into(), body);
+    Value::Object(out)
 }
 
 /// A result the gateway made, in the caller's shape: 2026-07-28 requires `resultType`.

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use relaycheck_reference::Identity;
+use relaycheck_reference::jsonsize::json_size;
 use serde_json::{Value, json};
 use std::os::fd::AsFd;
 
@@ -49,9 +50,16 @@ fn stdout() -> Box<dyn AsyncWrite + Send + Unpin> {
     }
 }
 
-async fn write(out: &Out, msg: &Value) {
-    let mut line = msg.to_string().into_bytes();
+async fn write(out: &Out, msg: Value) {
+    // Sized before it is written: a growing buffer's doublings would hold up to twice a large
+    // result's size, and appending the newline to an exactly full one copies it all once more.
+    let mut line = Vec::with_capacity(json_size(&msg) + 1);
+    if serde_json::to_writer(&mut line, &msg).is_err() {
+        return; // a Value always serializes; nothing to write if it somehow does not
+    }
     line.push(b'\n');
+    // The message is all in `line` now: do not hold it twice while the client reads.
+    drop(msg);
     let mut out = out.lock().await;
     // A failed write means the client is gone; stdin closes next and ends the loop.
     let _ = out.write_all(&line).await;
@@ -73,7 +81,7 @@ pub async fn serve(gw: Arc<Gateway>) -> Result<(), ServeError> {
             Ok(v) => v,
             Err(err) => {
                 let answer = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": format!("Parse error: {err}")}});
-                write(&out, &answer).await;
+                write(&out, answer).await;
                 continue;
             }
         };
@@ -89,14 +97,14 @@ pub async fn serve(gw: Arc<Gateway>) -> Result<(), ServeError> {
             let answer = loop {
                 tokio::select! {
                     answer = &mut answering => break answer,
-                    Some(note) = rx.recv() => write(&out, &note).await,
+                    Some(note) = rx.recv() => write(&out, note).await,
                 }
             };
             while let Ok(note) = rx.try_recv() {
-                write(&out, &note).await;
+                write(&out, note).await;
             }
             if let Some(answer) = answer {
-                write(&out, &answer).await;
+                write(&out, answer).await;
             }
         };
         if in_order {

@@ -248,10 +248,14 @@ impl Reader {
 
     async fn line(&self, bytes: Vec<u8>) {
         let size = bytes.len();
-        let message: Value = match serde_json::from_slice(&bytes) {
+        let parsed = serde_json::from_slice::<Value>(&bytes);
+        let blank = parsed.is_err() && bytes.iter().all(u8::is_ascii_whitespace);
+        // The line is in `parsed` now; a large result must not be held twice from here on.
+        drop(bytes);
+        let message: Value = match parsed {
             Ok(v) => v,
             Err(err) => {
-                if bytes.iter().all(u8::is_ascii_whitespace) {
+                if blank {
                     return;
                 }
                 let detail = format!("not valid JSON: {err}");
