@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use base64::Engine;
 use relaycheck_reference::TransportKind;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::Ending;
 use crate::error::UpstreamError;
@@ -61,12 +61,12 @@ impl HttpConn {
 
     pub async fn request(&self, method: &str, params: Value) -> Ending {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let msg = super::message(Some(id), method, params);
         self.post(&msg, Some(id)).await
     }
 
     pub async fn notify(&self, method: &str, params: Value) {
-        let msg = json!({"jsonrpc": "2.0", "method": method, "params": params});
+        let msg = super::message(None, method, params);
         let _ = self.post(&msg, None).await;
     }
 

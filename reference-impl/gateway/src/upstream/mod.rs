@@ -197,6 +197,19 @@ impl Drop for Upstream {
     }
 }
 
+/// A JSON-RPC request (`id` given) or notification to an upstream, `params` moved in: `json!`
+/// would serialize them into a copy first.
+pub fn message(id: Option<u64>, method: &str, params: Value) -> Value {
+    let mut out = serde_json::Map::with_capacity(4);
+    out.insert("jsonrpc".into(), Value::from("2.0"));
+    if let Some(id) = id {
+        out.insert("id".into(), Value::from(id));
+    }
+    out.insert("method".into(), Value::from(method));
+    out.insert("params".into(), params);
+    Value::Object(out)
+}
+
 /// Why a response that parsed as JSON is still not a JSON-RPC response, if it is not: a
 /// gateway must not read a lenient guess as the upstream's answer.
 pub fn malformed(message: &Value) -> Option<String> {

@@ -105,7 +105,7 @@ impl StdioConn {
             pending: &self.pending,
             id,
         };
-        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let msg = super::message(Some(id), method, params);
         if let Err(err) = self.write(&msg).await {
             return Ending::Transport {
                 kind: TransportKind::Closed,
@@ -121,7 +121,7 @@ impl StdioConn {
     }
 
     pub async fn notify(&self, method: &str, params: Value) {
-        let msg = json!({"jsonrpc": "2.0", "method": method, "params": params});
+        let msg = super::message(None, method, params);
         let _ = self.write(&msg).await;
     }
 
