@@ -83,7 +83,7 @@ fn foreign(headers: &HeaderMap) -> bool {
 }
 
 fn json_response(status: StatusCode, body: &Value, session: Option<&str>) -> Response {
-    let mut r = Response::new(Body::from(body.to_string()));
+    let mut r = Response::new(Body::from(super::framed("", body, "")));
     *r.status_mut() = status;
     r.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -254,8 +254,13 @@ fn sse_response(
     last: Option<Value>,
     session: Option<&str>,
 ) -> Response {
-    let event =
-        |m: &Value| Ok::<Bytes, Infallible>(Bytes::from(format!("event: message\ndata: {m}\n\n")));
+    let event = |m: &Value| {
+        Ok::<Bytes, Infallible>(Bytes::from(super::framed(
+            "event: message\ndata: ",
+            m,
+            "\n\n",
+        )))
+    };
     let head: Vec<_> = first.iter().chain(last.iter()).map(event).collect();
     let head = futures_util::stream::iter(head);
     let tail = futures_util::stream::unfold(rest, move |rest| async move {

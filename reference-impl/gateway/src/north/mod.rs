@@ -10,6 +10,7 @@ use std::time::Instant;
 use relaycheck_model::Shape;
 use relaycheck_model::render::Selector;
 use relaycheck_reference::Identity;
+use relaycheck_reference::jsonsize::json_size;
 use serde_json::{Map, Value, json};
 
 use crate::audit::log_fields;
@@ -55,6 +56,18 @@ pub fn response(id: &Value, answer: Answer, caller: &Caller) -> Value {
     out.insert("id".into(), id.clone());
     out.insert(key.into(), body);
     Value::Object(out)
+}
+
+/// `prefix`, the compact JSON of `msg`, then `suffix`, in a buffer allocated once at its exact
+/// size: a growing buffer's doublings hold up to twice a large result for a moment, and adding
+/// a suffix to an exactly full one copies it all again.
+pub fn framed(prefix: &str, msg: &Value, suffix: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(prefix.len() + json_size(msg) + suffix.len());
+    out.extend_from_slice(prefix.as_bytes());
+    // Writing a Value into a Vec cannot fail: its keys are strings and the Vec grows.
+    let _ = serde_json::to_writer(&mut out, msg);
+    out.extend_from_slice(suffix.as_bytes());
+    out
 }
 
 /// A result the gateway made, in the caller's shape: 2026-07-28 requires `resultType`.

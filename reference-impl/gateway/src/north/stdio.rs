@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use relaycheck_reference::Identity;
-use relaycheck_reference::jsonsize::json_size;
 use serde_json::{Value, json};
 use std::os::fd::AsFd;
 
@@ -15,7 +14,7 @@ use tokio::net::unix::pipe;
 use tokio::sync::{Mutex, mpsc};
 use tokio::task::JoinSet;
 
-use super::{ConnState, handle};
+use super::{ConnState, framed, handle};
 use crate::error::ServeError;
 use crate::gateway::Gateway;
 
@@ -51,13 +50,7 @@ fn stdout() -> Box<dyn AsyncWrite + Send + Unpin> {
 }
 
 async fn write(out: &Out, msg: Value) {
-    // Sized before it is written: a growing buffer's doublings would hold up to twice a large
-    // result's size, and appending the newline to an exactly full one copies it all once more.
-    let mut line = Vec::with_capacity(json_size(&msg) + 1);
-    if serde_json::to_writer(&mut line, &msg).is_err() {
-        return; // a Value always serializes; nothing to write if it somehow does not
-    }
-    line.push(b'\n');
+    let line = framed("", &msg, "\n");
     // The message is all in `line` now: do not hold it twice while the client reads.
     drop(msg);
     let mut out = out.lock().await;
