@@ -10,7 +10,6 @@ use std::time::Instant;
 use relaycheck_model::Shape;
 use relaycheck_model::render::Selector;
 use relaycheck_reference::Identity;
-use relaycheck_reference::jsonsize::json_size;
 use serde_json::{Map, Value, json};
 
 use crate::audit::log_fields;
@@ -58,16 +57,48 @@ pub fn response(id: &Value, answer: Answer, caller: &Caller) -> Value {
     Value::Object(out)
 }
 
-/// `prefix`, the compact JSON of `msg`, then `suffix`, in a buffer allocated once at its exact
-/// size: a growing buffer's doublings hold up to twice a large result for a moment, and adding
-/// a suffix to an exactly full one copies it all again.
+/// `prefix`, the compact JSON of `msg`, then `suffix`, in a buffer allocated once for its size:
+/// a buffer grown by doubling holds up to twice a large result for a moment, and adding a
+/// suffix to an exactly full one copies it all again.
 pub fn framed(prefix: &str, msg: &Value, suffix: &str) -> Vec<u8> {
-    let mut out = Vec::with_capacity(prefix.len() + json_size(msg) + suffix.len());
+    let mut out = Vec::with_capacity(prefix.len() + size_hint(msg) + suffix.len());
     out.extend_from_slice(prefix.as_bytes());
     // Writing a Value into a Vec cannot fail: its keys are strings and the Vec grows.
     let _ = serde_json::to_writer(&mut out, msg);
     out.extend_from_slice(suffix.as_bytes());
     out
+}
+
+/// The compact JSON size of `v` with every string taken as unescaped, plus 1/64 for escapes.
+/// Exact sizing (`jsonsize::json_size`) scans every byte of every string, which cost as much
+/// as serializing a 20 MiB text; the rare result with more escapes than that grows once.
+fn size_hint(v: &Value) -> usize {
+    let mut total = 0usize;
+    let mut strings = 0usize;
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        total += match v {
+            Value::Null | Value::Bool(_) => 5,
+            Value::Number(_) => 24,
+            Value::String(s) => {
+                strings += s.len();
+                s.len() + 2
+            }
+            Value::Array(items) => {
+                stack.extend(items);
+                items.len() + 2
+            }
+            Value::Object(fields) => {
+                for (k, x) in fields {
+                    strings += k.len();
+                    total += k.len() + 3;
+                    stack.push(x);
+                }
+                fields.len() + 2
+            }
+        };
+    }
+    total + strings / 64
 }
 
 /// A result the gateway made, in the caller's shape: 2026-07-28 requires `resultType`.
@@ -307,4 +338,23 @@ fn own_tools() -> Vec<Value> {
             "inputSchema": {"type": "object", "properties": {"handle": {"type": "string"}}, "required": ["handle"]},
         }),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn framed_is_the_json_between_its_framing() {
+        let escapes = "\"\\\n\u{1}".repeat(500);
+        for v in [
+            json!(null),
+            json!({}),
+            json!([1, -2, 3.5, true, "é", {"k\"": [null]}]),
+            json!({"text": escapes, "n": u64::MAX, "f": -1.0e-300}),
+        ] {
+            let line = framed("data: ", &v, "\n\n");
+            assert_eq!(line, format!("data: {v}\n\n").into_bytes());
+        }
+    }
 }
