@@ -84,7 +84,8 @@ fn append(file: &Mutex<File>, line: &str) {
     }
 }
 
-/// A value's compact JSON with a newline after it.
+/// A value's compact JSON with a newline after it, so that `append` writes a record in one
+/// call.
 fn json_line(value: &Value) -> String {
     let mut line = value.to_string();
     line.push('\n');
@@ -300,6 +301,45 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert!(!lines[0].contains("AKIAIOSFODNN7EXAMPLE"));
         assert!(lines[1].contains("AKIAIOSFODNN7EXAMPLE"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The log's `tool_call` line is spliced from the audit line's text, not built as a map:
+    /// it must still be `event` then the record's members, each once.
+    #[test]
+    fn the_log_line_is_the_record_behind_its_event() {
+        let dir = std::env::temp_dir().join(format!("rc-gw-log-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (jsonl, log) = (dir.join("a.jsonl"), dir.join("g.log"));
+        let audit = Audit::open(Some(&jsonl), None, Some(&log)).unwrap();
+        let rec = CallRecord {
+            time: "2026-11-30T00:00:00Z".into(),
+            identity: "u".into(),
+            server: "s".into(),
+            tool: "t".into(),
+            call_id: "c".into(),
+            nonce: None,
+            status: "ok".into(),
+            error_code: Some(-1),
+            reason: Some("quote \" and brace {".into()),
+            duration_ms: 1,
+            result_bytes: 2,
+            body: None,
+        };
+        audit.call(&rec, Mutation::default());
+        let record: Value =
+            serde_json::from_str(std::fs::read_to_string(&jsonl).unwrap().trim_end()).unwrap();
+        let line = std::fs::read_to_string(&log).unwrap();
+        let logged: serde_json::Map<String, Value> = serde_json::from_str(line.trim_end()).unwrap();
+        let mut expected = serde_json::Map::new();
+        expected.insert("event".into(), json!("tool_call"));
+        expected.extend(record.as_object().unwrap().clone());
+        assert_eq!(
+            logged.keys().collect::<Vec<_>>(),
+            expected.keys().collect::<Vec<_>>()
+        );
+        assert_eq!(logged, expected);
+        assert_eq!(line.matches("\"event\"").count(), 1, "{line}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -48,9 +48,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     }
     // One thread: a small call is a few microseconds of work between pipe reads, and on a
     // multi-thread runtime most of its cost was waking another worker (the stdin reader, the
-    // call's task and the upstream reader each landing on a different thread). Nothing here
-    // blocks for long; the one long step, parsing or writing a large result, is bounded by
-    // `max_response_bytes`.
+    // call's task and the upstream reader each landing on a different thread). The price: the
+    // side-channel appends are plain file writes on this one thread, so a side channel on a
+    // slow disk slows every call, and parsing a large result (bounded by `max_response_bytes`)
+    // holds up the others meanwhile. Both are local files written in one call per line here.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
