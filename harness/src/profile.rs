@@ -1432,7 +1432,9 @@ mod shipped {
             let Some(start) = &profile.start else {
                 continue;
             };
-            if let Some(template) = &start.config_template {
+            if let Some(template) = &start.config_template
+                && super::builtin_template(template).is_none()
+            {
                 assert!(
                     dir.join(template).is_file(),
                     "{}: no {template}",
@@ -1440,7 +1442,12 @@ mod shipped {
                 );
             }
             for item in &start.command {
-                if let Some(file) = item.strip_prefix("{profile_dir}/") {
+                for (at, marker) in item.match_indices("{profile_dir}/") {
+                    let rest = &item[at + marker.len()..];
+                    let file = rest
+                        .split(|c: char| c.is_whitespace() || c == '"' || c == '\'')
+                        .next()
+                        .unwrap_or_default();
                     assert!(dir.join(file).is_file(), "{}: no {file}", path.display());
                 }
             }

@@ -14,6 +14,7 @@ hangar_call is the payload mismatch and not a truncator that never cuts. A faile
 exits 3 with the reason on stderr.
 """
 
+import contextlib
 import os
 import sys
 
@@ -42,11 +43,38 @@ def wire_truncator() -> None:
     MutatorPipeline.__init__ = with_truncator
 
 
+def report_first_response() -> None:
+    """Says on stderr, once, that the truncator ran on a call's response and what it was
+    handed, so an uncut result in the run is seen to be the truncator's doing, not a pipeline
+    the launcher failed to reach."""
+    mutate = ResponseTruncator.mutate
+    reported = []
+
+    def mutate_and_report(self, context):
+        result = mutate(self, context)
+        if context.direction == "response" and not reported:
+            reported.append(True)
+            keys = sorted(context.payload) if isinstance(context.payload, dict) else type(context.payload).__name__
+            print(
+                f"hangar-truncator-wired: the ResponseTruncator ran on a {context.method} response,"
+                f" payload keys {keys}, changed: {result.changed}",
+                file=sys.stderr,
+                flush=True,
+            )
+        return result
+
+    ResponseTruncator.mutate = mutate_and_report
+
+
 if __name__ == "__main__":
-    if not cuts_a_wrapper_payload():
+    # Hangar's logging is not set up yet and would print the check's event on stdout.
+    with contextlib.redirect_stdout(sys.stderr):
+        cut = cuts_a_wrapper_payload()
+    if not cut:
         print("hangar-truncator-wired: the ResponseTruncator did not cut a wrapper payload", file=sys.stderr)
         sys.exit(3)
     wire_truncator()
+    report_first_response()
     # Imported only now: importing Hangar's server builds its batch executor, and with it the
     # pipeline, which must already be the wired one.
     from mcp_hangar.server.cli import cli_main

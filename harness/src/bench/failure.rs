@@ -42,12 +42,12 @@ pub fn reason(
                 } else {
                     // A result cut short is a success for the target, but its time is not
                     // the time of moving `bytes`, and its throughput would be made up.
-                    let longest = longest_text(result);
-                    if longest >= bytes {
+                    let delivered = delivered_text(result);
+                    if delivered >= bytes {
                         return None;
                     }
                     format!(
-                        "result cut: its longest text is {longest} of the {bytes} bytes asked for"
+                        "result cut: it carries {delivered} of the {bytes} bytes of text asked for"
                     )
                 }
             } else if let Some(entry_reason) = route
@@ -73,8 +73,24 @@ pub fn reason(
     Some(clip(&text, REASON_CHARS))
 }
 
-/// Bytes of the longest string anywhere in `value` (where the asked-for text is, whatever the
-/// shape or the target's envelope).
+/// Bytes of the asked-for text a result carries: its content blocks' texts together (a
+/// target may relay one text as several blocks), or the longest string anywhere in it (where
+/// the text is in another shape or envelope), whichever is more.
+fn delivered_text(result: &Value) -> u64 {
+    let blocks: u64 = result
+        .get("content")
+        .and_then(Value::as_array)
+        .map_or(0, |blocks| {
+            blocks
+                .iter()
+                .filter_map(|block| block.get("text").and_then(Value::as_str))
+                .map(|text| text.len() as u64)
+                .sum()
+        });
+    blocks.max(longest_text(result))
+}
+
+/// Bytes of the longest string anywhere in `value`.
 fn longest_text(value: &Value) -> u64 {
     match value {
         Value::String(text) => text.len() as u64,
@@ -286,7 +302,17 @@ mod tests {
         assert_eq!(sized(whole.clone(), &Route::default(), 100), None);
         assert_eq!(
             sized(whole, &Route::default(), 101).unwrap(),
-            "result cut: its longest text is 100 of the 101 bytes asked for"
+            "result cut: it carries 100 of the 101 bytes of text asked for"
+        );
+        // One text relayed as several blocks carries it all.
+        let split = json!({"result": {"content": [
+            {"type": "text", "text": "x".repeat(60)},
+            {"type": "text", "text": "x".repeat(40)},
+        ]}});
+        assert_eq!(sized(split.clone(), &Route::default(), 100), None);
+        assert_eq!(
+            sized(split, &Route::default(), 101).unwrap(),
+            "result cut: it carries 100 of the 101 bytes of text asked for"
         );
         // The entry's own fields (a continuation id, a marker) are not the result's text.
         let batched = json!({"result": {"structuredContent": {"results": [{
@@ -295,7 +321,7 @@ mod tests {
         }]}}});
         assert_eq!(
             sized(batched, &batch_route(), 400).unwrap(),
-            "result cut: its longest text is 40 of the 400 bytes asked for"
+            "result cut: it carries 40 of the 400 bytes of text asked for"
         );
     }
 
