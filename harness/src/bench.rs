@@ -2,7 +2,9 @@
 //! side in one run, so the ratio between them is the target's overhead on this machine today,
 //! whatever else the machine is doing.
 
+pub mod compare;
 pub mod failure;
+pub mod latency;
 pub mod modes;
 pub mod scaling;
 pub mod stream;

@@ -173,6 +173,20 @@ struct BenchArgs {
     /// Start the target with this deliberate defect (latency), so a regression shows as a ratio.
     #[arg(long)]
     mutant: Option<String>,
+    /// Compare `--target` with this build of the gateway (a profile of the last release, or
+    /// the same target for a mutant), in alternating rounds: a verdict per size holds only if
+    /// it holds in every round (latency).
+    #[arg(long)]
+    before: Option<String>,
+    /// Start `--before` with this deliberate defect.
+    #[arg(long)]
+    before_mutant: Option<String>,
+    /// Rounds of the comparison; each runs both builds, in alternating order.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Exit 1 when `--target` is slower than `--before` in every round for some size.
+    #[arg(long)]
+    fail_if_slower: bool,
     /// Measured calls per size and side (after one warm-up call each).
     #[arg(long, default_value_t = 50)]
     calls: usize,
@@ -876,7 +890,7 @@ fn mutants(args: MutantsArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
-    use relaycheck::bench::{Size, measure, render};
+    use relaycheck::bench::{Size, compare, latency, render};
     let Some(catalogue) = require_catalogue(args.specs.clone())? else {
         return Ok(ExitCode::from(2));
     };
@@ -888,16 +902,13 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     };
     let direct = Profile::load("direct")?;
     let profile = Profile::load(target)?;
-    let route = if profile.routes.contains_key("flat") {
-        "flat"
-    } else if profile.routes.contains_key("batch") {
-        "batch"
-    } else {
-        bail!(
-            "target `{}` has neither a flat nor a batch route to bench",
-            profile.name
-        );
-    };
+    let before = args.before.as_deref().map(Profile::load).transpose()?;
+    for p in std::iter::once(&profile).chain(&before) {
+        latency::route_of(p).map_err(anyhow::Error::msg)?;
+    }
+    if before.is_none() && args.before_mutant.is_some() {
+        bail!("--before-mutant needs --before");
+    }
     let sizes: Vec<Size> = if args.sizes.is_empty() {
         vec![
             Size { bytes: 0 },
@@ -917,65 +928,67 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("cannot start the async runtime")?;
     let command = invocation();
-    let result: anyhow::Result<String> = runtime.block_on(async {
-        relaycheck::provision::provision(&profile)
-            .await
-            .map_err(anyhow::Error::msg)?;
-        let launch = |profile| relaycheck::target::Launch {
-            profile,
-            shape: args.shape,
-            forced: false,
-            canary_cmd: &canary,
-            relaycheck: &exe,
-            script_path: &script,
-            workdir: relaycheck::run::start_dir(&workdir, "bench", args.shape),
-            mutant: None,
-        };
-        let direct_target = relaycheck::target::start(launch(&direct))
-            .await
-            .map_err(anyhow::Error::msg)?;
-        let target = relaycheck::target::start(relaycheck::target::Launch {
-            mutant: args.mutant.as_deref(),
-            ..launch(&profile)
-        })
-        .await
-        .map_err(anyhow::Error::msg)?;
-        let mut rows = Vec::new();
-        for size in &sizes {
-            eprintln!(
-                "bench: {} x {} calls, direct and `{}` alternating",
-                size.label(),
-                args.calls,
-                profile.name
-            );
-            rows.push(
-                measure(
-                    (&direct, &direct_target),
-                    (&profile, &target, route),
-                    *size,
-                    args.calls,
-                    Duration::from_secs(60),
-                )
-                .await,
-            );
+    let setting = |profile, mutant| latency::Latency {
+        direct: &direct,
+        profile,
+        mutant,
+        sizes: &sizes,
+        calls: args.calls,
+        shape: args.shape,
+        canary_cmd: &canary,
+        relaycheck: &exe,
+        script: &script,
+        workdir: &workdir,
+    };
+    let after = setting(&profile, args.mutant.as_deref());
+    let result: anyhow::Result<(String, bool)> = runtime.block_on(async {
+        for p in std::iter::once(&profile).chain(&before) {
+            relaycheck::provision::provision(p)
+                .await
+                .map_err(anyhow::Error::msg)?;
         }
-        let peak = target.peak_memory();
-        direct_target.stop().await;
-        target.stop().await;
-        let name = match &args.mutant {
-            Some(mutant) => format!("{} --mutant {mutant}", profile.name),
-            None => profile.name.clone(),
+        let Some(before) = &before else {
+            let run = latency::run(&after).await.map_err(anyhow::Error::msg)?;
+            let text = render(&run.name, &run.rows, run.peak_memory, &command);
+            return Ok((text, false));
         };
-        Ok(render(&name, &rows, peak, &command))
+        let before = setting(before, args.before_mutant.as_deref());
+        let mut rounds = Vec::new();
+        for round in 0..args.rounds.max(1) {
+            eprintln!("bench: round {} of {}", round + 1, args.rounds.max(1));
+            // Which build goes first alternates, so a machine that gets busier or quieter
+            // during a round does not always favour the same one.
+            let (first, second) = if round % 2 == 0 {
+                (&before, &after)
+            } else {
+                (&after, &before)
+            };
+            let one = latency::run(first).await.map_err(anyhow::Error::msg)?;
+            let two = latency::run(second).await.map_err(anyhow::Error::msg)?;
+            let (before, after) = if round % 2 == 0 {
+                (one, two)
+            } else {
+                (two, one)
+            };
+            rounds.push(compare::Round { before, after });
+        }
+        let slower = compare::verdicts(&rounds)
+            .iter()
+            .any(|(_, verdict)| *verdict == compare::Verdict::Slower);
+        Ok((compare::render(&rounds, &command), slower))
     });
     runtime.shutdown_timeout(Duration::from_secs(2));
     let _ = std::fs::remove_dir_all(&workdir);
-    let text = result?;
+    let (text, slower) = result?;
     if let Some(out) = &args.out {
         write_file(out, &text)?;
     }
     println!("{text}");
-    Ok(ExitCode::SUCCESS)
+    Ok(if slower && args.fail_if_slower {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// `relaycheck bench suite|scaling|stream`: see [`relaycheck::bench::modes`].

@@ -300,3 +300,53 @@ fn bench_latency_needs_exactly_one_target() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn bench_compares_two_builds_round_by_round() {
+    let out = relaycheck(
+        &[
+            "bench",
+            "--target",
+            "reference",
+            "--mutant",
+            "unknown-fields-dropped",
+            "--before",
+            "reference",
+            "--rounds",
+            "2",
+            "--calls",
+            "3",
+            "--size",
+            "0",
+        ],
+        &repo(),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "without --fail-if-slower a comparison exits 0: {text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains(
+            "## `reference --mutant unknown-fields-dropped` against `reference`, 2 alternating round(s)"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("| 2 | small (echo) | **"), "{text}");
+    assert!(
+        text.contains("Peak resident memory, MiB: `reference` "),
+        "{text}"
+    );
+
+    let out = relaycheck(
+        &["bench", "--target", "reference", "--before-mutant", "m"],
+        &repo(),
+    );
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--before-mutant needs --before"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

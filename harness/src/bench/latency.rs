@@ -1,0 +1,108 @@
+//! One latency run: `direct` and a target started side by side, every size measured through
+//! both, both stopped. The command line and the release comparison both run it.
+
+use std::path::Path;
+use std::time::Duration;
+
+use relaycheck_model::Shape;
+
+use super::{Row, Size, measure};
+use crate::profile::Profile;
+
+/// How long one bench call may take before it counts as failed.
+const CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What one run needs: which target, how it starts, what to measure.
+pub struct Latency<'a> {
+    pub direct: &'a Profile,
+    pub profile: &'a Profile,
+    pub mutant: Option<&'a str>,
+    pub sizes: &'a [Size],
+    pub calls: usize,
+    pub shape: Shape,
+    pub canary_cmd: &'a [String],
+    pub relaycheck: &'a Path,
+    pub script: &'a Path,
+    /// Each start gets its own directory below this one.
+    pub workdir: &'a Path,
+}
+
+/// One run's figures under the name the report gives the target (`reference --mutant m`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measured {
+    pub name: String,
+    pub rows: Vec<Row>,
+    pub peak_memory: Option<u64>,
+}
+
+/// The route a bench call takes through `profile`: its flat route, else its batch route (a
+/// gateway that reaches upstream tools only through a meta tool, as Hangar's egress).
+pub fn route_of(profile: &Profile) -> Result<&'static str, String> {
+    if profile.routes.contains_key("flat") {
+        Ok("flat")
+    } else if profile.routes.contains_key("batch") {
+        Ok("batch")
+    } else {
+        Err(format!(
+            "target `{}` has neither a flat nor a batch route to bench",
+            profile.name
+        ))
+    }
+}
+
+/// The name a run is reported under.
+pub fn name_of(profile: &Profile, mutant: Option<&str>) -> String {
+    match mutant {
+        Some(mutant) => format!("{} --mutant {mutant}", profile.name),
+        None => profile.name.clone(),
+    }
+}
+
+pub async fn run(latency: &Latency<'_>) -> Result<Measured, String> {
+    let route = route_of(latency.profile)?;
+    let launch = |profile, mutant| crate::target::Launch {
+        profile,
+        shape: latency.shape,
+        forced: false,
+        canary_cmd: latency.canary_cmd,
+        relaycheck: latency.relaycheck,
+        script_path: latency.script,
+        workdir: crate::run::start_dir(latency.workdir, "bench", latency.shape),
+        mutant,
+    };
+    let direct = crate::target::start(launch(latency.direct, None)).await?;
+    let target = match crate::target::start(launch(latency.profile, latency.mutant)).await {
+        Ok(target) => target,
+        Err(err) => {
+            direct.stop().await;
+            return Err(err);
+        }
+    };
+    let name = name_of(latency.profile, latency.mutant);
+    let mut rows = Vec::new();
+    for size in latency.sizes {
+        eprintln!(
+            "bench: {} x {} calls, direct and `{name}` alternating",
+            size.label(),
+            latency.calls,
+        );
+        rows.push(
+            measure(
+                (latency.direct, &direct),
+                (latency.profile, &target, route),
+                *size,
+                latency.calls,
+                CALL_TIMEOUT,
+            )
+            .await,
+        );
+    }
+    let peak_memory = target.peak_memory();
+    direct.stop().await;
+    target.stop().await;
+    Ok(Measured {
+        name,
+        rows,
+        peak_memory,
+    })
+}
