@@ -919,7 +919,17 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         args.sizes.iter().map(|&bytes| Size { bytes }).collect()
     };
     let workdir = std::env::temp_dir().join(format!("relaycheck-bench-{}", std::process::id()));
-    let script = relaycheck::run::write_script(&catalogue, &workdir).map_err(anyhow::Error::msg)?;
+    // Each build's canary script leaves out the tools of the cases its profile skips, as a run
+    // does: some gateways refuse a whole upstream's listing over one tool they cannot read.
+    let script_for = |profile: &Profile, side: &str| {
+        relaycheck::run::write_script_for(&catalogue, profile, &workdir.join(side))
+            .map_err(anyhow::Error::msg)
+    };
+    let after_script = script_for(&profile, "after")?;
+    let before_script = before
+        .as_ref()
+        .map(|before| script_for(before, "before"))
+        .transpose()?;
     let canary = canary_command()?;
     let exe = std::env::current_exe().context("cannot find this executable")?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -928,7 +938,7 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("cannot start the async runtime")?;
     let command = invocation();
-    let setting = |profile, mutant| latency::Latency {
+    let setting = |profile, mutant, script| latency::Latency {
         direct: &direct,
         profile,
         mutant,
@@ -937,22 +947,22 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         shape: args.shape,
         canary_cmd: &canary,
         relaycheck: &exe,
-        script: &script,
+        script,
         workdir: &workdir,
     };
-    let after = setting(&profile, args.mutant.as_deref());
+    let after = setting(&profile, args.mutant.as_deref(), &after_script);
     let result: anyhow::Result<(String, bool)> = runtime.block_on(async {
         for p in std::iter::once(&profile).chain(&before) {
             relaycheck::provision::provision(p)
                 .await
                 .map_err(anyhow::Error::msg)?;
         }
-        let Some(before) = &before else {
+        let (Some(before), Some(before_script)) = (&before, &before_script) else {
             let run = latency::run(&after).await.map_err(anyhow::Error::msg)?;
             let text = render(&run.name, &run.rows, run.peak_memory, &command);
             return Ok((text, false));
         };
-        let before = setting(before, args.before_mutant.as_deref());
+        let before = setting(before, args.before_mutant.as_deref(), before_script);
         let mut rounds = Vec::new();
         for round in 0..args.rounds.max(1) {
             eprintln!("bench: round {} of {}", round + 1, args.rounds.max(1));

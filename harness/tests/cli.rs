@@ -350,3 +350,26 @@ fn bench_compares_two_builds_round_by_round() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// An aggregating gateway names its tools per upstream (`{upstream}` in the route): the bench's
+/// calls must reach the first upstream under its name, not a literal `{upstream}_echo`.
+#[test]
+fn bench_calls_an_aggregating_target_by_its_first_upstream() {
+    let profile = repo().join("harness/tests/aggregation/reference-two-upstreams.toml");
+    let out = relaycheck(
+        &[
+            "bench",
+            "--target",
+            profile.to_str().unwrap(),
+            "--calls",
+            "2",
+            "--size",
+            "0",
+        ],
+        &repo(),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("| 0 / 0 |"), "every call answered: {text}");
+    assert!(!text.contains("Failed calls"), "{text}");
+}

@@ -79,6 +79,9 @@ pub async fn run(latency: &Latency<'_>) -> Result<Measured, String> {
         }
     };
     let name = name_of(latency.profile, latency.mutant);
+    // An aggregating gateway names tools per upstream (`{upstream}` in its routes): the bench's
+    // calls go to the first, as a case's do when it names none.
+    let routed = latency.profile.for_upstream(None);
     let mut rows = Vec::new();
     for size in latency.sizes {
         eprintln!(
@@ -89,7 +92,7 @@ pub async fn run(latency: &Latency<'_>) -> Result<Measured, String> {
         rows.push(
             measure(
                 (latency.direct, &direct),
-                (latency.profile, &target, route),
+                (&routed, &target, route),
                 *size,
                 latency.calls,
                 CALL_TIMEOUT,
