@@ -93,6 +93,11 @@ if ! $skip_bench; then
     echo
     $rc bench --target reference --calls 50
     $skip_hangar || $rc bench --target harness/targets/hangar.toml --calls 20 --size 0 --size 1048576
+    if ! $skip_gateways; then
+      for profile in supergateway mcp-proxy fastmcp-proxy; do
+        $rc bench --target "harness/targets/$profile.toml" --calls 20
+      done
+    fi
   } > reports/bench-targets.md
 fi
 if $with_bench; then
