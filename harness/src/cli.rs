@@ -926,9 +926,8 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
             .map_err(anyhow::Error::msg)
     };
     let after_script = script_for(&profile, "after")?;
-    let before_script = before
-        .as_ref()
-        .map(|before| script_for(before, "before"))
+    let before = before
+        .map(|before| script_for(&before, "before").map(|script| (before, script)))
         .transpose()?;
     let canary = canary_command()?;
     let exe = std::env::current_exe().context("cannot find this executable")?;
@@ -952,40 +951,24 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     };
     let after = setting(&profile, args.mutant.as_deref(), &after_script);
     let result: anyhow::Result<(String, bool)> = runtime.block_on(async {
-        for p in std::iter::once(&profile).chain(&before) {
+        for p in std::iter::once(&profile).chain(before.as_ref().map(|(p, _)| p)) {
             relaycheck::provision::provision(p)
                 .await
                 .map_err(anyhow::Error::msg)?;
         }
-        let (Some(before), Some(before_script)) = (&before, &before_script) else {
+        let Some((before, before_script)) = &before else {
             let run = latency::run(&after).await.map_err(anyhow::Error::msg)?;
             let text = render(&run.name, &run.rows, run.peak_memory, &command);
             return Ok((text, false));
         };
         let before = setting(before, args.before_mutant.as_deref(), before_script);
-        let mut rounds = Vec::new();
-        for round in 0..args.rounds.max(1) {
-            eprintln!("bench: round {} of {}", round + 1, args.rounds.max(1));
-            // Which build goes first alternates, so a machine that gets busier or quieter
-            // during a round does not always favour the same one.
-            let (first, second) = if round % 2 == 0 {
-                (&before, &after)
-            } else {
-                (&after, &before)
-            };
-            let one = latency::run(first).await.map_err(anyhow::Error::msg)?;
-            let two = latency::run(second).await.map_err(anyhow::Error::msg)?;
-            let (before, after) = if round % 2 == 0 {
-                (one, two)
-            } else {
-                (two, one)
-            };
-            rounds.push(compare::Round { before, after });
-        }
-        let slower = compare::verdicts(&rounds)
-            .iter()
-            .any(|(_, verdict)| *verdict == compare::Verdict::Slower);
-        Ok((compare::render(&rounds, &command), slower))
+        let rounds = compare::run_rounds(&before, &after, args.rounds)
+            .await
+            .map_err(anyhow::Error::msg)?;
+        Ok((
+            compare::render(&rounds, &command),
+            compare::any_slower(&rounds),
+        ))
     });
     runtime.shutdown_timeout(Duration::from_secs(2));
     let _ = std::fs::remove_dir_all(&workdir);

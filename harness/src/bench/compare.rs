@@ -5,8 +5,34 @@
 
 use std::fmt::Write;
 
-use super::latency::Measured;
+use super::latency::{self, Latency, Measured};
 use super::{Size, ratio};
+
+/// Benches `before` and `after` in `rounds` rounds (at least one), the first of each round
+/// alternating, so a machine that gets busier or quieter during a round does not always
+/// favour the same build.
+pub async fn run_rounds(
+    before: &Latency<'_>,
+    after: &Latency<'_>,
+    rounds: usize,
+) -> Result<Vec<Round>, String> {
+    let rounds = rounds.max(1);
+    let mut done = Vec::with_capacity(rounds);
+    for round in 0..rounds {
+        eprintln!("bench: round {} of {rounds}", round + 1);
+        let before_first = round % 2 == 0;
+        let (first, second) = if before_first {
+            (before, after)
+        } else {
+            (after, before)
+        };
+        let one = latency::run(first).await?;
+        let two = latency::run(second).await?;
+        let (before, after) = if before_first { (one, two) } else { (two, one) };
+        done.push(Round { before, after });
+    }
+    Ok(done)
+}
 
 /// One round: both builds measured, one after the other.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,6 +82,13 @@ pub fn verdicts(rounds: &[Round]) -> Vec<(Size, Verdict)> {
         .into_iter()
         .map(|size| (size, Verdict::of(&ratios(rounds, size))))
         .collect()
+}
+
+/// Whether `after` is slower than `before` in every round for some size (a release gate).
+pub fn any_slower(rounds: &[Round]) -> bool {
+    verdicts(rounds)
+        .iter()
+        .any(|(_, verdict)| *verdict == Verdict::Slower)
 }
 
 fn sizes(rounds: &[Round]) -> Vec<Size> {
