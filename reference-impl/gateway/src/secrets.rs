@@ -2,7 +2,7 @@
 //! without going through an envelope: flat results, errors, audit and log lines.
 
 use relaycheck_reference::RedactionKind;
-use relaycheck_reference::redact::{Tally, redact_value};
+use relaycheck_reference::redact::{Tally, redact_field_str, redact_value};
 use serde_json::Value;
 
 use crate::mutant::{Mutant, Mutation};
@@ -24,6 +24,27 @@ pub fn redact_counted(v: &mut Value, mutation: Mutation) -> Tally {
         redact_look_alikes(v, &mut tally);
     }
     tally
+}
+
+/// As [`redact`], for the text `s` of a record's field `key`: what redacting the record's
+/// JSON would write there, mutants included (`None`: it stays).
+pub fn redact_field(key: &str, s: &str, mutation: Mutation) -> Option<String> {
+    let mut tally = Tally::default();
+    let mut out = if mutation.is(Mutant::RedactionOff) {
+        None
+    } else {
+        redact_field_str(key, s, &mut tally)
+    };
+    if mutation.is(Mutant::OverRedaction) {
+        let mut v = Value::String(out.clone().unwrap_or_else(|| s.to_string()));
+        redact_look_alikes(&mut v, &mut tally);
+        if let Value::String(t) = v
+            && t != s
+        {
+            out = Some(t);
+        }
+    }
+    out
 }
 
 /// The `over-redaction` mutant: any run of hex digits, spaces and dashes holding 12 or more

@@ -12,7 +12,7 @@ use relaycheck_model::render::Selector;
 use relaycheck_reference::Identity;
 use serde_json::{Map, Value, json};
 
-use crate::audit::log_fields;
+use crate::audit::{RequestLog, now_rfc3339};
 use crate::gateway::{Answer, Caller, Gateway, META_VERSION, rpc_error};
 use crate::mutant::Mutant;
 use crate::progress::Sink;
@@ -197,26 +197,12 @@ pub async fn handle(
         return None; // notifications: initialized, cancelled, ... need no answer
     };
     let answer = dispatch(gw, &method, params, conn, &caller).await;
-    let mut log = log_fields(
-        &identity.0,
-        transport,
-        &method,
-        Some(id),
-        started.elapsed().as_millis() as u64,
-    );
-    log["protocol_version"] = json!(caller.version);
-    if let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) {
-        log["tool"] = json!(name);
-    }
+    let duration_ms = started.elapsed().as_millis() as u64;
     let nonce = params
         .and_then(|p| p.get("arguments"))
         .and_then(|a| a.get(relaycheck_model::NONCE_ARG))
-        .and_then(Value::as_str);
-    if let Some(n) = nonce
-        && !gw.mutation.is(Mutant::AuditWithoutCallId)
-    {
-        log["nonce"] = json!(n);
-    }
+        .and_then(Value::as_str)
+        .filter(|_| !gw.mutation.is(Mutant::AuditWithoutCallId));
     if gw.mutation.is(Mutant::ArgumentsLoggedRaw)
         && method == "tools/call"
         && let Some(arguments) = params.and_then(|p| p.get("arguments"))
@@ -227,21 +213,37 @@ pub async fn handle(
             "event": "tool_arguments", "tool": tool, "arguments": arguments,
         }));
     }
-    match &answer {
+    let (outcome, error_code, error) = match &answer {
         Answer::Error(e) => {
-            log["outcome"] = json!("error");
-            log["error_code"] = e.get("code").cloned().unwrap_or(Value::Null);
-            log["error"] = e.get("message").cloned().unwrap_or(Value::Null);
+            let member = |k: &str| Some(e.get(k).cloned().unwrap_or(Value::Null));
+            ("error", member("code"), member("message"))
         }
         Answer::Own(r) | Answer::Relayed(r) => {
-            let is_error = r.get("isError").and_then(Value::as_bool) == Some(true);
-            log["outcome"] = json!(if is_error { "is_error" } else { "result" });
-            if is_error {
-                log["error"] = json!(relay::first_text(r));
+            if r.get("isError").and_then(Value::as_bool) == Some(true) {
+                ("is_error", None, Some(Value::String(relay::first_text(r))))
+            } else {
+                ("result", None, None)
             }
         }
-    }
-    gw.audit.log(log, gw.mutation);
+    };
+    let log = RequestLog {
+        time: now_rfc3339(),
+        identity: identity.0.clone(),
+        transport: transport.to_string(),
+        method,
+        id: id.clone(),
+        duration_ms,
+        protocol_version: caller.version.clone(),
+        tool: params
+            .and_then(|p| p.get("name"))
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        nonce: nonce.map(str::to_string),
+        outcome,
+        error_code,
+        error,
+    };
+    gw.audit.log(&log, gw.mutation);
     Some(response(id, answer, &caller))
 }
 
