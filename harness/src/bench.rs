@@ -5,6 +5,7 @@
 pub mod compare;
 pub mod failure;
 pub mod latency;
+pub mod machine;
 pub mod modes;
 pub mod scaling;
 pub mod stream;

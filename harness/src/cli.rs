@@ -890,7 +890,7 @@ fn mutants(args: MutantsArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
-    use relaycheck::bench::{Size, compare, latency, render};
+    use relaycheck::bench::{Size, compare, latency, machine, render};
     let Some(catalogue) = require_catalogue(args.specs.clone())? else {
         return Ok(ExitCode::from(2));
     };
@@ -956,19 +956,28 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
                 .await
                 .map_err(anyhow::Error::msg)?;
         }
-        let Some((before, before_script)) = &before else {
-            let run = latency::run(&after).await.map_err(anyhow::Error::msg)?;
-            let text = render(&run.name, &run.rows, run.peak_memory, &command);
-            return Ok((text, false));
+        let idle_before = machine::idle_over(machine::WINDOW).await;
+        let (text, slower) = match &before {
+            None => {
+                let run = latency::run(&after).await.map_err(anyhow::Error::msg)?;
+                let text = render(&run.name, &run.rows, run.peak_memory, &command);
+                (text, false)
+            }
+            Some((before, before_script)) => {
+                let before = setting(before, args.before_mutant.as_deref(), before_script);
+                let rounds = compare::run_rounds(&before, &after, args.rounds)
+                    .await
+                    .map_err(anyhow::Error::msg)?;
+                (
+                    compare::render(&rounds, &command),
+                    compare::any_slower(&rounds),
+                )
+            }
         };
-        let before = setting(before, args.before_mutant.as_deref(), before_script);
-        let rounds = compare::run_rounds(&before, &after, args.rounds)
-            .await
-            .map_err(anyhow::Error::msg)?;
-        Ok((
-            compare::render(&rounds, &command),
-            compare::any_slower(&rounds),
-        ))
+        let idle_after = machine::idle_over(machine::WINDOW).await;
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let note = machine::note(cores, idle_before, idle_after);
+        Ok((format!("{text}\n{note}"), slower))
     });
     runtime.shutdown_timeout(Duration::from_secs(2));
     let _ = std::fs::remove_dir_all(&workdir);

@@ -338,6 +338,9 @@ fn bench_compares_two_builds_round_by_round() {
         text.contains("Peak resident memory, MiB: `reference` "),
         "{text}"
     );
+    // Whether the cores were idle is part of the figures.
+    assert!(text.contains("\nMachine: "), "{text}");
+    assert!(text.contains("% idle over the 250 ms before the run"), "{text}");
 
     let out = relaycheck(
         &["bench", "--target", "reference", "--before-mutant", "m"],
