@@ -10,6 +10,7 @@ use relaycheck_model::script::{Fault, Respond};
 use relaycheck_model::{Level, NONCE_ARG, Outcome, Shape};
 use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
+use tokio::task::JoinError;
 
 use crate::catalogue::{Catalogue, LoadedCase};
 use crate::checks::{self, Evidence, Reach};
@@ -233,19 +234,41 @@ pub(crate) async fn drive_items<'c>(
     report: &mut dyn FnMut(CaseResult),
 ) -> Driven<'c> {
     let cases: Vec<&LoadedCase> = items.iter().map(|(case, _)| *case).collect();
+    // Each case takes its permit here, in the order of `items`, before its task exists: a task
+    // that waited for its own permit got it in whatever order the runtime first polled the
+    // tasks, so even `--jobs 1` ran the cases in no fixed order. Results that end meanwhile
+    // are reported as they end.
     let semaphore = Arc::new(Semaphore::new(plan.jobs.max(1)));
     let mut tasks = tokio::task::JoinSet::new();
+    let mut driven = Driven::default();
+    let mut untouched = Vec::new();
+    let mut settle = |joined: Result<(usize, String, Option<CaseResult>), JoinError>| match joined {
+        Ok((index, route, None)) => untouched.push((index, route)),
+        Ok((_, _, Some(mut result))) => {
+            if note_death(&mut result, target.gone()) {
+                driven.touched.push(result.case.clone());
+            }
+            report(result)
+        }
+        Err(err) => eprintln!("relaycheck: a case task failed: {err}"),
+    };
     for (index, (case, route)) in items.into_iter().enumerate() {
+        let permit = loop {
+            tokio::select! {
+                biased;
+                permit = semaphore.clone().acquire_owned() => break permit,
+                Some(joined) = tasks.join_next() => settle(joined),
+            }
+        };
         let case = case.clone();
         let target = target.clone();
-        let semaphore = semaphore.clone();
         let profile = plan.profile.clone();
         let timeout = profile
             .case_timeout_ms(&case.spec.id, case.spec.timeout_ms)
             .map(Duration::from_millis)
             .unwrap_or(plan.case_timeout);
         tasks.spawn(async move {
-            let _permit = semaphore.acquire().await;
+            let _permit = permit;
             if target.gone().is_some() {
                 return (index, route, None);
             }
@@ -253,19 +276,8 @@ pub(crate) async fn drive_items<'c>(
             (index, route, Some(result))
         });
     }
-    let mut driven = Driven::default();
-    let mut untouched = Vec::new();
     while let Some(joined) = tasks.join_next().await {
-        match joined {
-            Ok((index, route, None)) => untouched.push((index, route)),
-            Ok((_, _, Some(mut result))) => {
-                if note_death(&mut result, target.gone()) {
-                    driven.touched.push(result.case.clone());
-                }
-                report(result)
-            }
-            Err(err) => eprintln!("relaycheck: a case task failed: {err}"),
-        }
+        settle(joined);
     }
     untouched.sort_by_key(|(index, _)| *index);
     driven.untouched = untouched

@@ -340,7 +340,10 @@ fn bench_compares_two_builds_round_by_round() {
     );
     // Whether the cores were idle is part of the figures.
     assert!(text.contains("\nMachine: "), "{text}");
-    assert!(text.contains("% idle over the 250 ms before the run"), "{text}");
+    assert!(
+        text.contains("% idle over the 250 ms before the run"),
+        "{text}"
+    );
 
     let out = relaycheck(
         &["bench", "--target", "reference", "--before-mutant", "m"],
@@ -375,4 +378,71 @@ fn bench_calls_an_aggregating_target_by_its_first_upstream() {
     assert!(out.status.success(), "{text}");
     assert!(text.contains("| 0 / 0 |"), "every call answered: {text}");
     assert!(!text.contains("Failed calls"), "{text}");
+}
+
+/// With `--jobs 1` the cases of a shape's shared target start one at a time in catalogue
+/// order, so a run is reproducible. Start order is read from the call nonces, which count up
+/// as calls start (results are written as they end). Cases on their own target (a fault that
+/// could blame another call) start beside the shared one and are left out.
+#[test]
+fn one_job_starts_the_cases_in_catalogue_order() {
+    let out_dir = scratch("one-job-order");
+    let out = relaycheck(
+        &[
+            "run",
+            "--target",
+            "direct",
+            "--shape",
+            "2025-11-25",
+            "--jobs",
+            "1",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        &repo(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let catalogue = relaycheck::catalogue::Catalogue::load(&repo().join("specs")).unwrap();
+    let profile = relaycheck::profile::Profile::load("direct").unwrap();
+    let isolated: std::collections::BTreeSet<&str> = catalogue
+        .cases
+        .iter()
+        .filter(|case| relaycheck::run::is_isolated(&profile, case))
+        .map(|case| case.spec.id.as_str())
+        .collect();
+    let text = std::fs::read_to_string(out_dir.join("results.jsonl")).unwrap();
+    let events: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let order: Vec<&str> = events
+        .iter()
+        .filter(|e| e["event"] == "case")
+        .filter_map(|e| e["id"].as_str())
+        .collect();
+    let mut started: Vec<(u64, &str)> = events
+        .iter()
+        .filter(|e| e["event"] == "result")
+        .filter_map(|e| {
+            let case = e["case"].as_str()?;
+            let nonce =
+                e["request"]["params"]["arguments"][relaycheck_model::NONCE_ARG].as_str()?;
+            let count = nonce.rsplit('-').next()?.parse().ok()?;
+            (!isolated.contains(case)).then_some((count, case))
+        })
+        .collect();
+    started.sort();
+    let started: Vec<&str> = started.into_iter().map(|(_, case)| case).collect();
+    let expected: Vec<&str> = order
+        .iter()
+        .copied()
+        .filter(|id| started.contains(id))
+        .collect();
+    assert!(started.len() > 50, "{started:?}");
+    assert_eq!(started, expected);
+    let _ = std::fs::remove_dir_all(&out_dir);
 }
