@@ -40,6 +40,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     );
     let path = cli.config.context("--config is required")?;
     let config = Config::load(&path)?;
+    large_buffers_straight_from_the_system();
     if let Some(m) = mutation.0 {
         eprintln!(
             "relaycheck-gateway: running with mutant `{m}`: {}",
@@ -95,5 +96,18 @@ async fn shutdown_signal() {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term => {}
+    }
+}
+
+/// Buffers of a megabyte or more are mapped from the system and unmapped when freed. glibc
+/// otherwise raises its mapping threshold to the largest buffer freed so far (up to 32 MiB), so
+/// after the first large result the next ones came from the heap: a growing upstream line was
+/// copied at each doubling (old and new copies resident together) and a freed result stayed
+/// in the process. Mapped, a line grows by remapping in place.
+fn large_buffers_straight_from_the_system() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets an allocator parameter; it is called before any thread starts.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
     }
 }

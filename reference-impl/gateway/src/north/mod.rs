@@ -75,7 +75,7 @@ pub fn framed(prefix: &str, msg: &Value, suffix: &str) -> Vec<u8> {
 /// than that (a JSON mirror of structuredContent is about a tenth quotes) makes the buffer
 /// grow once; an estimate far above the size would reserve memory the result never uses, so
 /// numbers are not given a flat worst case.
-fn size_hint(v: &Value) -> usize {
+pub(crate) fn size_hint(v: &Value) -> usize {
     let mut total = 0usize;
     let mut strings = 0usize;
     let mut stack = vec![v];

@@ -14,7 +14,7 @@ use tokio::net::unix::pipe;
 use tokio::sync::{Mutex, mpsc};
 use tokio::task::JoinSet;
 
-use super::{ConnState, framed, handle};
+use super::{ConnState, framed, handle, size_hint};
 use crate::error::ServeError;
 use crate::gateway::Gateway;
 
@@ -49,7 +49,17 @@ fn stdout() -> Box<dyn AsyncWrite + Send + Unpin> {
     }
 }
 
+/// Messages at least this large are written as they are serialized (see [`write_streamed`]).
+const STREAM_AT: usize = 1 << 20;
+
+/// The size of the pieces a large message is written in; at most [`PIECES_AHEAD`] wait.
+const PIECE: usize = 256 * 1024;
+const PIECES_AHEAD: usize = 2;
+
 async fn write(out: &Out, msg: Value) {
+    if size_hint(&msg) >= STREAM_AT {
+        return write_streamed(out, msg).await;
+    }
     let line = framed("", &msg, "\n");
     // The message is all in `line` now: do not hold it twice while the client reads.
     drop(msg);
@@ -57,6 +67,67 @@ async fn write(out: &Out, msg: Value) {
     // A failed write means the client is gone; stdin closes next and ends the loop.
     let _ = out.write_all(&line).await;
     let _ = out.flush().await;
+}
+
+/// A large message is serialized on a blocking thread into a few pieces at a time, each
+/// written as it comes: the whole line in one buffer was a second copy of the result beside
+/// the value it was serialized from. The output stays locked from the first piece to the
+/// newline, so no other message lands inside this one.
+async fn write_streamed(out: &Out, msg: Value) {
+    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(PIECES_AHEAD);
+    let serializing = tokio::task::spawn_blocking(move || {
+        let mut pieces = PieceWriter {
+            piece: Vec::with_capacity(PIECE),
+            tx,
+        };
+        if serde_json::to_writer(&mut pieces, &msg).is_ok() {
+            drop(msg);
+            pieces.piece.push(b'\n');
+            let _ = pieces.send();
+        }
+    });
+    let mut out = out.lock().await;
+    while let Some(piece) = rx.recv().await {
+        // A failed write means the client is gone; closing the channel stops the serializer.
+        if out.write_all(&piece).await.is_err() {
+            break;
+        }
+    }
+    let _ = out.flush().await;
+    drop(rx);
+    let _ = serializing.await;
+}
+
+/// Collects serialized bytes into pieces and hands each full one to the writer.
+struct PieceWriter {
+    piece: Vec<u8>,
+    tx: mpsc::Sender<Vec<u8>>,
+}
+
+impl PieceWriter {
+    fn send(&mut self) -> std::io::Result<()> {
+        let piece = std::mem::replace(&mut self.piece, Vec::with_capacity(PIECE));
+        self.tx
+            .blocking_send(piece)
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the client is gone"))
+    }
+}
+
+impl std::io::Write for PieceWriter {
+    /// Takes at most what fills the current piece: serde_json hands a long string over in one
+    /// call, and a piece that took it whole would be the second copy again.
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let take = bytes.len().min(PIECE - self.piece.len());
+        self.piece.extend_from_slice(&bytes[..take]);
+        if self.piece.len() >= PIECE {
+            self.send()?;
+        }
+        Ok(take)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 pub async fn serve(gw: Arc<Gateway>) -> Result<(), ServeError> {
@@ -114,4 +185,47 @@ pub async fn serve(gw: Arc<Gateway>) -> Result<(), ServeError> {
     })
     .await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    /// Small and large messages come out as the same bytes one buffer would hold, and a
+    /// second message after a large one starts after its newline.
+    #[tokio::test]
+    async fn a_large_message_is_written_in_pieces_as_one_line() {
+        let text: String = "abc\"\n".repeat(STREAM_AT / 2);
+        let large = json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": text}]}});
+        let small = json!({"jsonrpc": "2.0", "id": 2, "result": {}});
+        let mut expected = serde_json::to_vec(&large).unwrap();
+        expected.push(b'\n');
+        expected.extend(serde_json::to_vec(&small).unwrap());
+        expected.push(b'\n');
+        let (writer, mut reader) = tokio::io::duplex(64 * 1024);
+        let out: Arc<Out> = Arc::new(Mutex::new(Box::new(writer)));
+        let reading = tokio::spawn(async move {
+            let mut got = Vec::new();
+            reader.read_to_end(&mut got).await.unwrap();
+            got
+        });
+        assert!(size_hint(&large) >= STREAM_AT);
+        write(&out, large).await;
+        write(&out, small).await;
+        drop(out);
+        assert_eq!(reading.await.unwrap(), expected);
+    }
+
+    /// A client that goes away mid-message ends the write instead of hanging it.
+    #[tokio::test]
+    async fn a_client_gone_mid_message_ends_the_write() {
+        let large = json!({"text": "x".repeat(STREAM_AT * 4)});
+        let (writer, reader) = tokio::io::duplex(64 * 1024);
+        drop(reader);
+        let out: Arc<Out> = Arc::new(Mutex::new(Box::new(writer)));
+        tokio::time::timeout(Duration::from_secs(10), write(&out, large))
+            .await
+            .expect("the write ends");
+    }
 }

@@ -202,7 +202,7 @@ impl HttpConn {
                 detail: format!("HTTP {status} with an empty body"),
             };
         }
-        classify(&body)
+        classify(body)
     }
 }
 
@@ -216,15 +216,18 @@ fn header_safe(v: &str) -> String {
     }
 }
 
-fn classify(bytes: &[u8]) -> Ending {
-    match serde_json::from_slice::<Value>(bytes) {
+/// Reads a body (or an event's data), which becomes the parsed message: a large result is
+/// held once, as over stdio.
+fn classify(bytes: Vec<u8>) -> Ending {
+    let size = bytes.len();
+    match super::held_once::parse(bytes) {
         Ok(message) if super::malformed(&message).is_some() => Ending::Transport {
             kind: TransportKind::Malformed,
             detail: super::malformed(&message).unwrap_or_default(),
         },
         Ok(message) => Ending::Response {
             message,
-            bytes: bytes.len(),
+            bytes: size,
         },
         Err(err) => Ending::Transport {
             kind: TransportKind::Malformed,
@@ -256,7 +259,7 @@ fn scan_sse(body: &[u8], scanned: &mut usize, id: u64, progress: &Progress) -> O
         }
         match serde_json::from_slice::<Value>(&data) {
             Ok(msg) if msg.get("id").and_then(Value::as_u64) == Some(id) => {
-                return Some(classify(&data));
+                return Some(classify(data));
             }
             Ok(msg) => {
                 // A notification (progress goes to its caller) or a request of the upstream.

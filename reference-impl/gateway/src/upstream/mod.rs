@@ -2,6 +2,7 @@
 //! and the four ways a request to it can end.
 
 pub mod bounded;
+pub mod held_once;
 pub mod http;
 pub mod stdio;
 

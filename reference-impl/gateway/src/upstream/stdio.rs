@@ -248,10 +248,9 @@ impl Reader {
 
     async fn line(&self, bytes: Vec<u8>) {
         let size = bytes.len();
-        let parsed = serde_json::from_slice::<Value>(&bytes);
-        let blank = parsed.is_err() && bytes.iter().all(u8::is_ascii_whitespace);
-        // The line is in `parsed` now; a large result must not be held twice from here on.
-        drop(bytes);
+        let blank = bytes.iter().all(u8::is_ascii_whitespace);
+        // The line becomes the parsed value: a large result is never held twice.
+        let parsed = super::held_once::parse(bytes);
         let message: Value = match parsed {
             Ok(v) => v,
             Err(err) => {
