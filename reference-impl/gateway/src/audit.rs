@@ -205,7 +205,7 @@ impl Audit {
         }
     }
 
-    /// One request's log line, redacted as a whole first.
+    /// One request's log line, redacted.
     pub fn log(&self, line: &RequestLog, mutation: Mutation) {
         let Some(f) = &self.log else { return };
         let text = render_log(line, mutation);
@@ -276,15 +276,13 @@ impl RequestLog {
             "protocol_version" => Some(&self.protocol_version),
             "tool" => self.tool.as_deref(),
             "nonce" => self.nonce.as_deref(),
-            "outcome" => Some(self.outcome),
             "error_code" => self.error_code.as_ref().and_then(Value::as_str),
             "error" => self.error.as_ref().and_then(Value::as_str),
             _ => None,
         }
     }
 
-    /// Where a redacted text goes. `outcome` is one of the gateway's own words, which no
-    /// pattern matches (a test says so), so it has no slot.
+    /// Where a redacted text goes.
     fn slot(&mut self, key: &str) -> Option<&mut String> {
         match key {
             "time" => Some(&mut self.time),
@@ -310,7 +308,9 @@ fn text_in(v: Option<&mut Value>) -> Option<&mut String> {
 }
 
 /// The log line's members that can hold text, by their JSON names.
-const LOG_TEXTS: [&str; 11] = [
+/// Not `outcome`: it is one of the gateway's own words ("result", "is_error", "error"), which
+/// no pattern matches (a test says so).
+const LOG_TEXTS: [&str; 10] = [
     "time",
     "identity",
     "transport",
@@ -319,7 +319,6 @@ const LOG_TEXTS: [&str; 11] = [
     "protocol_version",
     "tool",
     "nonce",
-    "outcome",
     "error_code",
     "error",
 ];
@@ -628,6 +627,26 @@ mod tests {
                 );
             }
         }
+        // Numbers the redactor reads as card numbers (13, 15 and 16 digits) are redacted in the
+        // record as in its JSON, on whichever path renders them.
+        for card in [
+            4_222_222_222_222_u64,
+            378_282_246_310_005,
+            4_111_111_111_111_111,
+        ] {
+            let mut code = record();
+            code.error_code = Some(card as i64);
+            let mut duration = record();
+            duration.duration_ms = card;
+            for rec in [code, duration] {
+                let (line, cef) = render_call(&rec, Mutation::default(), true);
+                assert_eq!(
+                    (line.clone(), cef),
+                    render_call_as_json(&rec, Mutation::default(), true)
+                );
+                assert!(!line.contains(&card.to_string()), "{line}");
+            }
+        }
         // What only the JSON can hold takes the JSON path.
         let mut long = record();
         long.error_code = Some(4_111_111_111_111_111);
@@ -662,7 +681,7 @@ mod tests {
     fn typed_log_lines_render_as_their_json_would() {
         let mut lines = Vec::new();
         for text in TEXTS {
-            for key in LOG_TEXTS.into_iter().filter(|k| *k != "outcome") {
+            for key in LOG_TEXTS {
                 let mut line = log_line();
                 line.id = json!("");
                 line.error_code = Some(json!(""));
@@ -694,6 +713,14 @@ mod tests {
                 );
             }
         }
+        for card in [4_222_222_222_222_u64, 378_282_246_310_005] {
+            let mut line = log_line();
+            (line.outcome, line.error_code, line.error) =
+                ("error", Some(json!(card)), Some(json!("x")));
+            let text = render_log(&line, Mutation::default());
+            assert_eq!(text, render_log_as_json(&line, Mutation::default()));
+            assert!(!text.contains(&card.to_string()), "{text}");
+        }
         let mut nested = log_line();
         nested.error = Some(json!({"detail": "bob@example.com"}));
         let mut card = log_line();
@@ -704,5 +731,56 @@ mod tests {
             assert_eq!(text, render_log_as_json(&line, Mutation::default()));
             assert!(!text.contains("bob@example.com") && !text.contains("4111111111111111"));
         }
+    }
+
+    /// Every member of a record or log line that can hold text is in the list the typed path
+    /// redacts: a text member left out would go out unredacted, and both paths' tests loop over
+    /// the same lists.
+    #[test]
+    fn every_text_member_is_redacted_on_the_typed_path() {
+        let texts = |value: Value| -> Vec<String> {
+            let fields = value.as_object().unwrap().clone();
+            fields
+                .into_iter()
+                .filter(|(_, v)| v.is_string())
+                .map(|(k, _)| k)
+                .collect()
+        };
+        let mut rec = record();
+        rec.reason = Some("r".into());
+        for key in texts(serde_json::to_value(&rec).unwrap()) {
+            assert!(RECORD_TEXTS.contains(&key.as_str()), "{key}");
+        }
+        let mut line = log_line();
+        (line.id, line.error_code, line.error) = (json!("i"), Some(json!("c")), Some(json!("e")));
+        for key in texts(serde_json::to_value(&line).unwrap()) {
+            assert!(
+                LOG_TEXTS.contains(&key.as_str()) || key == "outcome",
+                "{key}"
+            );
+        }
+        for outcome in ["result", "is_error", "error"] {
+            for mutation in mutations() {
+                assert_eq!(secrets::redact_field("outcome", outcome, mutation), None);
+            }
+        }
+    }
+
+    /// The log line's members in the order they were written before it was typed.
+    #[test]
+    fn the_log_line_keeps_its_member_order() {
+        let mut line = log_line();
+        (line.outcome, line.error_code, line.error) =
+            ("error", Some(json!(-32602)), Some(json!("bad")));
+        assert_eq!(
+            render_log(&line, Mutation::default()),
+            concat!(
+                r#"{"time":"2026-11-30T00:00:00Z","identity":"u","transport":"stdio","#,
+                r#""method":"tools/call","id":7,"duration_ms":3,"protocol_version":"2025-06-18","#,
+                r#""tool":"canary.echo","nonce":"n-1","outcome":"error","error_code":-32602,"#,
+                r#""error":"bad"}"#,
+                "\n"
+            )
+        );
     }
 }
