@@ -1,6 +1,7 @@
 //! The runner: plans (case, route, shape) triples, starts one target per shape, drives the
 //! calls in parallel, and hands each result to the caller as soon as it is known.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -242,22 +243,40 @@ pub(crate) async fn drive_items<'c>(
     let mut tasks = tokio::task::JoinSet::new();
     let mut driven = Driven::default();
     let mut untouched = Vec::new();
-    let mut settle = |joined: Result<(usize, String, Option<CaseResult>), JoinError>| match joined {
-        Ok((index, route, None)) => untouched.push((index, route)),
-        Ok((_, _, Some(mut result))) => {
-            if note_death(&mut result, target.gone()) {
-                driven.touched.push(result.case.clone());
+    // Which case each task runs, so a task that panics is still reported, as an error.
+    let mut running: Running = HashMap::new();
+    let mut settle = |joined: Joined, running: &mut Running| {
+        let id = match &joined {
+            Ok((id, _)) => *id,
+            Err(err) => err.id(),
+        };
+        let started = running.remove(&id);
+        match joined {
+            Ok((_, (index, route, None))) => untouched.push((index, route)),
+            Ok((_, (_, _, Some(mut result)))) => {
+                if note_death(&mut result, target.gone()) {
+                    driven.touched.push(result.case.clone());
+                }
+                report(result)
             }
-            report(result)
+            Err(err) => match started {
+                Some((index, route)) => report(CaseResult::without_run(
+                    cases[index],
+                    &route,
+                    shape,
+                    Outcome::Error,
+                    format!("the runner's task for this case failed: {err}"),
+                )),
+                None => eprintln!("relaycheck: a case task failed: {err}"),
+            },
         }
-        Err(err) => eprintln!("relaycheck: a case task failed: {err}"),
     };
     for (index, (case, route)) in items.into_iter().enumerate() {
         let permit = loop {
             tokio::select! {
                 biased;
                 permit = semaphore.clone().acquire_owned() => break permit,
-                Some(joined) = tasks.join_next() => settle(joined),
+                Some(joined) = tasks.join_next_with_id() => settle(joined, &mut running),
             }
         };
         let case = case.clone();
@@ -267,7 +286,8 @@ pub(crate) async fn drive_items<'c>(
             .case_timeout_ms(&case.spec.id, case.spec.timeout_ms)
             .map(Duration::from_millis)
             .unwrap_or(plan.case_timeout);
-        tasks.spawn(async move {
+        let started = (index, route.clone());
+        let task = tasks.spawn(async move {
             let _permit = permit;
             if target.gone().is_some() {
                 return (index, route, None);
@@ -275,9 +295,10 @@ pub(crate) async fn drive_items<'c>(
             let result = run_one(&case, &route, &profile, shape, &target, timeout).await;
             (index, route, Some(result))
         });
+        running.insert(task.id(), started);
     }
-    while let Some(joined) = tasks.join_next().await {
-        settle(joined);
+    while let Some(joined) = tasks.join_next_with_id().await {
+        settle(joined, &mut running);
     }
     untouched.sort_by_key(|(index, _)| *index);
     driven.untouched = untouched
@@ -286,6 +307,10 @@ pub(crate) async fn drive_items<'c>(
         .collect();
     driven
 }
+
+/// The case (its index in a batch) and route each case task runs.
+type Running = HashMap<tokio::task::Id, (usize, String)>;
+type Joined = Result<(tokio::task::Id, (usize, String, Option<CaseResult>)), JoinError>;
 
 /// The result for a case that cannot run on this target, if it cannot.
 pub fn not_runnable(

@@ -1,9 +1,13 @@
 //! How idle the cores were around a bench run. A small result's ratio is tens of microseconds
 //! over a quarter of a millisecond, and how busy the cores are moves it more than most changes
-//! to a gateway do: on a 2-core VM the same build measured about 1.5x on idle cores and
-//! anywhere from 0.6x to 2.1x beside a compiler (an idle core sleeps, and waking it costs more
-//! than handing work to a busy one). The report says which it was, so nobody compares a figure
-//! from idle cores with one from busy cores without knowing.
+//! to a gateway do: on a 2-core VM the reference gateway measured 1.45-1.50x on idle cores and
+//! 1.3-2.1x beside a compiler, the hop floor (`cat-relay`) 1.1x and 0.6-1.6x (an idle core sleeps,
+//! and waking it costs more than handing work to a busy one). The report says which it was, so
+//! nobody compares a figure from idle cores with one from busy cores without knowing.
+//!
+//! `/proc/stat` counts every core of the host. In a container limited to fewer cores, or on a
+//! many-core machine where one busy core barely moves the average, the share can read idle
+//! while the cores the bench ran on were not; it is a warning sign, not a guarantee.
 
 use std::time::Duration;
 
@@ -79,10 +83,10 @@ pub fn note(cores: usize, before: Option<f64>, after: Option<f64>) -> String {
         .any(|s| s < BUSY_BELOW)
     {
         out.push_str(
-            " **The cores were busy** with other work: a small result's ratio depends on how busy \
-             they are (one build measured about 1.5x on idle cores and 0.6x to 2.1x beside a \
-             compiler), so compare builds with `--before`, whose alternating rounds share the \
-             conditions, or run again on idle cores.",
+            " **The cores were busy** with other work: a small result's ratio moves with how busy \
+             they are, more than with most changes to a gateway, so compare builds with \
+             `--before`, whose alternating rounds share the conditions, or run again on idle \
+             cores.",
         );
     }
     out.push('\n');
