@@ -98,10 +98,12 @@ struct Table {
 
 impl Table {
     fn finish_cell(&mut self) {
-        if let Some(cell) = self.cell.take() {
-            self.row
-                .get_or_insert_with(Vec::new)
-                .push(cell.trim().to_string());
+        if let Some(mut cell) = self.cell.take() {
+            // Trimmed in place rather than copied: one allocation less per cell.
+            cell.truncate(cell.trim_end().len());
+            let start = cell.len() - cell.trim_start().len();
+            cell.drain(..start);
+            self.row.get_or_insert_with(Vec::new).push(cell);
         }
     }
 
@@ -167,11 +169,24 @@ impl Conv {
             end
         };
         let attrs = &html[name_end..attrs_end];
-        let name = html[name_start..name_end].to_ascii_lowercase();
+        // Lowercased on the stack: a page has a tag every few bytes, and an allocation for
+        // each name was a good part of converting a small page. Names are ASCII here.
+        let mut buf = [0u8; 16];
+        let raw = &html[name_start..name_end];
+        let owned;
+        let name: &str = if raw.len() <= buf.len() {
+            let lower = &mut buf[..raw.len()];
+            lower.copy_from_slice(raw.as_bytes());
+            lower.make_ascii_lowercase();
+            std::str::from_utf8(lower).unwrap_or_default()
+        } else {
+            owned = raw.to_ascii_lowercase();
+            &owned
+        };
         if closing {
-            self.close(&name);
+            self.close(name);
         } else if matches!(
-            name.as_str(),
+            name,
             "script" | "style" | "noscript" | "template" | "head" | "svg" | "iframe" | "object"
         ) {
             let close = format!("</{name}");
@@ -179,7 +194,7 @@ impl Conv {
                 memchr(b'>', &b[p..]).map_or(b.len(), |q| p + q + 1)
             });
         } else {
-            self.open(&name, attrs);
+            self.open(name, attrs);
         }
         end
     }
@@ -238,8 +253,11 @@ impl Conv {
             }
             "a" => {
                 let href = attr(attrs, "href").filter(|h| {
-                    let l = h.to_ascii_lowercase();
-                    !h.is_empty() && !h.starts_with('#') && !l.starts_with("javascript:")
+                    let js = h
+                        .as_bytes()
+                        .get(..11)
+                        .is_some_and(|p| p.eq_ignore_ascii_case(b"javascript:"));
+                    !h.is_empty() && !h.starts_with('#') && !js
                 });
                 if href.is_some() {
                     self.push_raw("[");
@@ -294,7 +312,9 @@ impl Conv {
             }
             "a" => {
                 if let Some(Some(href)) = self.links.pop() {
-                    self.push_raw(&format!("]({href})"));
+                    self.push_raw("](");
+                    self.push_raw(&href);
+                    self.push_raw(")");
                 }
             }
             "thead" => {
@@ -338,13 +358,19 @@ impl Conv {
             return;
         }
         let cols = t.rows.iter().map(Vec::len).max().unwrap_or(1).max(1);
-        let mut s = String::new();
+        // Written straight into the output (no cell is open, so `para` only touches it).
+        self.para();
+        let s = &mut self.out;
         for (i, row) in t.rows.iter().enumerate() {
             s.push('|');
             for c in 0..cols {
                 s.push(' ');
                 let cell = row.get(c).map_or("", String::as_str);
-                s.push_str(&cell.replace('|', "\\|"));
+                if cell.contains('|') {
+                    s.push_str(&cell.replace('|', "\\|"));
+                } else {
+                    s.push_str(cell);
+                }
                 s.push_str(" |");
             }
             s.push('\n');
@@ -356,8 +382,6 @@ impl Conv {
                 s.push('\n');
             }
         }
-        self.para();
-        self.out.push_str(&s);
         self.para();
     }
 
@@ -506,13 +530,20 @@ fn find_ci(hay: &[u8], from: usize, needle_lower: &[u8]) -> Option<usize> {
         .map(|p| p + from)
 }
 
-/// Value of attribute `name` in a tag's attribute text, entity-decoded.
+/// Value of attribute `name` (lowercase) in a tag's attribute text, entity-decoded.
 fn attr(attrs: &str, name: &str) -> Option<String> {
-    let lower = attrs.to_ascii_lowercase();
-    let lb = lower.as_bytes();
+    // Matched case-insensitively in place: ASCII case changes no byte offsets, and a copy of
+    // the attributes per tag was a good part of converting a page of links.
+    let lb = attrs.as_bytes();
+    let nb = name.as_bytes();
+    let find = |from: usize| {
+        lb.get(from..)?
+            .windows(nb.len())
+            .position(|w| w.eq_ignore_ascii_case(nb))
+            .map(|p| from + p)
+    };
     let mut search = 0;
-    while let Some(p) = lower[search..].find(name) {
-        let at = search + p;
+    while let Some(at) = find(search) {
         search = at + name.len();
         let before_ok = at == 0 || lb[at - 1].is_ascii_whitespace();
         let mut j = at + name.len();

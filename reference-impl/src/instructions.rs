@@ -65,8 +65,15 @@ fn rules() -> &'static (Regex, Vec<(&'static str, Regex)>) {
     })
 }
 
+/// No rule matches fewer bytes than this (`[INST]`; every other rule needs more): shorter
+/// strings, most values of a structured result, need no regex search at all.
+const SHORTEST_MATCH: usize = 6;
+
 /// Scans one string; `path` is where it sits in the envelope.
 pub fn scan_str(s: &str, path: &str, out: &mut Vec<InstructionFlag>) {
+    if s.len() < SHORTEST_MATCH {
+        return;
+    }
     let (any, each) = rules();
     for m in any.find_iter(s) {
         if out.len() >= MAX_FLAGS {
@@ -101,28 +108,102 @@ fn excerpt(s: &str, start: usize, end: usize) -> String {
 }
 
 /// Scans every string in `v` (keys excluded), building JSON-pointer paths under `base`.
+///
+/// One path buffer is cut back and extended as the walk moves, instead of a new `String`
+/// per node: on a small result those allocations cost more than the scanning itself.
 pub fn scan_value(v: &Value, base: &str, out: &mut Vec<InstructionFlag>) {
-    let mut stack: Vec<(&Value, String)> = vec![(v, base.to_string())];
-    while let Some((v, path)) = stack.pop() {
+    enum Step<'v> {
+        Root,
+        Index(usize),
+        Key(&'v str),
+    }
+    let mut path = String::with_capacity(base.len() + 32);
+    path.push_str(base);
+    // Each entry: the value, how long its parent's path is, and the step from the parent.
+    // Depth-first, so when an entry is popped the buffer up to that length is still its
+    // parent's path: everything written since belongs to the parent's other descendants.
+    let mut stack: Vec<(&Value, usize, Step<'_>)> = vec![(v, base.len(), Step::Root)];
+    while let Some((v, parent_len, step)) = stack.pop() {
         if out.len() >= MAX_FLAGS {
             return;
+        }
+        path.truncate(parent_len);
+        match step {
+            Step::Root => {}
+            Step::Index(i) => {
+                use std::fmt::Write;
+                let _ = write!(path, "/{i}");
+            }
+            Step::Key(k) => {
+                path.push('/');
+                push_escaped(&mut path, k);
+            }
         }
         match v {
             Value::String(s) => scan_str(s, &path, out),
             Value::Array(a) => {
+                let len = path.len();
                 for (i, x) in a.iter().enumerate().rev() {
-                    stack.push((x, format!("{path}/{i}")));
+                    if is_scanned(x) {
+                        stack.push((x, len, Step::Index(i)));
+                    }
                 }
             }
             Value::Object(m) => {
-                let items: Vec<_> = m.iter().collect();
-                for (k, x) in items.into_iter().rev() {
-                    if matches!(x, Value::String(_) | Value::Array(_) | Value::Object(_)) {
-                        stack.push((x, format!("{path}/{}", crate::pointer::escape(k))));
+                let len = path.len();
+                for (k, x) in m.iter().rev() {
+                    if is_scanned(x) {
+                        stack.push((x, len, Step::Key(k)));
                     }
                 }
             }
             _ => {}
+        }
+    }
+}
+
+/// Only strings are scanned, so numbers, booleans and nulls need no visit (and no path).
+fn is_scanned(v: &Value) -> bool {
+    matches!(v, Value::String(_) | Value::Array(_) | Value::Object(_))
+}
+
+/// Appends `token` escaped as [`crate::pointer::escape`] does, without an intermediate `String`.
+fn push_escaped(path: &mut String, token: &str) {
+    if !token.contains(['~', '/']) {
+        path.push_str(token);
+        return;
+    }
+    for c in token.chars() {
+        match c {
+            '~' => path.push_str("~0"),
+            '/' => path.push_str("~1"),
+            c => path.push(c),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shortest_rule_match_is_not_skipped() {
+        let mut out = Vec::new();
+        scan_str("[INST]", "/x", &mut out);
+        assert_eq!(out.len(), 1);
+        // The shortest matches of the short rules, and every prefix of them below the skip
+        // length, checked against the combined pattern itself.
+        let (any, _) = rules();
+        for m in [
+            "[INST]",
+            "[/INST]",
+            "<system>",
+            "<im_end>",
+            "system: ",
+            "<|im_start|>",
+        ] {
+            assert!(any.is_match(m), "{m}");
+            assert!(!any.is_match(&m[..SHORTEST_MATCH - 1]), "{m}");
         }
     }
 }

@@ -14,7 +14,7 @@ use crate::call_end::{CallEnd, TransportKind};
 use crate::context::Context;
 use crate::envelope::*;
 use crate::jsonsize::{deeper_than, json_size};
-use crate::redact::{Tally, redact_str, redact_value};
+use crate::redact::{Tally, redact_str, redact_value_within};
 use crate::shape_read::{self, Body};
 use crate::store::Retained;
 use crate::{binary, html, instructions, mirror};
@@ -209,13 +209,15 @@ impl<'c> Builder<'c> {
 
     fn response(&mut self, mut body: Value) {
         self.from_upstream = true;
-        if deeper_than(&body, MAX_DEPTH) {
+        // Everything, framing included, before any of it is read into notes or the envelope.
+        // The depth limit is checked in the same walk; a refused value is dropped unread, so
+        // what its partial redaction counted must not be reported either.
+        if !redact_value_within(&mut body, MAX_DEPTH, &mut self.tally) {
+            self.tally = Tally::default();
             self.refuse_deep();
             drop_iteratively(body);
             return;
         }
-        // Everything, framing included, before any of it is read into notes or the envelope.
-        redact_value(&mut body, &mut self.tally);
         let u = shape_read::unwrap(body);
         self.shape.framing = u.framing;
         self.jsonrpc_id = u.id;
@@ -644,7 +646,7 @@ impl<'c> Builder<'c> {
     }
 
     /// Builds the payload from `full`, and retains `full` if anything was cut.
-    fn deliver(&mut self, full: Value, src: &Sources) {
+    fn deliver(&mut self, mut full: Value, src: &Sources) {
         let empty: Vec<Value> = Vec::new();
         let blocks: &[Value] = src
             .content
@@ -684,11 +686,16 @@ impl<'c> Builder<'c> {
             policy: &self.ctx.policy,
             budget: self.budget,
         });
-        drop(converted);
         let mut cuts = html_cuts;
         cuts.extend(reduced.cuts);
-        let mut content = reduced.content;
-        let mut structured = reduced.structured;
+        let (mut content, mut structured) = match reduced.content {
+            Some(c) => (c, reduced.structured),
+            // Nothing cut and nothing retained: `full` is dropped below, so what it holds can
+            // be moved into the payload. Copying a whole small result cost about as much as
+            // parsing it.
+            None if cuts.is_empty() => take_payload(&mut full, src, converted),
+            None => clone_payload(&full, src, &converted),
+        };
         if reduced.over_budget {
             let size = budget::payload_size(&content, structured.as_ref());
             self.note(format!(
@@ -1024,6 +1031,51 @@ fn http_reason(server: &str, code: u16, detail: &str) -> String {
             "{server} answered HTTP {code} without a JSON-RPC body ({detail}); the outcome is not known."
         ),
     }
+}
+
+/// The payload when nothing was cut, moved out of `full` (which is left holding nulls).
+/// Converted blocks replace their originals, as in the reducer's input.
+fn take_payload(
+    full: &mut Value,
+    src: &Sources,
+    converted: Vec<Option<(Value, usize)>>,
+) -> (Vec<Value>, Option<Value>) {
+    let content = match src.content.as_deref().and_then(|p| full.pointer_mut(p)) {
+        Some(Value::Array(blocks)) => blocks
+            .iter_mut()
+            .zip(converted)
+            .map(|(b, c)| c.map_or_else(|| b.take(), |(v, _)| v))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let structured = src
+        .structured
+        .as_deref()
+        .and_then(|p| full.pointer_mut(p))
+        .map(Value::take);
+    (content, structured)
+}
+
+/// As [`take_payload`], for when `full` is about to be retained and must stay whole.
+fn clone_payload(
+    full: &Value,
+    src: &Sources,
+    converted: &[Option<(Value, usize)>],
+) -> (Vec<Value>, Option<Value>) {
+    let content = match src.content.as_deref().and_then(|p| full.pointer(p)) {
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .zip(converted)
+            .map(|(b, c)| c.as_ref().map_or(b, |(v, _)| v).clone())
+            .collect(),
+        _ => Vec::new(),
+    };
+    let structured = src
+        .structured
+        .as_deref()
+        .and_then(|p| full.pointer(p))
+        .cloned();
+    (content, structured)
 }
 
 /// Drops a value without recursion (serde_json's own drop recurses once per level).

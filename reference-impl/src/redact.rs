@@ -382,8 +382,19 @@ fn luhn(digits: &[u8]) -> bool {
 /// Redacts every string, numeric card number, secret-named field and object key in `v`,
 /// in place. Iterative so that depth cannot exhaust the stack.
 pub fn redact_value(v: &mut Value, tally: &mut Tally) {
-    let mut stack: Vec<(&mut Value, Field)> = vec![(v, Field::default())];
-    while let Some((v, f)) = stack.pop() {
+    redact_value_within(v, usize::MAX, tally);
+}
+
+/// As [`redact_value`], but gives up (returning `false`) on finding an array or object
+/// nested `max_depth` levels or deeper, which is what [`crate::jsonsize::deeper_than`]
+/// refuses. The normalizer refuses such values anyway; checking here saves it a separate
+/// walk over every result. When it gives up, `v` is partly redacted and `tally` is partial.
+pub(crate) fn redact_value_within(v: &mut Value, max_depth: usize, tally: &mut Tally) -> bool {
+    let mut stack: Vec<(&mut Value, Field, usize)> = vec![(v, Field::default(), 0)];
+    while let Some((v, f, depth)) = stack.pop() {
+        if matches!(v, Value::Array(_) | Value::Object(_)) && depth >= max_depth {
+            return false;
+        }
         match v {
             Value::String(s) => {
                 if let Some(r) = redact_string(s, f, tally) {
@@ -405,18 +416,19 @@ pub fn redact_value(v: &mut Value, tally: &mut Tally) {
             }
             Value::Array(a) => {
                 for x in a.iter_mut() {
-                    stack.push((x, f));
+                    stack.push((x, f, depth + 1));
                 }
             }
             Value::Object(m) => {
                 redact_keys(m, tally);
                 for (k, x) in m.iter_mut() {
-                    stack.push((x, Field::of(k)));
+                    stack.push((x, Field::of(k), depth + 1));
                 }
             }
             Value::Bool(_) | Value::Null => {}
         }
     }
+    true
 }
 
 #[derive(Debug, Default, Clone, Copy)]

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::context::ReductionPolicy;
 use crate::envelope::Cut;
-use crate::jsonsize::json_size;
+use crate::jsonsize::{json_size, str_json_size};
 use crate::schema::SchemaNode;
 
 /// Room kept free for the marker block (and the structured marker object's handle) so the
@@ -42,7 +42,11 @@ pub struct ReduceIn<'a> {
 }
 
 pub struct Reduced {
-    pub content: Vec<Value>,
+    /// `None` when the inputs fit (or `Keep` let them through) as given: the payload is the
+    /// input blocks and structured value themselves, and the caller, who owns them, can move
+    /// them instead of paying for a copy.
+    pub content: Option<Vec<Value>>,
+    /// Always `None` when `content` is.
     pub structured: Option<Value>,
     pub cuts: Vec<Cut>,
     /// True when the structured value could not be cut validly and became a marker object.
@@ -63,9 +67,11 @@ pub fn reduce(inp: ReduceIn<'_>) -> Reduced {
     let root = SchemaNode::root(inp.schema);
 
     let projected;
+    let mut projected_used = false;
     let structured: Option<&Value> = match (inp.policy, inp.structured) {
         (ReductionPolicy::Project { keep }, Some(s)) => {
             projected = project::project(s, keep, root, &inp.structured_path, &mut cuts);
+            projected_used = true;
             Some(&projected)
         }
         (_, s) => s,
@@ -73,13 +79,34 @@ pub fn reduce(inp: ReduceIn<'_>) -> Reduced {
 
     let sizes: Vec<usize> = inp.content.iter().map(|b| json_size(b.block)).collect();
     let c_size = sizes.iter().sum::<usize>() + 2 + sizes.len().saturating_sub(1);
-    let s_size = structured.map_or(0, json_size);
+    // An object's size is its fields' sizes plus its keys and punctuation; the fields'
+    // sizes are kept for the fitter, which would otherwise walk the value again.
+    let field_sizes: Option<Vec<usize>> = match structured {
+        Some(Value::Object(m)) => Some(m.values().map(json_size).collect()),
+        _ => None,
+    };
+    let s_size = match (structured, &field_sizes) {
+        (Some(Value::Object(m)), Some(f)) => {
+            let keys: usize = m.keys().map(|k| str_json_size(k) + 1).sum();
+            2 + m.len().saturating_sub(1) + keys + f.iter().sum::<usize>()
+        }
+        _ => structured.map_or(0, json_size),
+    };
     let fits = c_size + s_size <= inp.budget;
 
     if fits || matches!(inp.policy, ReductionPolicy::Keep) {
+        // A projected value is new; only the caller's own inputs can be handed back unread.
+        let (content, structured) = if projected_used {
+            (
+                Some(inp.content.iter().map(|b| b.block.clone()).collect()),
+                structured.cloned(),
+            )
+        } else {
+            (None, None)
+        };
         return Reduced {
-            content: inp.content.iter().map(|b| b.block.clone()).collect(),
-            structured: structured.cloned(),
+            content,
+            structured,
             cuts,
             structured_replaced: false,
             over_budget: !fits,
@@ -100,13 +127,14 @@ pub fn reduce(inp: ReduceIn<'_>) -> Reduced {
     let mut structured_replaced = false;
     let structured = structured.map(|s| {
         let mut f = truncate::Fitter { cuts: &mut cuts };
-        match f.fit(
+        match f.fit_fields_sized(
             s,
             root,
             s_budget,
             &inp.structured_path,
             false,
             Some(s_size),
+            field_sizes.as_deref(),
             0,
         ) {
             Some(v) => v,
@@ -138,7 +166,7 @@ pub fn reduce(inp: ReduceIn<'_>) -> Reduced {
         });
     }
     Reduced {
-        content,
+        content: Some(content),
         structured,
         cuts,
         structured_replaced,

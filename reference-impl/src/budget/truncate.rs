@@ -32,6 +32,24 @@ impl Fitter<'_> {
         known: Option<usize>,
         depth: usize,
     ) -> Option<Value> {
+        self.fit_fields_sized(v, s, budget, path, identifier, known, None, depth)
+    }
+
+    /// As [`Fitter::fit`], with `field_sizes` (when `v` is an object) the sizes of its
+    /// fields' values in map order, as the caller already walked them to size `v`: sizing a
+    /// large structured value twice cost as much as reading it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn fit_fields_sized(
+        &mut self,
+        v: &Value,
+        s: SchemaNode<'_>,
+        budget: usize,
+        path: &str,
+        identifier: bool,
+        known: Option<usize>,
+        field_sizes: Option<&[usize]>,
+        depth: usize,
+    ) -> Option<Value> {
         let size = known.unwrap_or_else(|| json_size(v));
         if size <= budget {
             return Some(v.clone());
@@ -42,7 +60,7 @@ impl Fitter<'_> {
         let mark = self.cuts.len();
         let r = match v {
             Value::Array(a) => self.fit_array(a, s, budget, path, depth),
-            Value::Object(m) => self.fit_object(m, s, budget, path, depth),
+            Value::Object(m) => self.fit_object(m, s, budget, path, depth, field_sizes),
             Value::String(t) if !identifier => self.fit_string(t, s, budget, path),
             _ => None,
         };
@@ -105,8 +123,10 @@ impl Fitter<'_> {
         budget: usize,
         path: &str,
         depth: usize,
+        field_sizes: Option<&[usize]>,
     ) -> Option<Value> {
         let min_props = s.object_min_properties()?;
+        let field_sizes = field_sizes.filter(|f| f.len() == m.len());
         struct E<'v> {
             key: &'v str,
             val: &'v Value,
@@ -118,14 +138,15 @@ impl Fitter<'_> {
         }
         let entries: Vec<E<'_>> = m
             .iter()
-            .map(|(k, v)| {
+            .enumerate()
+            .map(|(i, (k, v))| {
                 let ident = is_identifier(k);
                 let required = s.is_required(k) || k == "_meta";
                 E {
                     key: k,
                     val: v,
                     key_cost: str_json_size(k) + 1,
-                    size: json_size(v),
+                    size: field_sizes.map_or_else(|| json_size(v), |f| f[i]),
                     priority: ident || required,
                     ident,
                     required,
