@@ -57,14 +57,30 @@ fn http_zoo_profile(name: &str, gateway_args: &[String], dir: &Path) -> PathBuf 
 }
 
 /// Processes whose command line names this test's marker.
+/// Set in the environment of every run this test binary starts, so what the runs leave behind
+/// is told apart from anything else on the machine with the same command line (a `sleep 300` in
+/// someone's shell failed every test here once).
+const RUN_MARK: &str = "RELAYCHECK_ZOO_TEST_PID";
+
+fn run_mark() -> String {
+    format!("{RUN_MARK}={}", std::process::id())
+}
+
+/// Processes started by this test binary's runs whose command line holds `marker`.
 fn leftovers(marker: &str) -> Vec<String> {
+    let mark = run_mark();
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
             continue;
         };
         let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if cmdline.contains(marker) && !cmdline.contains("zoo-") {
+        if !cmdline.contains(marker) || cmdline.contains("zoo-") {
+            continue;
+        }
+        let ours = std::fs::read(entry.path().join("environ"))
+            .is_ok_and(|environ| environ.split(|b| *b == 0).any(|var| var == mark.as_bytes()));
+        if ours {
             found.push(cmdline);
         }
     }
@@ -125,6 +141,7 @@ fn run_profile(
     let out = dir.join("out");
     let mut command = Command::new(env!("CARGO_BIN_EXE_relaycheck"));
     command
+        .env(RUN_MARK, std::process::id().to_string())
         .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
         .args(["run", "--target", profile.to_str().unwrap()])
         .args(["--shape", "2025-11-25", "--jobs", "1"]);
