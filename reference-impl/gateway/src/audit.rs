@@ -46,34 +46,6 @@ const RECORD_TEXTS: [&str; 8] = [
 ];
 
 impl CallRecord {
-    fn text(&self, key: &str) -> Option<&str> {
-        match key {
-            "time" => Some(&self.time),
-            "identity" => Some(&self.identity),
-            "server" => Some(&self.server),
-            "tool" => Some(&self.tool),
-            "call_id" => Some(&self.call_id),
-            "nonce" => self.nonce.as_deref(),
-            "status" => Some(&self.status),
-            "reason" => self.reason.as_deref(),
-            _ => None,
-        }
-    }
-
-    fn text_mut(&mut self, key: &str) -> Option<&mut String> {
-        match key {
-            "time" => Some(&mut self.time),
-            "identity" => Some(&mut self.identity),
-            "server" => Some(&mut self.server),
-            "tool" => Some(&mut self.tool),
-            "call_id" => Some(&mut self.call_id),
-            "nonce" => self.nonce.as_mut(),
-            "status" => Some(&mut self.status),
-            "reason" => self.reason.as_mut(),
-            _ => None,
-        }
-    }
-
     /// A field as CEF shows it: text as it is, numbers in decimal, absent as empty.
     fn cef_field(&self, key: &str) -> Cow<'_, str> {
         let number = |n: Option<i128>| n.map_or(Cow::Borrowed(""), |n| Cow::Owned(n.to_string()));
@@ -97,19 +69,60 @@ impl CallRecord {
         {
             return None;
         }
-        let mut out = Cow::Borrowed(self);
-        for key in RECORD_TEXTS {
-            let replaced = out
-                .text(key)
-                .and_then(|text| secrets::redact_field(key, text, mutation));
-            if let Some(r) = replaced
-                && let Some(slot) = out.to_mut().text_mut(key)
-            {
-                *slot = r;
-            }
-        }
-        Some(out)
+        Some(redact_texts(self, &RECORD_TEXTS, mutation))
     }
+}
+
+/// A typed record whose text members can be read and replaced by their JSON names.
+trait Texts: Clone {
+    fn text(&self, key: &str) -> Option<&str>;
+    fn slot(&mut self, key: &str) -> Option<&mut String>;
+}
+
+impl Texts for CallRecord {
+    fn text(&self, key: &str) -> Option<&str> {
+        match key {
+            "time" => Some(&self.time),
+            "identity" => Some(&self.identity),
+            "server" => Some(&self.server),
+            "tool" => Some(&self.tool),
+            "call_id" => Some(&self.call_id),
+            "nonce" => self.nonce.as_deref(),
+            "status" => Some(&self.status),
+            "reason" => self.reason.as_deref(),
+            _ => None,
+        }
+    }
+
+    fn slot(&mut self, key: &str) -> Option<&mut String> {
+        match key {
+            "time" => Some(&mut self.time),
+            "identity" => Some(&mut self.identity),
+            "server" => Some(&mut self.server),
+            "tool" => Some(&mut self.tool),
+            "call_id" => Some(&mut self.call_id),
+            "nonce" => self.nonce.as_mut(),
+            "status" => Some(&mut self.status),
+            "reason" => self.reason.as_mut(),
+            _ => None,
+        }
+    }
+}
+
+/// `record` with each of its `keys` redacted as in its JSON; a copy only when one changes.
+fn redact_texts<'a, T: Texts>(record: &'a T, keys: &[&str], mutation: Mutation) -> Cow<'a, T> {
+    let mut out = Cow::Borrowed(record);
+    for key in keys {
+        let replaced = out
+            .text(key)
+            .and_then(|text| secrets::redact_field(key, text, mutation));
+        if let Some(r) = replaced
+            && let Some(slot) = out.to_mut().slot(key)
+        {
+            *slot = r;
+        }
+    }
+    out
 }
 
 pub fn now_rfc3339() -> String {
@@ -252,20 +265,11 @@ impl RequestLog {
         if self.duration_ms >= CARD_NUMBER_MIN || !values.into_iter().flatten().all(plain) {
             return None;
         }
-        let mut out = Cow::Borrowed(self);
-        for key in LOG_TEXTS {
-            let replaced = out
-                .text(key)
-                .and_then(|text| secrets::redact_field(key, text, mutation));
-            if let Some(r) = replaced
-                && let Some(slot) = out.to_mut().slot(key)
-            {
-                *slot = r;
-            }
-        }
-        Some(out)
+        Some(redact_texts(self, &LOG_TEXTS, mutation))
     }
+}
 
+impl Texts for RequestLog {
     fn text(&self, key: &str) -> Option<&str> {
         match key {
             "time" => Some(&self.time),
@@ -610,7 +614,7 @@ mod tests {
                 let mut rec = record();
                 rec.nonce = Some(String::new());
                 rec.reason = Some(String::new());
-                *rec.text_mut(key).unwrap() = text.to_string();
+                *rec.slot(key).unwrap() = text.to_string();
                 records.push(rec);
             }
         }
