@@ -45,10 +45,9 @@ pub fn parse(line: Vec<u8>) -> Result<Value, serde_json::Error> {
         value
     };
     let mut left = left.into_inner();
-    let Some(largest) = left.iter().map(|l| l.len).max() else {
+    let Some((index, _)) = left.iter().enumerate().max_by_key(|(_, l)| l.len) else {
         return Ok(value);
     };
-    let index = left.iter().position(|l| l.len == largest).unwrap_or(0);
     let largest = left.swap_remove(index);
     let text = |bytes: &[u8]| {
         // serde_json checked these bytes are UTF-8 when it handed them over as a str.
