@@ -12,6 +12,8 @@ use serde_json::{Map, Value};
 
 use crate::fields::{is_identifier, is_secret_field};
 
+mod prefilter;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RedactionKind {
@@ -177,6 +179,9 @@ pub fn redact_str(s: &str, in_identifier: bool, tally: &mut Tally) -> Option<Str
     // Every pattern needs 13+ bytes or an `@` (e-mail, URL credentials): most short values
     // (codes, enums, ids) skip the regex entirely.
     if s.len() < 13 && !s.contains('@') {
+        return None;
+    }
+    if !prefilter::may_match(s) {
         return None;
     }
     let re = regex();
