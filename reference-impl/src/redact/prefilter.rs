@@ -72,13 +72,13 @@ pub(super) fn may_match(s: &str) -> bool {
 /// the caller's instruction set (a popcount is one instruction with `popcnt`, a dozen
 /// without).
 #[inline(always)]
-fn scan(b: &[u8], masks: impl Fn(&[u8]) -> Masks) -> bool {
+fn scan(b: &[u8], masks: impl Fn(&[u8; BLOCK]) -> Masks) -> bool {
     let mut cards = DigitRuns::default();
     let mut digit_last = false;
     let mut at = 0;
     while at < b.len() {
         let end = (at + BLOCK).min(b.len());
-        let m = masks(&b[at..end]);
+        let m = block_masks(&b[at..end], &masks);
         let next = Neighbours::of(&m, digit_last, b.get(end).copied());
         digit_last = (m.digits >> m.top()) & 1 == 1;
         if cards.push(&m, &next) {
@@ -95,6 +95,23 @@ fn scan(b: &[u8], masks: impl Fn(&[u8]) -> Masks) -> bool {
         at = end;
     }
     false
+}
+
+/// The masks of a block of up to 64 bytes. A shorter one (the last) is padded with zero
+/// bytes, which are in no class, so a short string is classified as fast as a long one.
+#[inline(always)]
+fn block_masks(chunk: &[u8], masks: impl Fn(&[u8; BLOCK]) -> Masks) -> Masks {
+    match chunk.try_into() {
+        Ok(block) => masks(block),
+        Err(_) => {
+            let mut block = [0u8; BLOCK];
+            block[..chunk.len()].copy_from_slice(chunk);
+            Masks {
+                len: chunk.len() as u32,
+                ..masks(&block)
+            }
+        }
+    }
 }
 
 /// Whether the trigger byte at `i` has beside it what its alternative needs.
@@ -216,19 +233,18 @@ impl Neighbours {
 }
 
 impl Masks {
-    /// A block's masks with what every x86_64 has (SSE2), or bytewise elsewhere and for the
-    /// last, shorter block.
-    fn of(block: &[u8]) -> Masks {
+    /// A block's masks with what every x86_64 has (SSE2), or bytewise elsewhere.
+    fn of(block: &[u8; BLOCK]) -> Masks {
         #[cfg(target_arch = "x86_64")]
         {
-            if block.len() == BLOCK {
-                // SAFETY: SSE2 is part of every x86_64 target, and the block is 64 bytes.
-                return unsafe { simd::masks_sse2(block) };
-            }
+            simd::masks_sse2(block)
         }
+        #[cfg(not(target_arch = "x86_64"))]
         Masks::scalar(block)
     }
 
+    /// Bytewise: what the vector versions are held to, and the masks elsewhere.
+    #[cfg(any(test, not(target_arch = "x86_64")))]
     fn scalar(block: &[u8]) -> Masks {
         let mut m = Masks {
             len: block.len() as u32,
@@ -281,10 +297,8 @@ mod simd {
         m.ees |= lane[6] << at;
     }
 
-    /// # Safety
-    /// `block` must be 64 bytes long (SSE2 itself is always there on x86_64).
-    pub(super) unsafe fn masks_sse2(block: &[u8]) -> Masks {
-        assert_eq!(block.len(), BLOCK);
+    /// SSE2 is part of every x86_64 target, so this needs no check.
+    pub(super) fn masks_sse2(block: &[u8; BLOCK]) -> Masks {
         let mut m = Masks {
             len: BLOCK as u32,
             ..Masks::default()
@@ -332,22 +346,15 @@ mod simd {
     /// Both must be there.
     #[target_feature(enable = "avx2,popcnt")]
     pub(super) unsafe fn may_match_avx2(b: &[u8]) -> bool {
-        super::scan(b, |block| {
-            if block.len() == BLOCK {
-                // SAFETY: AVX2 is there (the caller's promise), and the block is 64 bytes.
-                unsafe { masks_avx2(block) }
-            } else {
-                Masks::scalar(block)
-            }
-        })
+        // SAFETY: AVX2 is there (the caller's promise).
+        super::scan(b, |block| unsafe { masks_avx2(block) })
     }
 
     /// # Safety
-    /// AVX2 must be there, and `block` 64 bytes long.
+    /// AVX2 must be there.
     #[inline]
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn masks_avx2(block: &[u8]) -> Masks {
-        assert_eq!(block.len(), BLOCK);
+    pub(super) unsafe fn masks_avx2(block: &[u8; BLOCK]) -> Masks {
         let mut m = Masks {
             len: BLOCK as u32,
             ..Masks::default()
@@ -507,7 +514,7 @@ mod tests {
         let mut runs = DigitRuns::default();
         let mut digit_last = false;
         b.chunks(BLOCK).enumerate().any(|(k, block)| {
-            let m = Masks::of(block);
+            let m = block_masks(block, Masks::of);
             let next = Neighbours::of(&m, digit_last, b.get((k + 1) * BLOCK).copied());
             digit_last = block.last().is_some_and(u8::is_ascii_digit);
             runs.push(&m, &next)
@@ -602,7 +609,7 @@ mod tests {
             let s: String = parts.concat();
             let portable = scan(s.as_bytes(), Masks::of);
             prop_assert_eq!(may_match(&s), portable, "{:?}", s);
-            let bytewise = scan(s.as_bytes(), Masks::scalar);
+            let bytewise = scan(s.as_bytes(), |b| Masks::scalar(b));
             prop_assert_eq!(bytewise, portable, "{:?}", s);
         }
 
@@ -614,17 +621,24 @@ mod tests {
         }
 
         #[test]
-        fn vector_masks_agree_with_the_scalar_ones(block in proptest::collection::vec(any::<u8>(), BLOCK)) {
-            let scalar = Masks::scalar(&block);
-            prop_assert_eq!(Masks::of(&block), scalar);
+        fn vector_masks_agree_with_the_scalar_ones(bytes in proptest::collection::vec(any::<u8>(), BLOCK)) {
+            let block: &[u8; BLOCK] = bytes.as_slice().try_into().expect("64 bytes");
+            let scalar = Masks::scalar(block);
+            prop_assert_eq!(Masks::of(block), scalar);
             #[cfg(target_arch = "x86_64")]
             {
-                // SAFETY: SSE2 is always there; AVX2 is checked; the block is 64 bytes.
-                prop_assert_eq!(unsafe { simd::masks_sse2(&block) }, scalar);
+                prop_assert_eq!(simd::masks_sse2(block), scalar);
                 if std::is_x86_feature_detected!("avx2") {
-                    prop_assert_eq!(unsafe { simd::masks_avx2(&block) }, scalar);
+                    // SAFETY: AVX2 was just detected.
+                    prop_assert_eq!(unsafe { simd::masks_avx2(block) }, scalar);
                 }
             }
+        }
+
+        /// A short block padded with zero bytes has the masks of its bytes alone.
+        #[test]
+        fn padding_adds_no_class(chunk in proptest::collection::vec(any::<u8>(), 0..BLOCK)) {
+            prop_assert_eq!(block_masks(&chunk, Masks::of), Masks::scalar(&chunk));
         }
     }
 
