@@ -244,6 +244,22 @@ fn secret_named_keys_in_json_text_are_redacted_as_in_structured() {
     );
 }
 
+/// A short pair is no less secret: a PIN in a one-pair JSON text, a cut-off pair.
+#[test]
+fn short_secret_named_pairs_are_redacted() {
+    const M: &str = "[REDACTED:secret_field]";
+    for (text, redacted) in [
+        (r#""pwd":"1234""#, format!(r#""pwd":"{M}""#)),
+        ("{'pwd':'ab'}", format!("{{'pwd':'{M}'}}")),
+        (r#"{"PWD":"x9"}"#, format!(r#"{{"PWD":"{M}"}}"#)),
+        (r#""pwd":"abc"#, format!(r#""pwd":"{M}"#)),
+        (r#"\"pwd\":\"x"#, format!(r#"\"pwd\":\"{M}"#)),
+    ] {
+        let env = norm(json!({"content":[{"type":"text","text": text}]}));
+        assert_eq!(env.payload.content[0]["text"], redacted, "{text:?}");
+    }
+}
+
 #[test]
 fn secret_named_keys_look_alikes_are_kept() {
     for s in [
