@@ -54,19 +54,42 @@ pub fn looks_like_html(s: &str) -> bool {
 
 /// Counts `<tr>` start tags, for "kept R of T rows" when only a prefix is converted.
 pub fn count_rows(html: &str) -> usize {
+    // Runs over the whole source, not just the converted prefix, so it is the html cost that
+    // grows with the page. Eight positions at a time look for `<tr` (SWAR); stopping at
+    // every `<` was slow, as a page has one every few bytes.
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const CASE: u64 = 0x2020_2020_2020_2020;
+    /// 0x80 in each byte of `w` equal to `k`, 0 in the others (exact, no carries across).
+    fn eq(w: u64, k: u8) -> u64 {
+        let v = w ^ (ONES * u64::from(k));
+        !(((v & (0x7F * ONES)) + 0x7F * ONES) | v | (0x7F * ONES))
+    }
     let b = html.as_bytes();
+    let word = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
+    let tr_at = |at: usize| {
+        b.get(at + 3)
+            .is_some_and(|c| *c == b'>' || c.is_ascii_whitespace())
+    };
     let mut n = 0;
     let mut i = 0;
-    while let Some(p) = memchr(b'<', &b[i..]) {
-        let at = i + p;
-        if b.len() >= at + 4
-            && b[at + 1].eq_ignore_ascii_case(&b't')
-            && b[at + 2].eq_ignore_ascii_case(&b'r')
-            && (b[at + 3] == b'>' || b[at + 3].is_ascii_whitespace())
-        {
-            n += 1;
+    while i + 10 <= b.len() {
+        let mut m = eq(word(i), b'<') & eq(word(i + 1) | CASE, b't') & eq(word(i + 2) | CASE, b'r');
+        while m != 0 {
+            let at = i + (m.trailing_zeros() / 8) as usize;
+            n += usize::from(tr_at(at));
+            m &= m - 1;
         }
-        i = at + 1;
+        i += 8;
+    }
+    while i < b.len() {
+        if b[i] == b'<'
+            && b.len() >= i + 4
+            && b[i + 1].eq_ignore_ascii_case(&b't')
+            && b[i + 2].eq_ignore_ascii_case(&b'r')
+        {
+            n += usize::from(tr_at(i));
+        }
+        i += 1;
     }
     n
 }
@@ -75,9 +98,29 @@ fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
     hay.iter().position(|b| *b == needle)
 }
 
+/// `memchr` for what may run long (scripts, styles, comments): eight bytes at a time.
+fn memchr_long(needle: u8, hay: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let mut i = 0;
+    while let Some(bytes) = hay.get(i..i + 8) {
+        let v = u64::from_le_bytes(bytes.try_into().expect("8 bytes")) ^ (ONES * u64::from(needle));
+        // The lowest byte flagged is the first zero byte of `v`; flags above it can be
+        // false, which does not matter here.
+        let zero = v.wrapping_sub(ONES) & !v & (0x80 * ONES);
+        if zero != 0 {
+            return Some(i + (zero.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    hay[i..].iter().position(|b| *b == needle).map(|p| i + p)
+}
+
 /// Converts HTML to markdown-flavoured text.
 pub fn to_text(html: &str) -> HtmlText {
     let mut c = Conv::default();
+    // The text is about as long as the markup's text plus table borders: sized once, the
+    // buffer is not copied at each doubling.
+    c.out.reserve(html.len());
     c.run(html);
     while !c.tables.is_empty() {
         c.close_table();
@@ -88,45 +131,222 @@ pub fn to_text(html: &str) -> HtmlText {
     }
 }
 
+/// The elements the converter treats differently; every other name is `Other`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tag {
+    Br,
+    /// Paragraph-like: a blank line around.
+    Para,
+    /// Block-like: a line break around.
+    Block,
+    Li,
+    Heading(u8),
+    Ul,
+    Ol,
+    Hr,
+    Pre,
+    A,
+    Img,
+    Table,
+    Thead,
+    Tr,
+    Cell,
+    /// Content skipped up to the matching close tag.
+    Raw,
+    Other,
+}
+
+/// A tag name of at most eight bytes as a number: byte `i` (lowercased) at bits `8i..`.
+/// Names are ASCII alphanumeric, and `| 0x20` lowercases letters and keeps digits, so the
+/// key is found while the name is scanned, without a lowercase copy.
+const fn key(name: &[u8]) -> u64 {
+    let mut k = 0;
+    let mut i = 0;
+    while i < name.len() {
+        k |= ((name[i] | 0x20) as u64) << (8 * i);
+        i += 1;
+    }
+    k
+}
+
+const K_A: u64 = key(b"a");
+const K_TD: u64 = key(b"td");
+const K_TH: u64 = key(b"th");
+const K_TR: u64 = key(b"tr");
+const K_BR: u64 = key(b"br");
+const K_P: u64 = key(b"p");
+const K_FIGURE: u64 = key(b"figure");
+const K_FORM: u64 = key(b"form");
+const K_DL: u64 = key(b"dl");
+const K_ADDRESS: u64 = key(b"address");
+const K_FIELDSET: u64 = key(b"fieldset");
+const K_DIV: u64 = key(b"div");
+const K_SECTION: u64 = key(b"section");
+const K_ARTICLE: u64 = key(b"article");
+const K_HEADER: u64 = key(b"header");
+const K_FOOTER: u64 = key(b"footer");
+const K_MAIN: u64 = key(b"main");
+const K_NAV: u64 = key(b"nav");
+const K_ASIDE: u64 = key(b"aside");
+const K_DETAILS: u64 = key(b"details");
+const K_SUMMARY: u64 = key(b"summary");
+const K_DT: u64 = key(b"dt");
+const K_DD: u64 = key(b"dd");
+const K_CAPTION: u64 = key(b"caption");
+const K_LI: u64 = key(b"li");
+const K_UL: u64 = key(b"ul");
+const K_OL: u64 = key(b"ol");
+const K_HR: u64 = key(b"hr");
+const K_PRE: u64 = key(b"pre");
+const K_IMG: u64 = key(b"img");
+const K_TABLE: u64 = key(b"table");
+const K_THEAD: u64 = key(b"thead");
+const K_SCRIPT: u64 = key(b"script");
+const K_STYLE: u64 = key(b"style");
+const K_NOSCRIPT: u64 = key(b"noscript");
+const K_TEMPLATE: u64 = key(b"template");
+const K_HEAD: u64 = key(b"head");
+const K_SVG: u64 = key(b"svg");
+const K_IFRAME: u64 = key(b"iframe");
+const K_OBJECT: u64 = key(b"object");
+const K_H1: u64 = key(b"h1");
+const K_H2: u64 = key(b"h2");
+const K_H3: u64 = key(b"h3");
+const K_H4: u64 = key(b"h4");
+const K_H5: u64 = key(b"h5");
+const K_H6: u64 = key(b"h6");
+
+/// End of the ASCII-alphanumeric run at `from` (a tag name) and its key (see `key`). Eight
+/// bytes are classified at once (SWAR): the byte loop was the hottest part of reading a tag
+/// in a profile of a table page, names being one to a few bytes and then a branch.
+fn scan_name(b: &[u8], from: usize) -> (usize, u64) {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x80 * ONES;
+    const LOW7: u64 = 0x7F * ONES;
+    // Per byte x of `w` below 0x80: bit 7 set if x >= lo, resp. x <= hi; no borrows cross.
+    let ge = |w: u64, lo: u8| ((w & LOW7) | HIGH).wrapping_sub(ONES * u64::from(lo)) & HIGH;
+    let le = |w: u64, hi: u8| (ONES * u64::from(0x80 + hi)).wrapping_sub(w & LOW7) & HIGH;
+    if let Some(bytes) = b.get(from..from + 8) {
+        let w = u64::from_le_bytes(bytes.try_into().expect("8 bytes"));
+        let l = w | (0x20 * ONES);
+        let alnum = ((ge(l, b'a') & le(l, b'z')) | (ge(w, b'0') & le(w, b'9'))) & !w & HIGH;
+        let other = !alnum & HIGH;
+        if other != 0 {
+            let len = (other.trailing_zeros() / 8) as usize;
+            let k = if len == 0 {
+                0
+            } else {
+                l & (u64::MAX >> (64 - 8 * len))
+            };
+            return (from + len, k);
+        }
+    }
+    let mut end = from;
+    let mut k = 0u64;
+    while let Some(&c) = b.get(end).filter(|c| c.is_ascii_alphanumeric()) {
+        if end - from < 8 {
+            k |= u64::from(c | 0x20) << (8 * (end - from));
+        }
+        end += 1;
+    }
+    (end, k)
+}
+
+/// Classifies a tag name from its key (see `key`) and length; the one known name longer
+/// than eight bytes is compared directly.
+fn classify(k: u64, raw: &[u8]) -> Tag {
+    if raw.len() > 8 {
+        return if raw.eq_ignore_ascii_case(b"blockquote") {
+            Tag::Para
+        } else {
+            Tag::Other
+        };
+    }
+    match k {
+        K_A => Tag::A,
+        K_TD | K_TH => Tag::Cell,
+        K_TR => Tag::Tr,
+        K_BR => Tag::Br,
+        K_P | K_FIGURE | K_FORM | K_DL | K_ADDRESS | K_FIELDSET => Tag::Para,
+        K_DIV | K_SECTION | K_ARTICLE | K_HEADER | K_FOOTER | K_MAIN | K_NAV | K_ASIDE
+        | K_DETAILS | K_SUMMARY | K_DT | K_DD | K_CAPTION => Tag::Block,
+        K_LI => Tag::Li,
+        K_UL => Tag::Ul,
+        K_OL => Tag::Ol,
+        K_HR => Tag::Hr,
+        K_PRE => Tag::Pre,
+        K_IMG => Tag::Img,
+        K_TABLE => Tag::Table,
+        K_THEAD => Tag::Thead,
+        K_SCRIPT | K_STYLE | K_NOSCRIPT | K_TEMPLATE | K_HEAD | K_SVG | K_IFRAME | K_OBJECT => {
+            Tag::Raw
+        }
+        K_H1 | K_H2 | K_H3 | K_H4 | K_H5 | K_H6 => Tag::Heading((k >> 8) as u8 - b'0'),
+        _ => Tag::Other,
+    }
+}
+
+/// A table being read. Cell texts share one buffer (cells and rows are ranges) rather than a
+/// `String` per cell and a `Vec` per row: allocating and freeing those was a large part of
+/// converting a table.
 #[derive(Default)]
 struct Table {
-    rows: Vec<Vec<String>>,
-    row: Option<Vec<String>>,
-    cell: Option<String>,
+    buf: String,
+    /// Trimmed cell texts, as ranges of `buf`, in document order.
+    cells: Vec<(usize, usize)>,
+    /// For each finished row, the number of cells up to its end.
+    row_ends: Vec<usize>,
+    row_open: bool,
+    /// Where the open cell's text starts in `buf`.
+    cell: Option<usize>,
     in_thead: bool,
 }
 
 impl Table {
     fn finish_cell(&mut self) {
-        if let Some(mut cell) = self.cell.take() {
-            // Trimmed in place rather than copied: one allocation less per cell.
-            cell.truncate(cell.trim_end().len());
-            let start = cell.len() - cell.trim_start().len();
-            cell.drain(..start);
-            self.row.get_or_insert_with(Vec::new).push(cell);
+        if let Some(start) = self.cell.take() {
+            let end = start + trim_end(&self.buf[start..]).len();
+            self.buf.truncate(end);
+            let start = end - trim_start(&self.buf[start..]).len();
+            self.cells.push((start, end));
+            self.row_open = true;
         }
     }
 
     fn finish_row(&mut self) {
         self.finish_cell();
-        if let Some(row) = self.row.take() {
-            self.rows.push(row);
+        if self.row_open {
+            self.row_open = false;
+            self.row_ends.push(self.cells.len());
         }
+    }
+
+    fn rows(&self) -> impl Iterator<Item = &[(usize, usize)]> {
+        let mut from = 0;
+        self.row_ends.iter().map(move |&to| {
+            let row = &self.cells[from..to];
+            from = to;
+            row
+        })
+    }
+
+    fn text(&self, (start, end): (usize, usize)) -> &str {
+        &self.buf[start..end]
     }
 }
 
 #[derive(Default)]
-struct Conv {
+struct Conv<'a> {
     out: String,
     tables: Vec<Table>,
     pre: usize,
     lists: Vec<Option<usize>>,
-    links: Vec<Option<String>>,
+    links: Vec<Option<std::borrow::Cow<'a, str>>>,
     rows: usize,
 }
 
-impl Conv {
-    fn run(&mut self, html: &str) {
+impl<'a> Conv<'a> {
+    fn run(&mut self, html: &'a str) {
         let b = html.as_bytes();
         let mut i = 0;
         while i < b.len() {
@@ -143,10 +363,10 @@ impl Conv {
     }
 
     /// Handles the markup starting at `lt` (a `<`) and returns where text resumes.
-    fn tag(&mut self, html: &str, lt: usize) -> usize {
+    fn tag(&mut self, html: &'a str, lt: usize) -> usize {
         let b = html.as_bytes();
         let next = b.get(lt + 1).copied().unwrap_or(0);
-        if html[lt..].starts_with("<!--") {
+        if next == b'!' && b[lt..].starts_with(b"<!--") {
             return find(b, lt + 4, b"-->").map_or(b.len(), |p| p + 3);
         }
         if next == b'!' || next == b'?' {
@@ -154,10 +374,7 @@ impl Conv {
         }
         let closing = next == b'/';
         let name_start = if closing { lt + 2 } else { lt + 1 };
-        let mut name_end = name_start;
-        while name_end < b.len() && b[name_end].is_ascii_alphanumeric() {
-            name_end += 1;
-        }
+        let (name_end, k) = scan_name(b, name_start);
         if name_end == name_start || !b[name_start].is_ascii_alphabetic() {
             self.text("<");
             return lt + 1;
@@ -169,65 +386,51 @@ impl Conv {
             end
         };
         let attrs = &html[name_end..attrs_end];
-        // Lowercased on the stack: a page has a tag every few bytes, and an allocation for
-        // each name was a good part of converting a small page. Names are ASCII here.
-        let mut buf = [0u8; 16];
-        let raw = &html[name_start..name_end];
-        let owned;
-        let name: &str = if raw.len() <= buf.len() {
-            let lower = &mut buf[..raw.len()];
-            lower.copy_from_slice(raw.as_bytes());
-            lower.make_ascii_lowercase();
-            std::str::from_utf8(lower).unwrap_or_default()
-        } else {
-            owned = raw.to_ascii_lowercase();
-            &owned
-        };
+        let raw = &b[name_start..name_end];
+        let tag = classify(k, raw);
         if closing {
-            self.close(name);
-        } else if matches!(
-            name,
-            "script" | "style" | "noscript" | "template" | "head" | "svg" | "iframe" | "object"
-        ) {
-            let close = format!("</{name}");
-            return find_ci(b, end, close.as_bytes()).map_or(b.len(), |p| {
+            self.close(tag);
+        } else if tag == Tag::Raw {
+            // `</name`, matched in any case; raw-text names are at most 8 bytes.
+            let mut close = [0u8; 10];
+            close[..2].copy_from_slice(b"</");
+            close[2..2 + raw.len()].copy_from_slice(raw);
+            return find_ci(b, end, &close[..2 + raw.len()]).map_or(b.len(), |p| {
                 memchr(b'>', &b[p..]).map_or(b.len(), |q| p + q + 1)
             });
         } else {
-            self.open(name, attrs);
+            self.open(tag, attrs);
         }
         end
     }
 
-    fn open(&mut self, name: &str, attrs: &str) {
-        match name {
-            "br" => {
+    fn open(&mut self, tag: Tag, attrs: &'a str) {
+        match tag {
+            Tag::Br => {
                 if self.in_cell() {
                     self.push_raw(" ");
                 } else {
                     self.newline_raw();
                 }
             }
-            "p" | "blockquote" | "figure" | "form" | "dl" | "address" | "fieldset" => self.para(),
-            "div" | "section" | "article" | "header" | "footer" | "main" | "nav" | "aside"
-            | "details" | "summary" | "dt" | "dd" | "caption" => self.block(),
-            "h1" | "h2" | "h3" | "h4" | "h5" | "h6" => {
+            Tag::Para => self.para(),
+            Tag::Block => self.block(),
+            Tag::Heading(n) => {
                 self.para();
-                let n = usize::from(name.as_bytes()[1] - b'0');
                 if !self.in_cell() {
-                    self.push_raw(&"#".repeat(n));
+                    self.push_raw(&"#".repeat(usize::from(n)));
                     self.push_raw(" ");
                 }
             }
-            "ul" => {
+            Tag::Ul => {
                 self.lists.push(None);
                 self.block();
             }
-            "ol" => {
+            Tag::Ol => {
                 self.lists.push(Some(0));
                 self.block();
             }
-            "li" => {
+            Tag::Li => {
                 self.block();
                 if !self.in_cell() {
                     let depth = self.lists.len().max(1);
@@ -242,16 +445,16 @@ impl Conv {
                     self.push_raw(&bullet);
                 }
             }
-            "hr" => {
+            Tag::Hr => {
                 self.para();
                 self.push_raw("---");
                 self.para();
             }
-            "pre" => {
+            Tag::Pre => {
                 self.para();
                 self.pre += 1;
             }
-            "a" => {
+            Tag::A => {
                 let href = attr(attrs, "href").filter(|h| {
                     let js = h
                         .as_bytes()
@@ -264,75 +467,75 @@ impl Conv {
                 }
                 self.links.push(href);
             }
-            "img" => {
+            Tag::Img => {
                 if let Some(alt) = attr(attrs, "alt").filter(|a| !a.trim().is_empty()) {
-                    self.push_raw(&format!("[image: {}]", alt.trim()));
+                    self.push_raw("[image: ");
+                    self.push_raw(alt.trim());
+                    self.push_raw("]");
                 }
             }
-            "table" => {
+            Tag::Table => {
                 if !self.in_cell() {
                     self.para();
                 }
                 self.tables.push(Table::default());
             }
-            "thead" => {
+            Tag::Thead => {
                 if let Some(t) = self.tables.last_mut() {
                     t.in_thead = true;
                 }
             }
-            "tr" => {
+            Tag::Tr => {
                 if let Some(t) = self.tables.last_mut() {
                     t.finish_row();
-                    t.row = Some(Vec::new());
+                    t.row_open = true;
                 }
             }
-            "td" | "th" => {
+            Tag::Cell => {
                 if let Some(t) = self.tables.last_mut() {
                     t.finish_cell();
-                    t.cell = Some(String::new());
+                    t.cell = Some(t.buf.len());
                 }
             }
-            _ => {}
+            Tag::Raw | Tag::Other => {}
         }
     }
 
-    fn close(&mut self, name: &str) {
-        match name {
-            "p" | "blockquote" | "figure" | "form" | "dl" | "address" | "fieldset" => self.para(),
-            "div" | "section" | "article" | "header" | "footer" | "main" | "nav" | "aside"
-            | "details" | "summary" | "dt" | "dd" | "li" | "caption" => self.block(),
-            "h1" | "h2" | "h3" | "h4" | "h5" | "h6" => self.para(),
-            "ul" | "ol" => {
+    fn close(&mut self, tag: Tag) {
+        match tag {
+            Tag::Para | Tag::Heading(_) => self.para(),
+            Tag::Block | Tag::Li => self.block(),
+            Tag::Ul | Tag::Ol => {
                 self.lists.pop();
                 self.block();
             }
-            "pre" => {
+            Tag::Pre => {
                 self.pre = self.pre.saturating_sub(1);
                 self.para();
             }
-            "a" => {
+            Tag::A => {
                 if let Some(Some(href)) = self.links.pop() {
                     self.push_raw("](");
                     self.push_raw(&href);
                     self.push_raw(")");
                 }
             }
-            "thead" => {
+            Tag::Thead => {
                 if let Some(t) = self.tables.last_mut() {
                     t.in_thead = false;
                 }
             }
-            "td" | "th" => {
+            Tag::Cell => {
                 if let Some(t) = self.tables.last_mut() {
                     t.finish_cell();
                 }
             }
-            "tr" => {
+            Tag::Tr => {
                 if let Some(t) = self.tables.last_mut() {
                     t.finish_row();
                 }
             }
-            "table" if !self.tables.is_empty() => self.close_table(),
+            Tag::Table if !self.tables.is_empty() => self.close_table(),
             _ => {}
         }
     }
@@ -342,31 +545,36 @@ impl Conv {
             return;
         };
         t.finish_row();
-        self.rows += t.rows.len();
-        if self.in_cell() {
+        self.rows += t.row_ends.len();
+        if let Some(parent) = self.tables.last_mut().filter(|p| p.cell.is_some()) {
             // A table inside a cell cannot be a markdown table; keep its cells in order.
-            let flat = t
-                .rows
-                .iter()
-                .map(|r| r.join(", "))
-                .collect::<Vec<_>>()
-                .join("; ");
-            self.push_raw(&flat);
+            let s = &mut parent.buf;
+            for (r, row) in t.rows().enumerate() {
+                if r > 0 {
+                    s.push_str("; ");
+                }
+                for (c, &cell) in row.iter().enumerate() {
+                    if c > 0 {
+                        s.push_str(", ");
+                    }
+                    s.push_str(t.text(cell));
+                }
+            }
             return;
         }
-        if t.rows.is_empty() {
+        if t.row_ends.is_empty() {
             return;
         }
-        let cols = t.rows.iter().map(Vec::len).max().unwrap_or(1).max(1);
+        let cols = t.rows().map(<[_]>::len).max().unwrap_or(1).max(1);
         // Written straight into the output (no cell is open, so `para` only touches it).
         self.para();
         let s = &mut self.out;
-        for (i, row) in t.rows.iter().enumerate() {
+        for (i, row) in t.rows().enumerate() {
             s.push('|');
             for c in 0..cols {
                 s.push(' ');
-                let cell = row.get(c).map_or("", String::as_str);
-                if cell.contains('|') {
+                let cell = row.get(c).map_or("", |&cell| t.text(cell));
+                if has_byte(cell, b'|') {
                     s.push_str(&cell.replace('|', "\\|"));
                 } else {
                     s.push_str(cell);
@@ -389,19 +597,12 @@ impl Conv {
         self.tables.last().is_some_and(|t| t.cell.is_some())
     }
 
-    fn sink(&mut self) -> Option<&mut String> {
-        match self.tables.last_mut() {
-            Some(t) => t.cell.as_mut(),
-            None => Some(&mut self.out),
-        }
-    }
-
+    /// The open cell's buffer, or the output (also for markup between cells of a table:
+    /// stray text and captions stay visible).
     fn push_raw(&mut self, s: &str) {
-        if let Some(sink) = self.sink() {
-            sink.push_str(s);
-        } else {
-            // Markup between cells of a table (stray text, captions): keep it visible.
-            self.out.push_str(s);
+        match self.tables.last_mut() {
+            Some(t) if t.cell.is_some() => t.buf.push_str(s),
+            _ => self.out.push_str(s),
         }
     }
 
@@ -442,22 +643,83 @@ impl Conv {
         if in_table_outside_cell && decoded.trim().is_empty() {
             return;
         }
-        let sink = match self.tables.last_mut() {
-            Some(t) if t.cell.is_some() => t.cell.as_mut().expect("checked"),
-            _ => &mut self.out,
+        let (sink, start) = match self.tables.last_mut() {
+            Some(Table {
+                buf,
+                cell: Some(start),
+                ..
+            }) => (buf, *start),
+            _ => (&mut self.out, 0),
         };
         if pre {
             sink.push_str(&decoded);
-            return;
+        } else {
+            push_collapsed(sink, start, &decoded);
         }
-        for ch in decoded.chars() {
-            if ch.is_whitespace() {
-                if !sink.is_empty() && !sink.ends_with([' ', '\n']) {
-                    sink.push(' ');
-                }
-            } else {
-                sink.push(ch);
+    }
+}
+
+/// Appends `s` to the text in `sink[start..]` with each whitespace run (Unicode whitespace)
+/// as one space, and none at its start or after a space or line break already there. Copies
+/// runs of other characters at once rather than a character at a time.
+fn push_collapsed(sink: &mut String, start: usize, s: &str) {
+    let mut skip = sink.len() == start || matches!(sink.as_bytes().last(), Some(b' ' | b'\n'));
+    let b = s.as_bytes();
+    let mut run = 0;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        let (ws, width) = if c.is_ascii() {
+            (
+                matches!(c, b' ' | b'\t' | b'\n' | b'\x0B' | b'\x0C' | b'\r'),
+                1,
+            )
+        } else {
+            let ch = s[i..].chars().next().unwrap_or_default();
+            (ch.is_whitespace(), ch.len_utf8())
+        };
+        if ws {
+            if run < i {
+                sink.push_str(&s[run..i]);
+                skip = false;
             }
+            if !skip {
+                sink.push(' ');
+                skip = true;
+            }
+            run = i + width;
+        }
+        i += width;
+    }
+    sink.push_str(&s[run..]);
+}
+
+/// Whether `s` holds `c`. Texts between tags are a few bytes long, where a plain pass that
+/// the compiler can vectorise beats `memchr`'s set-up.
+fn has_byte(s: &str, c: u8) -> bool {
+    s.bytes().fold(false, |found, b| found | (b == c))
+}
+
+/// `str::trim_end`, with ASCII whitespace handled before falling back to it.
+fn trim_end(s: &str) -> &str {
+    let mut t = s;
+    loop {
+        match t.as_bytes().last() {
+            Some(b' ' | b'\t' | b'\n' | b'\x0B' | b'\x0C' | b'\r') => t = &t[..t.len() - 1],
+            Some(c) if !c.is_ascii() => return t.trim_end(),
+            _ => return t,
+        }
+    }
+}
+
+/// `str::trim_start`, with ASCII whitespace handled before falling back to it.
+fn trim_start(s: &str) -> &str {
+    let mut t = s;
+    loop {
+        match t.as_bytes().first() {
+            Some(b' ' | b'\t' | b'\n' | b'\x0B' | b'\x0C' | b'\r') => t = &t[1..],
+            Some(c) if !c.is_ascii() => return t.trim_start(),
+            _ => return t,
         }
     }
 }
@@ -471,8 +733,18 @@ fn trim_trailing_spaces(s: &mut String) {
 fn tidy(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut blank = 0;
-    for line in s.lines() {
-        let line = line.trim_end();
+    // Split at each `\n` rather than by `lines()`: each line is trimmed at its end, which
+    // drops a `\r` before the `\n` as `lines()` would, and the empty piece after a final
+    // `\n` only adds a line break that is removed below.
+    let b = s.as_bytes();
+    let mut start = 0;
+    while start <= b.len() {
+        let end = b[start..]
+            .iter()
+            .position(|c| *c == b'\n')
+            .map_or(b.len(), |p| start + p);
+        let line = trim_end(&s[start..end]);
+        start = end + 1;
         if line.is_empty() {
             blank += 1;
             if blank > 1 || out.is_empty() {
@@ -510,28 +782,40 @@ fn tag_end(b: &[u8], from: usize) -> usize {
     b.len()
 }
 
+/// First `needle` at or after `from`. Candidates are found by the needle's first byte, as
+/// a script or comment can be long and a window compare at every byte was slow.
 fn find(hay: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
-    if from > hay.len() {
-        return None;
-    }
-    hay[from..]
-        .windows(needle.len())
-        .position(|w| w == needle)
-        .map(|p| p + from)
+    find_by(hay, from, needle, |w| w == needle)
 }
 
+/// First `needle_lower` at or after `from`, in any ASCII case; its first byte is not a
+/// letter.
 fn find_ci(hay: &[u8], from: usize, needle_lower: &[u8]) -> Option<usize> {
-    if from > hay.len() {
-        return None;
+    find_by(hay, from, needle_lower, |w| {
+        w.eq_ignore_ascii_case(needle_lower)
+    })
+}
+
+fn find_by(
+    hay: &[u8],
+    from: usize,
+    needle: &[u8],
+    matches: impl Fn(&[u8]) -> bool,
+) -> Option<usize> {
+    let mut i = from;
+    while let Some(p) = hay.get(i..).and_then(|rest| memchr_long(needle[0], rest)) {
+        let at = i + p;
+        let window = hay.get(at..at + needle.len())?;
+        if matches(window) {
+            return Some(at);
+        }
+        i = at + 1;
     }
-    hay[from..]
-        .windows(needle_lower.len())
-        .position(|w| w.eq_ignore_ascii_case(needle_lower))
-        .map(|p| p + from)
+    None
 }
 
 /// Value of attribute `name` (lowercase) in a tag's attribute text, entity-decoded.
-fn attr(attrs: &str, name: &str) -> Option<String> {
+fn attr<'a>(attrs: &'a str, name: &str) -> Option<std::borrow::Cow<'a, str>> {
     // Matched case-insensitively in place: ASCII case changes no byte offsets, and a copy of
     // the attributes per tag was a good part of converting a page of links.
     let lb = attrs.as_bytes();
@@ -575,13 +859,13 @@ fn attr(attrs: &str, name: &str) -> Option<String> {
             }
             None => return None,
         };
-        return Some(decode_entities(&attrs[start..end]).into_owned());
+        return Some(decode_entities(&attrs[start..end]));
     }
     None
 }
 
 fn decode_entities(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s.contains('&') {
+    if !has_byte(s, b'&') {
         return std::borrow::Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len());
@@ -699,5 +983,68 @@ mod tests {
         ] {
             let _ = to_text(s);
         }
+    }
+
+    /// The word-at-a-time scanners against plain byte loops, with every byte value at every
+    /// offset of a word and near both ends of the input.
+    #[test]
+    fn word_scanners_match_byte_loops() {
+        let naive_rows = |h: &[u8]| {
+            (0..h.len())
+                .filter(|&at| {
+                    h.len() >= at + 4
+                        && h[at] == b'<'
+                        && h[at + 1].eq_ignore_ascii_case(&b't')
+                        && h[at + 2].eq_ignore_ascii_case(&b'r')
+                        && (h[at + 3] == b'>' || h[at + 3].is_ascii_whitespace())
+                })
+                .count()
+        };
+        let naive_name = |h: &[u8], from: usize| {
+            let mut end = from;
+            let mut k = 0u64;
+            while end < h.len() && h[end].is_ascii_alphanumeric() {
+                if end - from < 8 {
+                    k |= u64::from(h[end].to_ascii_lowercase()) << (8 * (end - from));
+                }
+                end += 1;
+            }
+            (end, k)
+        };
+        for len in 0..20 {
+            for at in 0..len {
+                for byte in 0..=255u8 {
+                    for fill in [b'a', b'Z', b'7', b'<'] {
+                        let mut h = vec![fill; len];
+                        h[at] = byte;
+                        for from in 0..=len {
+                            assert_eq!(scan_name(&h, from), naive_name(&h, from), "{h:?} {from}");
+                        }
+                        assert_eq!(
+                            memchr_long(byte, &h),
+                            h.iter().position(|c| *c == byte),
+                            "{h:?}"
+                        );
+                    }
+                    let mut h = b"<tr><TR\t<tR <tr\r<trx<t<tr".repeat(1 + len / 8);
+                    h.truncate(len);
+                    if at < h.len() {
+                        h[at] = byte;
+                    }
+                    let s = String::from_utf8_lossy(&h);
+                    assert_eq!(count_rows(&s), naive_rows(s.as_bytes()), "{s:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn raw_text_close_found_in_any_case() {
+        let h = "<p>a</p><SCRIPT>x = '</scrip>' < 1 </sCrIpT ><p>b</p><style>";
+        assert_eq!(to_text(h).text, "a\n\nb");
+        assert_eq!(find_ci(b"ab</STYLE", 0, b"</style"), Some(2));
+        assert_eq!(find_ci(b"ab</STYL", 0, b"</style"), None);
+        assert_eq!(find(b"--->", 0, b"-->"), Some(1));
+        assert_eq!(find(b"-->", 4, b"-->"), None);
     }
 }
