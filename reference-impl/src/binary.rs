@@ -135,17 +135,52 @@ pub fn replacement_block(original: &Value, r: &ArtifactRef) -> Value {
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    meta.insert(
-        META_KEY.into(),
-        serde_json::to_value(r).unwrap_or(Value::Null),
-    );
+    meta.insert(META_KEY.into(), artifact_value(r));
     block.insert("_meta".into(), Value::Object(meta));
     Value::Object(block)
+}
+
+/// `serde_json::to_value(r)`, built directly: the generic serializer cost as much as the rest
+/// of the replacement block.
+fn artifact_value(r: &ArtifactRef) -> Value {
+    let opt = |s: &Option<String>| s.as_ref().map_or(Value::Null, |s| Value::String(s.clone()));
+    let mut m = Map::with_capacity(5);
+    m.insert("mime_type".into(), opt(&r.mime_type));
+    m.insert("size".into(), Value::from(r.size));
+    m.insert("sha256".into(), Value::String(r.sha256.clone()));
+    m.insert("handle".into(), opt(&r.handle));
+    m.insert("decoded".into(), Value::Bool(r.decoded));
+    m.into()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn artifact_value_is_its_serialization() {
+        for (mime_type, handle, decoded) in [
+            (None, None, false),
+            (
+                Some("image/png".to_string()),
+                Some("rc_1".to_string()),
+                true,
+            ),
+        ] {
+            let r = ArtifactRef {
+                mime_type,
+                size: 42,
+                sha256: "ab".into(),
+                handle,
+                decoded,
+            };
+            assert_eq!(artifact_value(&r), serde_json::to_value(&r).unwrap());
+            assert_eq!(
+                serde_json::to_string(&artifact_value(&r)).unwrap(),
+                serde_json::to_string(&r).unwrap()
+            );
+        }
+    }
 
     #[test]
     fn decodes_and_hashes() {

@@ -3,7 +3,17 @@
 /// Identifier-like fields are what the next call needs as arguments; a reduction that drops
 /// one produces a failure that only shows up a turn later, so they are always kept whole.
 pub fn is_identifier(key: &str) -> bool {
-    // Allocation-free: this runs for every key of every result.
+    // Allocation-free: this runs for every key of every result. Every name and suffix below
+    // ends in one of these letters (any case), so most keys are answered by their last byte.
+    let Some(&last) = key.as_bytes().last() else {
+        return false;
+    };
+    if !matches!(
+        last.to_ascii_lowercase(),
+        b'd' | b's' | b'r' | b'i' | b'l' | b'n' | b'f'
+    ) {
+        return false;
+    }
     let eq = |a: &str| key.eq_ignore_ascii_case(a);
     let ends = |suf: &str| {
         key.len() >= suf.len()
@@ -63,6 +73,12 @@ pub fn is_secret_field(key: &str) -> bool {
     ];
     if key.len() > 24 {
         return false;
+    }
+    // Every name ends in one of these letters (`_` and `-` aside), so most keys are answered
+    // by their last byte without being normalised.
+    match key.bytes().rev().find(|b| *b != b'_' && *b != b'-') {
+        Some(b) if matches!(b.to_ascii_lowercase(), b'd' | b't' | b'y' | b'n') => {}
+        _ => return false,
     }
     let mut buf = [0u8; 24];
     let mut n = 0;

@@ -8,30 +8,72 @@ use serde_json::Value;
 /// Bytes `serde_json::to_vec(v)` would produce. Iterative, so deep values cannot overflow
 /// the stack.
 pub fn json_size(v: &Value) -> usize {
+    json_size_within(v, usize::MAX)
+}
+
+/// As [`json_size`] when only sizes up to `cap` matter: exact if the size is at most `cap`,
+/// otherwise some value above `cap` (the walk stops there). A long text block over the
+/// budget is then never scanned for escapes just to learn it does not fit.
+pub fn json_size_within(v: &Value, cap: usize) -> usize {
+    // Scalars are sized where they are met, so only containers go through the stack (and a
+    // value without nested containers never allocates it).
     let mut total = 0usize;
-    let mut stack: Vec<&Value> = vec![v];
-    while let Some(v) = stack.pop() {
-        total = total.saturating_add(match v {
-            Value::Null => 4,
-            Value::Bool(true) => 4,
-            Value::Bool(false) => 5,
-            Value::Number(n) => number_size(n),
-            Value::String(s) => str_json_size(s),
+    let mut stack: Vec<&Value> = Vec::new();
+    let mut cur = v;
+    loop {
+        match cur {
             Value::Array(a) => {
-                stack.extend(a.iter());
-                2 + a.len().saturating_sub(1)
+                total = total.saturating_add(2 + a.len().saturating_sub(1));
+                for x in a {
+                    match leaf_size(x, cap.saturating_sub(total)) {
+                        Some(n) => total = total.saturating_add(n),
+                        None => stack.push(x),
+                    }
+                    if total > cap {
+                        return total;
+                    }
+                }
             }
             Value::Object(m) => {
-                let mut sz = 2 + m.len().saturating_sub(1);
+                total = total.saturating_add(2 + m.len().saturating_sub(1));
                 for (k, x) in m {
-                    sz += str_json_size(k) + 1;
-                    stack.push(x);
+                    total = total.saturating_add(str_json_size(k) + 1);
+                    match leaf_size(x, cap.saturating_sub(total)) {
+                        Some(n) => total = total.saturating_add(n),
+                        None => stack.push(x),
+                    }
+                    if total > cap {
+                        return total;
+                    }
                 }
-                sz
             }
-        });
+            leaf => {
+                total = total.saturating_add(leaf_size(leaf, cap).unwrap_or(0));
+                if total > cap {
+                    return total;
+                }
+            }
+        }
+        match stack.pop() {
+            Some(next) => cur = next,
+            None => return total,
+        }
     }
-    total
+}
+
+/// Size of a scalar, `None` for a container. A string whose length alone exceeds `room` is
+/// not scanned: its length plus quotes is already more than the room.
+#[inline]
+fn leaf_size(v: &Value, room: usize) -> Option<usize> {
+    Some(match v {
+        Value::Null => 4,
+        Value::Bool(true) => 4,
+        Value::Bool(false) => 5,
+        Value::Number(n) => number_size(n),
+        Value::String(s) if s.len() + 2 > room => s.len() + 2,
+        Value::String(s) => str_json_size(s),
+        Value::Array(_) | Value::Object(_) => return None,
+    })
 }
 
 fn number_size(n: &serde_json::Number) -> usize {
@@ -70,22 +112,20 @@ impl std::io::Write for Counter {
 
 /// Size of `s` as a JSON string literal, quotes included.
 pub fn str_json_size(s: &str) -> usize {
-    // Branch-free per byte so the loop vectorizes: +1 for two-byte escapes, +5 for \u00XX.
-    let extra: usize = s
-        .as_bytes()
-        .chunks(255)
-        .map(|chunk| {
-            chunk
-                .iter()
-                .map(|&c| {
-                    let ctrl = c < 0x20;
-                    let short = matches!(c, b'\n' | b'\r' | b'\t' | 0x08 | 0x0c);
-                    let special = ctrl | (c == b'"') | (c == b'\\');
-                    u16::from(special) + 4 * u16::from(ctrl & !short)
-                })
-                .sum::<u16>() as usize
-        })
-        .sum();
+    // Branch-free per byte with byte-wide counters, so the loop vectorizes with as many lanes
+    // as possible: one count for bytes needing an escape (+1 each), one for those needing the
+    // long \u00XX form (+4 more). A chunk of 255 bytes cannot overflow a u8 counter.
+    let mut extra = 0usize;
+    for chunk in s.as_bytes().chunks(255) {
+        let (mut special, mut long) = (0u8, 0u8);
+        for &c in chunk {
+            let ctrl = c < 0x20;
+            let short = matches!(c, b'\n' | b'\r' | b'\t' | 0x08 | 0x0c);
+            special = special.wrapping_add(u8::from(ctrl | (c == b'"') | (c == b'\\')));
+            long = long.wrapping_add(u8::from(ctrl & !short));
+        }
+        extra += usize::from(special) + 4 * usize::from(long);
+    }
     s.len() + 2 + extra
 }
 
@@ -155,9 +195,19 @@ mod tests {
             json!(u64::MAX),
             json!(i64::MIN),
             json!(0.1),
+            json!("\u{1}\"\n\\é\u{1f}x".repeat(300)),
+            json!({"k\u{7}": ["a".repeat(600), {"x": [null, [1, {"y": "z"}]]}]}),
         ];
         for v in samples {
-            assert_eq!(json_size(&v), serde_json::to_vec(&v).unwrap().len(), "{v}");
+            let n = serde_json::to_vec(&v).unwrap().len();
+            assert_eq!(json_size(&v), n, "{v}");
+            for cap in 0..n + 2 {
+                let c = json_size_within(&v, cap);
+                assert!(
+                    if n <= cap { c == n } else { c > cap },
+                    "{v} cap {cap}: {c}"
+                );
+            }
         }
     }
 

@@ -198,12 +198,24 @@ fn cut_plain_text(
     kept.to_string()
 }
 
-/// Same as `str::lines().count()`, as a vectorizable byte count.
+/// Same as `str::lines().count()`. The whole text is counted even when only a budget's worth
+/// is kept, so the newlines are counted in byte-wide lanes (chunks of 255 cannot overflow).
 fn line_count(s: &str) -> usize {
     if s.is_empty() {
         return 0;
     }
-    s.bytes().filter(|b| *b == b'\n').count() + usize::from(!s.ends_with('\n'))
+    let newlines: usize = s
+        .as_bytes()
+        .chunks(255)
+        .map(|chunk| {
+            usize::from(
+                chunk
+                    .iter()
+                    .fold(0u8, |n, &b| n.wrapping_add(u8::from(b == b'\n'))),
+            )
+        })
+        .sum();
+    newlines + usize::from(!s.ends_with('\n'))
 }
 
 /// Markdown table rows in converted HTML (header rows count, separator lines do not).
@@ -211,4 +223,25 @@ pub fn table_rows(text: &str) -> usize {
     text.lines()
         .filter(|l| l.starts_with("| ") && !l.starts_with("| ---"))
         .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::line_count;
+
+    #[test]
+    fn line_count_matches_lines() {
+        for s in [
+            "",
+            "a",
+            "\n",
+            "a\n",
+            "a\nb",
+            "\n\n",
+            &"x\n".repeat(400),
+            &"\n".repeat(600),
+        ] {
+            assert_eq!(line_count(s), s.lines().count(), "{s:?}");
+        }
+    }
 }

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::context::ReductionPolicy;
 use crate::envelope::Cut;
-use crate::jsonsize::{json_size, str_json_size};
+use crate::jsonsize::{json_size, json_size_within, str_json_size};
 use crate::schema::SchemaNode;
 
 /// Room kept free for the marker block (and the structured marker object's handle) so the
@@ -77,7 +77,13 @@ pub fn reduce(inp: ReduceIn<'_>) -> Reduced {
         (_, s) => s,
     };
 
-    let sizes: Vec<usize> = inp.content.iter().map(|b| json_size(b.block)).collect();
+    // Content sizes are only ever compared with the budget (a block over it is cut, whatever
+    // its size), so they are measured up to the budget and no further.
+    let sizes: Vec<usize> = inp
+        .content
+        .iter()
+        .map(|b| json_size_within(b.block, inp.budget))
+        .collect();
     let c_size = sizes.iter().sum::<usize>() + 2 + sizes.len().saturating_sub(1);
     // An object's size is its fields' sizes plus its keys and punctuation; the fields'
     // sizes are kept for the fitter, which would otherwise walk the value again.
