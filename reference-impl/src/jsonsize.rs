@@ -110,8 +110,41 @@ impl std::io::Write for Counter {
     }
 }
 
+/// Extra bytes each byte costs inside a JSON string: 1 for a two-byte escape, 5 for \u00XX.
+static ESCAPE_EXTRA: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut c = 0;
+    while c < 0x20 {
+        t[c] = 5;
+        c += 1;
+    }
+    t[b'\n' as usize] = 1;
+    t[b'\r' as usize] = 1;
+    t[b'\t' as usize] = 1;
+    t[0x08] = 1;
+    t[0x0c] = 1;
+    t[b'"' as usize] = 1;
+    t[b'\\' as usize] = 1;
+    t
+};
+
 /// Size of `s` as a JSON string literal, quotes included.
+#[inline]
 pub fn str_json_size(s: &str) -> usize {
+    // Keys and most values are short: a table lookup per byte beats setting up the
+    // vectorized loop below.
+    if s.len() < 32 {
+        let extra: usize = s
+            .as_bytes()
+            .iter()
+            .map(|&c| usize::from(ESCAPE_EXTRA[usize::from(c)]))
+            .sum();
+        return s.len() + 2 + extra;
+    }
+    long_str_json_size(s)
+}
+
+fn long_str_json_size(s: &str) -> usize {
     // Branch-free per byte with byte-wide counters, so the loop vectorizes with as many lanes
     // as possible: one count for bytes needing an escape (+1 each), one for those needing the
     // long \u00XX form (+4 more). A chunk of 255 bytes cannot overflow a u8 counter.
@@ -131,11 +164,7 @@ pub fn str_json_size(s: &str) -> usize {
 
 #[inline]
 fn escape_extra(b: u8) -> usize {
-    match b {
-        b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
-        0..=0x1f => 5,
-        _ => 0,
-    }
+    usize::from(ESCAPE_EXTRA[usize::from(b)])
 }
 
 /// Largest byte index `i` on a char boundary such that `str_json_size(&s[..i]) <= max`.
@@ -196,6 +225,8 @@ mod tests {
             json!(i64::MIN),
             json!(0.1),
             json!("\u{1}\"\n\\é\u{1f}x".repeat(300)),
+            json!((0u8..=127).map(char::from).collect::<String>()),
+            json!((0u8..=31).map(char::from).collect::<String>()),
             json!({"k\u{7}": ["a".repeat(600), {"x": [null, [1, {"y": "z"}]]}]}),
         ];
         for v in samples {

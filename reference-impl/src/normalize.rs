@@ -576,7 +576,7 @@ impl<'c> Builder<'c> {
 
     /// Makes every entry a valid block and moves binary data out to artifacts.
     fn prepare_content(&mut self, r: &mut Value, ptr: &str) {
-        let Some(Value::Array(blocks)) = r.pointer_mut(ptr) else {
+        let Some(Value::Array(blocks)) = crate::pointer::get_mut(r, ptr) else {
             return;
         };
         for (i, b) in blocks.iter_mut().enumerate() {
@@ -627,14 +627,17 @@ impl<'c> Builder<'c> {
     }
 
     fn drop_mirrors(&mut self, r: &mut Value, content_ptr: &str, structured_ptr: &str) {
-        let hits = match (r.pointer(content_ptr), r.pointer(structured_ptr)) {
+        let hits = match (
+            crate::pointer::get(r, content_ptr),
+            crate::pointer::get(r, structured_ptr),
+        ) {
             (Some(Value::Array(c)), Some(s)) => mirror::find_mirrors(c, s),
             _ => return,
         };
         if hits.is_empty() {
             return;
         }
-        if let Some(Value::Array(c)) = r.pointer_mut(content_ptr) {
+        if let Some(Value::Array(c)) = crate::pointer::get_mut(r, content_ptr) {
             for i in hits.iter().rev() {
                 c.remove(*i);
             }
@@ -651,7 +654,7 @@ impl<'c> Builder<'c> {
         let blocks: &[Value] = src
             .content
             .as_deref()
-            .and_then(|p| full.pointer(p))
+            .and_then(|p| crate::pointer::get(&full, p))
             .and_then(Value::as_array)
             .map_or(&empty[..], Vec::as_slice);
         let base = src.content.clone().unwrap_or_default();
@@ -659,21 +662,26 @@ impl<'c> Builder<'c> {
         // HTML to text, on references: only converted blocks are new values.
         let mut html_cuts = Vec::new();
         let mut converted: Vec<Option<(Value, usize)>> = Vec::with_capacity(blocks.len());
+        let mut paths = Vec::with_capacity(blocks.len());
         for (i, b) in blocks.iter().enumerate() {
             let path = format!("{base}/{i}");
             converted.push(self.convert_html(b, &path, &mut html_cuts));
+            paths.push(path);
         }
         let inputs: Vec<BlockIn<'_>> = blocks
             .iter()
             .zip(&converted)
-            .enumerate()
-            .map(|(i, (b, c))| BlockIn {
+            .zip(paths)
+            .map(|((b, c), path)| BlockIn {
                 block: c.as_ref().map_or(b, |(v, _)| v),
-                path: format!("{base}/{i}"),
+                path,
                 html_rows_total: c.as_ref().map(|(_, rows)| *rows),
             })
             .collect();
-        let structured = src.structured.as_deref().and_then(|p| full.pointer(p));
+        let structured = src
+            .structured
+            .as_deref()
+            .and_then(|p| crate::pointer::get(&full, p));
         let reduced = budget::reduce(ReduceIn {
             content: inputs,
             structured,
@@ -723,6 +731,7 @@ impl<'c> Builder<'c> {
             }
             let bytes_kept_base = budget::payload_size(&content, structured.as_ref());
             let mut text = String::new();
+            let mut block = Value::Null;
             for verbose in [true, false] {
                 text = marker::marker_text(
                     &cuts,
@@ -732,12 +741,12 @@ impl<'c> Builder<'c> {
                     handle_note.as_deref(),
                     verbose,
                 );
-                let block = marker::marker_block(&text);
+                block = marker::marker_block(&text);
                 if bytes_kept_base + json_size(&block) < self.budget {
                     break;
                 }
             }
-            content.push(marker::marker_block(&text));
+            content.push(block);
             let head = marker::headline(&cuts).cloned();
             self.truncation = Some(Truncation {
                 items_kept: head.as_ref().map_or(0, |c| c.kept),
@@ -1040,7 +1049,11 @@ fn take_payload(
     src: &Sources,
     converted: Vec<Option<(Value, usize)>>,
 ) -> (Vec<Value>, Option<Value>) {
-    let content = match src.content.as_deref().and_then(|p| full.pointer_mut(p)) {
+    let content = match src
+        .content
+        .as_deref()
+        .and_then(|p| crate::pointer::get_mut(full, p))
+    {
         Some(Value::Array(blocks)) => blocks
             .iter_mut()
             .zip(converted)
@@ -1051,7 +1064,7 @@ fn take_payload(
     let structured = src
         .structured
         .as_deref()
-        .and_then(|p| full.pointer_mut(p))
+        .and_then(|p| crate::pointer::get_mut(full, p))
         .map(Value::take);
     (content, structured)
 }
@@ -1062,7 +1075,11 @@ fn clone_payload(
     src: &Sources,
     converted: &[Option<(Value, usize)>],
 ) -> (Vec<Value>, Option<Value>) {
-    let content = match src.content.as_deref().and_then(|p| full.pointer(p)) {
+    let content = match src
+        .content
+        .as_deref()
+        .and_then(|p| crate::pointer::get(full, p))
+    {
         Some(Value::Array(blocks)) => blocks
             .iter()
             .zip(converted)
@@ -1073,7 +1090,7 @@ fn clone_payload(
     let structured = src
         .structured
         .as_deref()
-        .and_then(|p| full.pointer(p))
+        .and_then(|p| crate::pointer::get(full, p))
         .cloned();
     (content, structured)
 }
