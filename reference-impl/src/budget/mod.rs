@@ -86,9 +86,16 @@ pub fn reduce(inp: ReduceIn<'_>) -> Reduced {
         .collect();
     let c_size = sizes.iter().sum::<usize>() + 2 + sizes.len().saturating_sub(1);
     // An object's size is its fields' sizes plus its keys and punctuation; the fields'
-    // sizes are kept for the fitter, which would otherwise walk the value again.
+    // sizes are kept for the fitter, which would otherwise walk the value again. Like the
+    // content's, they are measured only up to the budget: a large structured value is then
+    // not walked end to end just to learn that it does not fit. Where an exact size over the
+    // budget is reported (a marker, a dropped field), it is measured then.
     let field_sizes: Option<Vec<usize>> = match structured {
-        Some(Value::Object(m)) => Some(m.values().map(json_size).collect()),
+        Some(Value::Object(m)) => Some(
+            m.values()
+                .map(|v| json_size_within(v, inp.budget))
+                .collect(),
+        ),
         _ => None,
     };
     let s_size = match (structured, &field_sizes) {
@@ -96,7 +103,7 @@ pub fn reduce(inp: ReduceIn<'_>) -> Reduced {
             let keys: usize = m.keys().map(|k| str_json_size(k) + 1).sum();
             2 + m.len().saturating_sub(1) + keys + f.iter().sum::<usize>()
         }
-        _ => structured.map_or(0, json_size),
+        _ => structured.map_or(0, |s| json_size_within(s, inp.budget)),
     };
     let fits = c_size + s_size <= inp.budget;
 
@@ -131,6 +138,7 @@ pub fn reduce(inp: ReduceIn<'_>) -> Reduced {
     let s_budget = avail.saturating_sub(used);
 
     let mut structured_replaced = false;
+    let mut s_total = s_size;
     let structured = structured.map(|s| {
         let mut f = truncate::Fitter { cuts: &mut cuts };
         match f.fit_fields_sized(
@@ -146,7 +154,10 @@ pub fn reduce(inp: ReduceIn<'_>) -> Reduced {
             Some(v) => v,
             None => {
                 structured_replaced = true;
-                marker::structured_marker(s_size, Some(&"x".repeat(35)))
+                if s_size > inp.budget {
+                    s_total = json_size(s);
+                }
+                marker::structured_marker(s_total, Some(&"x".repeat(35)))
             }
         }
     });
@@ -167,7 +178,7 @@ pub fn reduce(inp: ReduceIn<'_>) -> Reduced {
             path: inp.structured_path.clone(),
             kind: crate::envelope::CutKind::ReplacedByMarker,
             kept: 0,
-            total: s_size as u64,
+            total: s_total as u64,
             unit: crate::envelope::Unit::Bytes,
         });
     }

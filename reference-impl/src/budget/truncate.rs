@@ -37,7 +37,8 @@ impl Fitter<'_> {
 
     /// As [`Fitter::fit`], with `field_sizes` (when `v` is an object) the sizes of its
     /// fields' values in map order, as the caller already walked them to size `v`: sizing a
-    /// large structured value twice cost as much as reading it.
+    /// large structured value twice cost as much as reading it. A size above `budget` may be
+    /// any value above it (the caller can stop measuring there); so may `known`.
     #[allow(clippy::too_many_arguments)]
     pub fn fit_fields_sized(
         &mut self,
@@ -132,6 +133,9 @@ impl Fitter<'_> {
             val: &'v Value,
             key_cost: usize,
             size: usize,
+            /// False when `size` came from the caller, who may have stopped counting above
+            /// the budget.
+            exact: bool,
             priority: bool,
             ident: bool,
             required: bool,
@@ -147,6 +151,7 @@ impl Fitter<'_> {
                     val: v,
                     key_cost: str_json_size(k) + 1,
                     size: field_sizes.map_or_else(|| json_size(v), |f| f[i]),
+                    exact: field_sizes.is_none(),
                     priority: ident || required,
                     ident,
                     required,
@@ -250,11 +255,17 @@ impl Fitter<'_> {
         }
         dropped.sort_unstable();
         for i in dropped {
+            let e = &entries[i];
+            let total = if e.exact || e.size <= budget {
+                e.size
+            } else {
+                json_size(e.val)
+            };
             self.cuts.push(Cut {
-                path: crate::pointer::join(path, entries[i].key),
+                path: crate::pointer::join(path, e.key),
                 kind: CutKind::FieldDropped,
                 kept: 0,
-                total: entries[i].size as u64,
+                total: total as u64,
                 unit: Unit::Bytes,
             });
         }
