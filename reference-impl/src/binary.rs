@@ -4,7 +4,7 @@
 //! reference with type, size and hash says what it is, and the handle gets the bytes back.
 
 use base64::Engine;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::envelope::ArtifactRef;
@@ -119,21 +119,22 @@ pub fn replacement_block(original: &Value, r: &ArtifactRef) -> Value {
         .next()
         .filter(|s| !s.is_empty())
         .map_or_else(|| format!("{ty} artifact"), str::to_string);
-    let mut block = Map::new();
-    block.insert("type".into(), json!("resource_link"));
-    block.insert("uri".into(), json!(uri));
-    block.insert("name".into(), json!(name));
+    // Values are moved in rather than built with json!(), which serializes (copies) each.
+    let mut block = Map::with_capacity(8);
+    block.insert("type".into(), Value::String("resource_link".into()));
+    block.insert("uri".into(), Value::String(uri));
+    block.insert("name".into(), Value::String(name));
     block.insert(
         "description".into(),
-        json!(format!(
+        Value::String(format!(
             "{ty} content ({} bytes) replaced by an artifact reference",
             r.size
         )),
     );
     if let Some(m) = &r.mime_type {
-        block.insert("mimeType".into(), json!(m));
+        block.insert("mimeType".into(), Value::String(m.clone()));
     }
-    block.insert("size".into(), json!(r.size));
+    block.insert("size".into(), Value::from(r.size));
     let annotations = original
         .get("annotations")
         .or_else(|| resource.and_then(|x| x.get("annotations")));

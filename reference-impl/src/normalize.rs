@@ -580,12 +580,13 @@ impl<'c> Builder<'c> {
             return;
         };
         for (i, b) in blocks.iter_mut().enumerate() {
-            let path = format!("{ptr}/{i}");
+            // Most blocks are neither invalid nor binary and need no path.
+            let path = || format!("{ptr}/{i}");
             if !crate::blocks::is_valid_block(b) {
                 let text = b.to_string();
                 *b = json!({"type": "text", "text": text});
                 self.transformations.push(Transformation {
-                    path,
+                    path: path(),
                     kind: TransformKind::InvalidBlockToText,
                     detail: Some("not a valid content block, kept as its JSON text".into()),
                     artifact: None,
@@ -618,7 +619,7 @@ impl<'c> Builder<'c> {
             };
             *b = binary::replacement_block(b, &aref);
             self.transformations.push(Transformation {
-                path,
+                path: path(),
                 kind: TransformKind::BinaryToArtifact,
                 detail: None,
                 artifact: Some(aref),

@@ -107,6 +107,8 @@ impl Store {
             });
         }
         let now = (self.clock)();
+        // Drawn before the lock is taken: nothing about it needs the lock.
+        let handle = new_handle();
         let mut inner = self.inner.lock().map_err(|_| StoreError::Poisoned)?;
         purge_expired(&mut inner, now);
         while inner.bytes + size > self.cap_bytes {
@@ -117,7 +119,6 @@ impl Store {
                 inner.bytes -= e.size;
             }
         }
-        let handle = new_handle();
         inner.order.push_back(handle.clone());
         inner.bytes += size;
         inner.entries.insert(
@@ -204,6 +205,36 @@ fn purge_expired(inner: &mut Inner, now: Instant) {
 
 /// 128 bits from the thread-local CSPRNG (ChaCha, OS-seeded): not guessable, not sequential.
 fn new_handle() -> String {
-    let bits: u128 = rand::rng().random();
-    format!("{HANDLE_PREFIX}{bits:032x}")
+    handle_text(rand::rng().random())
+}
+
+fn handle_text(bits: u128) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    // Same text as format!("{HANDLE_PREFIX}{bits:032x}"), without the formatting machinery.
+    let mut h = String::with_capacity(HANDLE_PREFIX.len() + 32);
+    h.push_str(HANDLE_PREFIX);
+    for b in bits.to_be_bytes() {
+        h.push(char::from(HEX[usize::from(b >> 4)]));
+        h.push(char::from(HEX[usize::from(b & 15)]));
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn handle_text_is_prefixed_padded_hex() {
+        for bits in [
+            0u128,
+            1,
+            0xabc,
+            u128::MAX,
+            0x0123_4567_89ab_cdef_fedc_ba98_7654_3210,
+        ] {
+            assert_eq!(
+                super::handle_text(bits),
+                format!("{}{bits:032x}", super::HANDLE_PREFIX)
+            );
+        }
+    }
 }
