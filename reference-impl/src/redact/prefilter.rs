@@ -351,45 +351,89 @@ mod simd {
         })
     }
 
-    #[inline(always)]
-    unsafe fn lane_sse2(p: *const u8) -> Masks {
-        // Macros, not closures: a closure is not always inlined, and then every comparison
-        // became a call.
-        macro_rules! is {
-            ($v:expr, $c:expr) => {
-                _mm_cmpeq_epi8($v, _mm_set1_epi8($c as i8))
-            };
-        }
-        macro_rules! bits {
-            ($x:expr) => {
-                u64::from(_mm_movemask_epi8($x) as u16)
-            };
-        }
-        // SAFETY: the caller hands 16 readable bytes at `p`.
-        unsafe {
-            let v = _mm_loadu_si128(p.cast());
-            // Unsigned range check: v is in '0'..='9' when clamping it there changes nothing.
-            let digit = _mm_and_si128(
-                _mm_cmpeq_epi8(_mm_max_epu8(v, _mm_set1_epi8(b'0' as i8)), v),
-                _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(b'9' as i8)), v),
-            );
-            let dash = is!(v, b'-');
-            let mut always = _mm_setzero_si128();
-            for c in ALWAYS_CHECKED {
-                always = _mm_or_si128(always, is!(v, c));
+    /// One lane's masks from 16 (SSE2) or 32 (AVX2) bytes at `p`: the same operations, with
+    /// each instruction set's names. Written with macros, not closures: a closure is not
+    /// always inlined, and then every comparison became a call.
+    macro_rules! lane {
+        (
+            $(#[$attr:meta])* $name:ident, $width:literal, $bits:ty,
+            $load:ident, $eq:ident, $splat:ident, $or:ident, $and:ident,
+            $max:ident, $min:ident, $zero:ident, $movemask:ident
+        ) => {
+            $(#[$attr])*
+            unsafe fn $name(p: *const u8) -> Masks {
+                macro_rules! is {
+                    ($v:expr, $c:expr) => {
+                        $eq($v, $splat($c as i8))
+                    };
+                }
+                macro_rules! bits {
+                    ($x:expr) => {
+                        u64::from($movemask($x) as $bits)
+                    };
+                }
+                // SAFETY: the caller hands `$width` readable bytes at `p`, and the instruction
+                // set (SSE2 is in every x86_64 target; AVX2 is the attribute's).
+                unsafe {
+                    let v = $load(p.cast());
+                    // Unsigned range check: v is in '0'..='9' when clamping it there changes
+                    // nothing.
+                    let digit = $and(
+                        $eq($max(v, $splat(b'0' as i8)), v),
+                        $eq($min(v, $splat(b'9' as i8)), v),
+                    );
+                    let dash = is!(v, b'-');
+                    let mut always = $zero();
+                    for c in ALWAYS_CHECKED {
+                        always = $or(always, is!(v, c));
+                    }
+                    Masks {
+                        digits: bits!(digit),
+                        separators: bits!($or(is!(v, b' '), dash)),
+                        triggers: bits!(always),
+                        after_letter: bits!($or(is!(v, b':'), is!(v, b'='))),
+                        not_between_digits: bits!($or(dash, is!(v, b'.'))),
+                        bees: bits!($or(is!(v, b'b'), is!(v, b'B'))),
+                        ees: bits!($or(is!(v, b'e'), is!(v, b'E'))),
+                        len: $width,
+                    }
+                }
             }
-            Masks {
-                digits: bits!(digit),
-                separators: bits!(_mm_or_si128(is!(v, b' '), dash)),
-                triggers: bits!(always),
-                after_letter: bits!(_mm_or_si128(is!(v, b':'), is!(v, b'='))),
-                not_between_digits: bits!(_mm_or_si128(dash, is!(v, b'.'))),
-                bees: bits!(_mm_or_si128(is!(v, b'b'), is!(v, b'B'))),
-                ees: bits!(_mm_or_si128(is!(v, b'e'), is!(v, b'E'))),
-                len: 16,
-            }
-        }
+        };
     }
+
+    lane!(
+        #[inline(always)]
+        lane_sse2,
+        16,
+        u16,
+        _mm_loadu_si128,
+        _mm_cmpeq_epi8,
+        _mm_set1_epi8,
+        _mm_or_si128,
+        _mm_and_si128,
+        _mm_max_epu8,
+        _mm_min_epu8,
+        _mm_setzero_si128,
+        _mm_movemask_epi8
+    );
+
+    lane!(
+        #[inline]
+        #[target_feature(enable = "avx2")]
+        lane_avx2,
+        32,
+        u32,
+        _mm256_loadu_si256,
+        _mm256_cmpeq_epi8,
+        _mm256_set1_epi8,
+        _mm256_or_si256,
+        _mm256_and_si256,
+        _mm256_max_epu8,
+        _mm256_min_epu8,
+        _mm256_setzero_si256,
+        _mm256_movemask_epi8
+    );
 
     /// [`super::may_match`] with AVX2 and `popcnt`.
     ///
@@ -411,42 +455,6 @@ mod simd {
         let p = block.as_ptr();
         // SAFETY: the two 32-byte lanes are the block's 64 bytes; loadu needs no alignment.
         opaque(unsafe { lane_avx2(p).joined(lane_avx2(p.add(32))) })
-    }
-
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    unsafe fn lane_avx2(p: *const u8) -> Masks {
-        macro_rules! is {
-            ($v:expr, $c:expr) => {
-                _mm256_cmpeq_epi8($v, _mm256_set1_epi8($c as i8))
-            };
-        }
-        macro_rules! bits {
-            ($x:expr) => {
-                u64::from(_mm256_movemask_epi8($x) as u32)
-            };
-        }
-        // SAFETY: the caller hands 32 readable bytes at `p`.
-        let v = unsafe { _mm256_loadu_si256(p.cast()) };
-        let digit = _mm256_and_si256(
-            _mm256_cmpeq_epi8(_mm256_max_epu8(v, _mm256_set1_epi8(b'0' as i8)), v),
-            _mm256_cmpeq_epi8(_mm256_min_epu8(v, _mm256_set1_epi8(b'9' as i8)), v),
-        );
-        let dash = is!(v, b'-');
-        let mut always = _mm256_setzero_si256();
-        for c in ALWAYS_CHECKED {
-            always = _mm256_or_si256(always, is!(v, c));
-        }
-        Masks {
-            digits: bits!(digit),
-            separators: bits!(_mm256_or_si256(is!(v, b' '), dash)),
-            triggers: bits!(always),
-            after_letter: bits!(_mm256_or_si256(is!(v, b':'), is!(v, b'='))),
-            not_between_digits: bits!(_mm256_or_si256(dash, is!(v, b'.'))),
-            bees: bits!(_mm256_or_si256(is!(v, b'b'), is!(v, b'B'))),
-            ees: bits!(_mm256_or_si256(is!(v, b'e'), is!(v, b'E'))),
-            len: 32,
-        }
     }
 }
 
