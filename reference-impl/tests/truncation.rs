@@ -355,3 +355,45 @@ fn content_and_structured_share_the_budget() {
     let t = env.meta.truncation.unwrap();
     assert!(t.cuts.len() >= 2);
 }
+
+/// The sizes a cut reports are exact even where reduction only measures up to the budget: a
+/// dropped field's total and a structured value replaced by a marker.
+#[test]
+fn dropped_field_total_is_exact() {
+    let schema =
+        json!({"type":"object","properties":{"data":{"anyOf":[{"type":"array"},{"type":"null"}]}}});
+    let data = rows(300);
+    let exact = serde_json::to_vec(&data).unwrap().len() as u64;
+    let env = norm_with(
+        rpc(json!({"content":[],"structuredContent":{"id":"x","data": data}})),
+        &ctx().with_schema(schema).with_budget(4096),
+    );
+    let t = env.meta.truncation.expect("cut");
+    let c = t
+        .cuts
+        .iter()
+        .find(|c| c.kind == CutKind::FieldDropped)
+        .expect("dropped");
+    assert_eq!(
+        (c.path.as_str(), c.total),
+        ("/structuredContent/data", exact)
+    );
+}
+
+#[test]
+fn replaced_by_marker_total_is_exact() {
+    let schema = json!({"type":"object","properties":{"rows":{"type":"array","minItems":900}},"required":["rows"]});
+    let s = json!({"rows": rows(900)});
+    let exact = serde_json::to_vec(&s).unwrap().len() as u64;
+    let env = norm_with(
+        rpc(json!({"content":[],"structuredContent": s})),
+        &ctx().with_schema(schema).with_budget(4096),
+    );
+    let t = env.meta.truncation.expect("cut");
+    let c = t
+        .cuts
+        .iter()
+        .find(|c| c.kind == CutKind::ReplacedByMarker)
+        .expect("marker");
+    assert_eq!(c.total, exact);
+}
