@@ -10,6 +10,8 @@ use serde_json::Value;
 
 use crate::envelope::InstructionFlag;
 
+mod prefilter;
+
 /// More flags than this add nothing for a reader; the count is still reported in the last one.
 pub const MAX_FLAGS: usize = 32;
 
@@ -71,7 +73,7 @@ const SHORTEST_MATCH: usize = 6;
 
 /// Scans one string; `path` is where it sits in the envelope.
 pub fn scan_str(s: &str, path: &str, out: &mut Vec<InstructionFlag>) {
-    if s.len() < SHORTEST_MATCH {
+    if s.len() < SHORTEST_MATCH || !prefilter::may_match(s) {
         return;
     }
     let (any, each) = rules();
