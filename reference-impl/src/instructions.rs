@@ -15,7 +15,9 @@ mod prefilter;
 /// More flags than this add nothing for a reader; the count is still reported in the last one.
 pub const MAX_FLAGS: usize = 32;
 
-const RULES: &[(&str, &str)] = &[
+/// The rules `prefilter` was built to cover, anchor by anchor: edit one and its test
+/// `the_rules_are_the_ones_the_anchors_cover` fails until the prefilter covers it again.
+pub(crate) const RULES: &[(&str, &str)] = &[
     (
         "override_instructions",
         r"(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|the\s+|your\s+|of\s+)*(?:previous|prior|above|earlier|preceding|system|original)\s+(?:instructions?|prompts?|messages?|directions?|rules|guidelines|context)",

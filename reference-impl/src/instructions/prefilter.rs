@@ -378,10 +378,70 @@ mod tests {
         &rules().0
     }
 
-    /// Every path the scan can take here: [`may_match`] (with AVX2 if this CPU has it, else
-    /// always `true`), and the scan with the bytewise candidates.
+    /// Every path the scan can take here: [`may_match`] with AVX2, and the scan with the
+    /// bytewise candidates. Without AVX2 `may_match` passes every string (the pattern then
+    /// scans it, as before the prefilter), so only the bytewise scan can be held to more, and
+    /// it stands in for both: the tests then hold on any machine.
     fn all_scans(s: &str) -> [bool; 2] {
-        [may_match(s), scan(s.as_bytes(), candidates_scalar)]
+        let bytewise = scan(s.as_bytes(), candidates_scalar);
+        if has_avx2() {
+            [may_match(s), bytewise]
+        } else {
+            assert!(may_match(s), "without AVX2 every string may match");
+            [bytewise, bytewise]
+        }
+    }
+
+    fn has_avx2() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            std::is_x86_feature_detected!("avx2")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    }
+
+    /// The rules as this prefilter's table was made for them. Edit a rule and this fails: the
+    /// anchors and checks above must then be made to cover it again (and the copy updated).
+    #[test]
+    fn the_rules_are_the_ones_the_anchors_cover() {
+        let covered: &[(&str, &str)] = &[
+            (
+                "override_instructions",
+                r"(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|the\s+|your\s+|of\s+)*(?:previous|prior|above|earlier|preceding|system|original)\s+(?:instructions?|prompts?|messages?|directions?|rules|guidelines|context)",
+            ),
+            (
+                "new_instructions",
+                r"(?:new|updated|real)\s+(?:system\s+)?instructions?\s*:",
+            ),
+            (
+                "role_reassignment",
+                r"you\s+are\s+now\s+(?:a|an|the|in|dan)\b",
+            ),
+            (
+                "role_spoofing",
+                r"<\s*/?\s*(?:system|instructions?|im_start|im_end)\s*>|<\|im_start\|>|\[/?INST\]|(?:^|\n)\s*(?:system|assistant)\s*:\s",
+            ),
+            (
+                "concealment",
+                r"(?:do\s+not|don't|never)\s+(?:tell|inform|mention\s+(?:this\s+)?to|reveal\s+(?:this\s+)?to)\s+the\s+user",
+            ),
+            (
+                "prompt_exfiltration",
+                r"(?:reveal|print|output|show|repeat)\s+(?:me\s+)?(?:your|the)\s+(?:system\s+prompt|hidden\s+instructions|initial\s+instructions)",
+            ),
+            (
+                "data_exfiltration",
+                r"(?:send|post|upload|forward|email)\s+(?:all\s+|the\s+|your\s+|any\s+)*(?:credentials|secrets|api\s+keys?|tokens?|passwords?|conversation|chat\s+history)\s+to",
+            ),
+            (
+                "tool_directive",
+                r"(?:you\s+must|immediately|now)\s+(?:call|invoke|run|execute|use)\s+(?:the\s+)?(?:tool|function|command)",
+            ),
+        ];
+        assert_eq!(crate::instructions::RULES, covered);
     }
 
     /// Whenever the combined pattern matches `s` after `n` bytes of `pad`, every path passes.
@@ -398,6 +458,11 @@ mod tests {
     /// triggers, and the letters that fold to ASCII.
     const NEAR_ANCHORS: &[&str] = &[
         " ",
+        "\r",
+        "\u{b}",
+        "\u{85}",
+        "\u{1680}",
+        "\u{2003}",
         "  ",
         "\t",
         "\n",
