@@ -403,45 +403,21 @@ mod tests {
         }
     }
 
-    /// The rules as this prefilter's table was made for them. Edit a rule and this fails: the
-    /// anchors and checks above must then be made to cover it again (and the copy updated).
+    /// The rules as this prefilter's table was made for them, by a fingerprint (FNV-1a over
+    /// every kind and pattern). Edit a rule and this fails: make the anchors and checks above
+    /// cover it again, then put the new fingerprint here.
     #[test]
     fn the_rules_are_the_ones_the_anchors_cover() {
-        let covered: &[(&str, &str)] = &[
-            (
-                "override_instructions",
-                r"(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|the\s+|your\s+|of\s+)*(?:previous|prior|above|earlier|preceding|system|original)\s+(?:instructions?|prompts?|messages?|directions?|rules|guidelines|context)",
-            ),
-            (
-                "new_instructions",
-                r"(?:new|updated|real)\s+(?:system\s+)?instructions?\s*:",
-            ),
-            (
-                "role_reassignment",
-                r"you\s+are\s+now\s+(?:a|an|the|in|dan)\b",
-            ),
-            (
-                "role_spoofing",
-                r"<\s*/?\s*(?:system|instructions?|im_start|im_end)\s*>|<\|im_start\|>|\[/?INST\]|(?:^|\n)\s*(?:system|assistant)\s*:\s",
-            ),
-            (
-                "concealment",
-                r"(?:do\s+not|don't|never)\s+(?:tell|inform|mention\s+(?:this\s+)?to|reveal\s+(?:this\s+)?to)\s+the\s+user",
-            ),
-            (
-                "prompt_exfiltration",
-                r"(?:reveal|print|output|show|repeat)\s+(?:me\s+)?(?:your|the)\s+(?:system\s+prompt|hidden\s+instructions|initial\s+instructions)",
-            ),
-            (
-                "data_exfiltration",
-                r"(?:send|post|upload|forward|email)\s+(?:all\s+|the\s+|your\s+|any\s+)*(?:credentials|secrets|api\s+keys?|tokens?|passwords?|conversation|chat\s+history)\s+to",
-            ),
-            (
-                "tool_directive",
-                r"(?:you\s+must|immediately|now)\s+(?:call|invoke|run|execute|use)\s+(?:the\s+)?(?:tool|function|command)",
-            ),
-        ];
-        assert_eq!(crate::instructions::RULES, covered);
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for (kind, pattern) in crate::instructions::RULES {
+            for b in kind.bytes().chain([0]).chain(pattern.bytes()).chain([0]) {
+                h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        assert_eq!(
+            h, 0x5ae1_7462_6531_ccde,
+            "the rules changed: see this test's comment"
+        );
     }
 
     /// Whenever the combined pattern matches `s` after `n` bytes of `pad`, every path passes.
