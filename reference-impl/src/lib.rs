@@ -49,6 +49,8 @@ pub mod instructions;
 pub mod jsonsize;
 pub mod mirror;
 mod normalize;
+#[cfg(target_arch = "x86_64")]
+mod opaque;
 pub mod pointer;
 pub mod redact;
 pub mod schema;

@@ -289,22 +289,7 @@ mod simd {
     use std::arch::x86_64::*;
 
     use super::{READ, TABLES};
-
-    /// Hides the mask's making from the optimizer, as the redaction prefilter's masks are:
-    /// LLVM can otherwise move the bit operations the scan applies back into the vector
-    /// domain a byte at a time. An empty `asm!` costs nothing and cannot be seen through.
-    #[inline(always)]
-    fn opaque(mut m: u64) -> u64 {
-        // SAFETY: the template is empty: the value is left in its register untouched.
-        unsafe {
-            std::arch::asm!(
-                "/* {0} */",
-                inout(reg) m,
-                options(pure, nomem, nostack, preserves_flags)
-            );
-        }
-        m
-    }
+    use crate::opaque::opaque;
 
     /// [`super::may_match`] with AVX2.
     ///

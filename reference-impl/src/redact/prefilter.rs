@@ -312,38 +312,28 @@ mod simd {
 
     use super::{ALWAYS_CHECKED, BLOCK, Masks};
 
-    /// Hides the masks' making from the optimizer. Seeing the byte comparisons behind the
-    /// shifts and ands that the scan applies to the masks, LLVM moved those operations back
-    /// into the vector domain, one byte at a time (`vpextrb`, `vpinsrb`): the scan ran at 0.4
-    /// GB/s instead of 3.5. An empty `asm!` per mask costs nothing and cannot be seen through.
+    /// Each mask through [`crate::opaque::opaque`], so the optimizer does not rebuild the
+    /// scan's bit operations in vector registers.
     #[inline(always)]
-    fn opaque(mut m: Masks) -> Masks {
-        for mask in [
-            &mut m.digits,
-            &mut m.separators,
-            &mut m.triggers,
-            &mut m.after_letter,
-            &mut m.not_between_digits,
-            &mut m.bees,
-            &mut m.ees,
-        ] {
-            // SAFETY: the template is empty: the value is left in its register untouched.
-            unsafe {
-                std::arch::asm!(
-                    "/* {0} */",
-                    inout(reg) * mask,
-                    options(pure, nomem, nostack, preserves_flags)
-                );
-            }
+    fn opaque_masks(m: Masks) -> Masks {
+        use crate::opaque::opaque;
+        Masks {
+            digits: opaque(m.digits),
+            separators: opaque(m.separators),
+            triggers: opaque(m.triggers),
+            after_letter: opaque(m.after_letter),
+            not_between_digits: opaque(m.not_between_digits),
+            bees: opaque(m.bees),
+            ees: opaque(m.ees),
+            len: m.len,
         }
-        m
     }
 
     /// SSE2 is part of every x86_64 target, so this needs no check.
     pub(super) fn masks_sse2(block: &[u8; BLOCK]) -> Masks {
         let p = block.as_ptr();
         // SAFETY: the four 16-byte lanes are the block's 64 bytes; loadu needs no alignment.
-        opaque(unsafe {
+        opaque_masks(unsafe {
             lane_sse2(p)
                 .joined(lane_sse2(p.add(16)))
                 .joined(lane_sse2(p.add(32)))
@@ -454,7 +444,7 @@ mod simd {
     pub(super) unsafe fn masks_avx2(block: &[u8; BLOCK]) -> Masks {
         let p = block.as_ptr();
         // SAFETY: the two 32-byte lanes are the block's 64 bytes; loadu needs no alignment.
-        opaque(unsafe { lane_avx2(p).joined(lane_avx2(p.add(32))) })
+        opaque_masks(unsafe { lane_avx2(p).joined(lane_avx2(p.add(32))) })
     }
 }
 
