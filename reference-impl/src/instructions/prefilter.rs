@@ -66,6 +66,30 @@ const ANCHORS: [&[u8]; 19] = [
     b"assistant",
 ];
 
+/// For each ASCII letter, the anchors that start with it (at most three, then zeros), each
+/// as its three-byte prefix in the low bytes of a `u32` and its index into [`ANCHORS`] in the
+/// high byte: a candidate's prefix is compared with those few in one step each. (Written as
+/// a search of `ANCHORS` itself, the compiler unrolled it into about a hundred comparisons
+/// made for every candidate.)
+const BY_FIRST_LETTER: [[u32; 3]; 26] = by_first_letter();
+
+const fn by_first_letter() -> [[u32; 3]; 26] {
+    let mut t = [[0; 3]; 26];
+    let mut k = 0;
+    while k < ANCHORS.len() {
+        let a = ANCHORS[k];
+        let letter = (a[0] - b'a') as usize;
+        let mut slot = 0;
+        while t[letter][slot] != 0 {
+            slot += 1;
+            assert!(slot < 3, "more than three anchors share a first letter");
+        }
+        t[letter][slot] = u32::from_le_bytes([a[0], a[1], a[2], k as u8]);
+        k += 1;
+    }
+    t
+}
+
 /// Single bytes that are looked at: tags, `[INST]`, and the first bytes of `ſ` and `K`.
 #[cfg(test)]
 const TRIGGERS: [u8; 4] = [b'<', b'[', 0xC5, 0xE2];
@@ -209,12 +233,16 @@ fn passes(b: &[u8], i: usize) -> bool {
             let Some(&[c0, c1, c2]) = b.get(i..i + 3) else {
                 return false;
             };
-            let prefix = [c0 | 0x20, c1 | 0x20, c2 | 0x20];
-            ANCHORS.iter().any(|a| {
-                a[..3] == prefix
-                    && starts_folded(&b[i..], a)
-                    && anchor_passes(a, &b[..i], &b[i + a.len()..])
-            })
+            // `c | 0x20` is a lowercase letter exactly when `c` is an ASCII letter.
+            let Some(first) = (c0 | 0x20).checked_sub(b'a').filter(|&l| l < 26) else {
+                return false;
+            };
+            let prefix = u32::from_le_bytes([c0 | 0x20, c1 | 0x20, c2 | 0x20, 0]);
+            BY_FIRST_LETTER[usize::from(first)]
+                .iter()
+                .filter(|&&entry| entry & 0x00FF_FFFF == prefix)
+                .map(|&entry| ANCHORS[(entry >> 24) as usize])
+                .any(|a| starts_folded(&b[i..], a) && anchor_passes(a, &b[..i], &b[i + a.len()..]))
         }
     }
 }
@@ -278,8 +306,10 @@ fn word_before(s: &[u8], words: &[&[u8]]) -> bool {
             .any(|w| s.len() >= w.len() && s[s.len() - w.len()..].eq_ignore_ascii_case(w))
 }
 
+/// Byte by byte, stopping at the first difference: the slice method compares whole words
+/// and cost several times more on the short mismatches most candidates are.
 fn starts_folded(s: &[u8], word: &[u8]) -> bool {
-    s.len() >= word.len() && s[..word.len()].eq_ignore_ascii_case(word)
+    s.len() >= word.len() && s.iter().zip(word).all(|(a, w)| a.eq_ignore_ascii_case(w))
 }
 
 /// The same candidates 32 bytes at a time: a nibble lookup (`vpshufb`) per nibble and byte
