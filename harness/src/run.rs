@@ -234,6 +234,30 @@ pub(crate) async fn drive_items<'c>(
     items: Vec<(&'c LoadedCase, String)>,
     report: &mut dyn FnMut(CaseResult),
 ) -> Driven<'c> {
+    let run_case = move |case: LoadedCase,
+                         route: String,
+                         profile: Profile,
+                         target: Arc<Target>,
+                         timeout| async move {
+        run_one(&case, &route, &profile, shape, &target, timeout).await
+    };
+    drive_items_with(plan, shape, target, items, report, run_case).await
+}
+
+/// [`drive_items`] with the per-case runner given: a test can hand it one that panics, the only
+/// way to reach the report of a case whose task failed.
+async fn drive_items_with<'c, R, F>(
+    plan: &RunPlan<'_>,
+    shape: Shape,
+    target: &Arc<Target>,
+    items: Vec<(&'c LoadedCase, String)>,
+    report: &mut dyn FnMut(CaseResult),
+    run_case: R,
+) -> Driven<'c>
+where
+    R: Fn(LoadedCase, String, Profile, Arc<Target>, Duration) -> F + Clone + Send + 'static,
+    F: std::future::Future<Output = CaseResult> + Send + 'static,
+{
     let cases: Vec<&LoadedCase> = items.iter().map(|(case, _)| *case).collect();
     // Each case takes its permit here, in the order of `items`, before its task exists: a task
     // that waited for its own permit got it in whatever order the runtime first polled the
@@ -287,12 +311,13 @@ pub(crate) async fn drive_items<'c>(
             .map(Duration::from_millis)
             .unwrap_or(plan.case_timeout);
         let started = (index, route.clone());
+        let run_case = run_case.clone();
         let task = tasks.spawn(async move {
             let _permit = permit;
             if target.gone().is_some() {
                 return (index, route, None);
             }
-            let result = run_one(&case, &route, &profile, shape, &target, timeout).await;
+            let result = run_case(case, route.clone(), profile, target, timeout).await;
             (index, route, Some(result))
         });
         running.insert(task.id(), started);
@@ -601,5 +626,237 @@ fn north_value(exchange: &Exchange) -> Option<Value> {
         Exchange::Malformed { raw, .. } => Some(Value::String(preview(raw))),
         Exchange::Closed { detail } => Some(Value::String(format!("(closed: {detail})"))),
         Exchange::Timeout => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::path::Path;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use relaycheck_model::{Outcome, Shape};
+    use tokio::sync::Semaphore;
+
+    use super::{RunPlan, drive_items_with};
+    use crate::catalogue::{Catalogue, LoadedCase};
+    use crate::profile::Profile;
+    use crate::result::CaseResult;
+    use crate::target::Target;
+
+    /// What a case of the panic test does when it runs.
+    #[derive(Clone, Copy, PartialEq, Debug)]
+    enum Role {
+        /// Ends at once.
+        Early,
+        /// Waits until every early case is reported and as many late cases as can run beside
+        /// it have started, then panics.
+        Panics,
+        /// Starts, then waits until the panic is reported (or 2 s): still running when it is.
+        Late,
+    }
+
+    const PANIC: &str = "the test's case runner blew up";
+
+    /// A different outcome for neighbouring cases, so a result reported under the wrong case
+    /// shows.
+    fn outcome_of(index: usize) -> Outcome {
+        [Outcome::Pass, Outcome::Fail, Outcome::Observed][index % 3]
+    }
+
+    /// Drives early cases, one that panics, and late ones, `jobs` at a time, and checks every
+    /// item is reported exactly once: the panicking one as an error naming the panic, after
+    /// every early one and before any late one, the rest with their own outcomes.
+    async fn one_case_panics(jobs: usize) {
+        let catalogue =
+            Catalogue::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs")).unwrap();
+        let profile = Profile::load("reference").unwrap();
+        let cases: Vec<&LoadedCase> = catalogue.cases.iter().take(6).collect();
+        assert_eq!(cases.len(), 6, "the catalogue has cases to borrow");
+        // The panicking case also runs on a second route, early, so its report must name the
+        // route whose task failed.
+        let plan_items: Vec<(&LoadedCase, &str, Role)> = vec![
+            (cases[0], "flat", Role::Early),
+            (cases[1], "flat", Role::Early),
+            (cases[2], "nested", Role::Early),
+            (cases[2], "flat", Role::Panics),
+            (cases[3], "flat", Role::Late),
+            (cases[4], "flat", Role::Late),
+            (cases[5], "flat", Role::Late),
+        ];
+        let roles: Arc<HashMap<(String, String), (usize, Role)>> = Arc::new(
+            plan_items
+                .iter()
+                .enumerate()
+                .map(|(index, (case, route, role))| {
+                    ((case.spec.id.clone(), route.to_string()), (index, *role))
+                })
+                .collect(),
+        );
+        let count = |wanted: Role| plan_items.iter().filter(|i| i.2 == wanted).count();
+        let (early, late) = (count(Role::Early), count(Role::Late));
+        let late_beside = late.min(jobs - 1);
+        let early_reported = Arc::new(Semaphore::new(0));
+        let late_started = Arc::new(Semaphore::new(0));
+        let panic_reported = Arc::new(Semaphore::new(0));
+
+        let run_case = {
+            let (roles, early_reported, late_started, panic_reported) = (
+                roles.clone(),
+                early_reported.clone(),
+                late_started.clone(),
+                panic_reported.clone(),
+            );
+            move |case: LoadedCase, route: String, _: Profile, _: Arc<Target>, _: Duration| {
+                let (roles, early_reported, late_started, panic_reported) = (
+                    roles.clone(),
+                    early_reported.clone(),
+                    late_started.clone(),
+                    panic_reported.clone(),
+                );
+                async move {
+                    let (index, role) = roles[&(case.spec.id.clone(), route.clone())];
+                    match role {
+                        Role::Early => {}
+                        Role::Panics => {
+                            let _ = early_reported.acquire_many(early as u32).await.unwrap();
+                            let _ = late_started.acquire_many(late_beside as u32).await.unwrap();
+                            panic!("{PANIC}");
+                        }
+                        Role::Late => {
+                            late_started.add_permits(1);
+                            // Not for ever: when the panic is never reported, the test should
+                            // say so, not wait out its timeout.
+                            let reported = panic_reported.acquire();
+                            let _ = tokio::time::timeout(Duration::from_secs(2), reported).await;
+                        }
+                    }
+                    CaseResult::without_run(
+                        &case,
+                        &route,
+                        Shape::V2025_11_25,
+                        outcome_of(index),
+                        format!("ran {index}"),
+                    )
+                }
+            }
+        };
+
+        let mut reported: Vec<CaseResult> = Vec::new();
+        let mut report = |result: CaseResult| {
+            match roles.get(&(result.case.clone(), result.route.clone())) {
+                Some((_, Role::Early)) => early_reported.add_permits(1),
+                Some((_, Role::Panics)) => panic_reported.add_permits(late),
+                _ => {}
+            }
+            reported.push(result);
+        };
+        let workdir = std::env::temp_dir().join("relaycheck-run-tests-never-written");
+        let plan = RunPlan {
+            catalogue: &catalogue,
+            profile: &profile,
+            shapes: vec![Shape::V2025_11_25],
+            forced: false,
+            cases: Vec::new(),
+            jobs,
+            canary_cmd: Vec::new(),
+            relaycheck: "relaycheck".into(),
+            workdir: workdir.clone(),
+            case_timeout: Duration::from_secs(5),
+            mutant: None,
+        };
+        let target = Arc::new(Target::without_process(workdir).await);
+        let items: Vec<(&LoadedCase, String)> = plan_items
+            .iter()
+            .map(|(case, route, _)| (*case, route.to_string()))
+            .collect();
+        let driven = tokio::time::timeout(
+            Duration::from_secs(30),
+            drive_items_with(
+                &plan,
+                Shape::V2025_11_25,
+                &target,
+                items,
+                &mut report,
+                run_case,
+            ),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("drive_items did not return (jobs {jobs})"));
+        assert!(driven.untouched.is_empty() && driven.touched.is_empty());
+
+        let summary: Vec<String> = reported
+            .iter()
+            .map(|r| format!("{} {} {:?}: {}", r.case, r.route, r.outcome, r.message))
+            .collect();
+        assert_eq!(
+            reported.len(),
+            plan_items.len(),
+            "jobs {jobs}: {summary:#?}"
+        );
+        let mut panic_at = None;
+        let mut positions = Vec::new();
+        for (index, (case, route, role)) in plan_items.iter().enumerate() {
+            let found: Vec<usize> = reported
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.case == case.spec.id && r.route == *route)
+                .map(|(at, _)| at)
+                .collect();
+            let [at] = found[..] else {
+                panic!(
+                    "jobs {jobs}: {} on {route} reported {} times: {summary:#?}",
+                    case.spec.id,
+                    found.len()
+                );
+            };
+            let result = &reported[at];
+            assert_eq!(result.shape, Shape::V2025_11_25);
+            if *role == Role::Panics {
+                assert_eq!(result.outcome, Outcome::Error, "jobs {jobs}: {summary:#?}");
+                assert!(
+                    result
+                        .message
+                        .starts_with("the runner's task for this case failed: ")
+                        && result
+                            .message
+                            .contains(&format!("panicked with message {PANIC:?}")),
+                    "jobs {jobs}: {}",
+                    result.message
+                );
+                panic_at = Some(at);
+            } else {
+                assert_eq!(
+                    result.outcome,
+                    outcome_of(index),
+                    "jobs {jobs}: {summary:#?}"
+                );
+                assert_eq!(result.message, format!("ran {index}"));
+            }
+            positions.push((at, *role));
+        }
+        let panic_at = panic_at.unwrap();
+        for (at, role) in positions {
+            match role {
+                Role::Early => assert!(at < panic_at, "jobs {jobs}: {summary:#?}"),
+                Role::Late => assert!(at > panic_at, "jobs {jobs}: {summary:#?}"),
+                Role::Panics => {}
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_case_whose_task_panics_is_reported_once_as_an_error_one_job_at_a_time() {
+        one_case_panics(1).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_case_whose_task_panics_is_reported_once_as_an_error_among_parallel_jobs() {
+        // 2 and 3: late cases run beside the panicking one and wait for a permit after it;
+        // 16: every case starts at once.
+        for jobs in [2, 3, 16] {
+            one_case_panics(jobs).await;
+        }
     }
 }

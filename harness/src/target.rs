@@ -119,6 +119,32 @@ impl Target {
     pub fn stderr_path(&self) -> PathBuf {
         self.workdir.join("target.stderr.log")
     }
+
+    /// A target with no process, for tests of the runner's bookkeeping that give it a runner
+    /// of their own and so never call it. Its session speaks a stateless shape, so opening it
+    /// sends nothing, to an address nothing is asked at; it is never gone.
+    #[cfg(test)]
+    pub(crate) async fn without_process(workdir: PathBuf) -> Target {
+        let north = North::Http {
+            client: HttpClient::new("http://127.0.0.1:9/mcp").expect("an HTTP client"),
+            session_id: std::sync::Mutex::new(None),
+            headers: Vec::new(),
+        };
+        let session = Session::open(north, Shape::V2026_07_28, Duration::from_millis(1))
+            .await
+            .expect("a stateless session opens without a request");
+        Target {
+            session: std::sync::Arc::new(session),
+            observations: ObservationLog::new(&workdir.join("canary.jsonl")),
+            workdir,
+            side_channels: BTreeMap::new(),
+            gateway: None,
+            canaries: Vec::new(),
+            upstream_logs: BTreeMap::new(),
+            watcher: None,
+            exit: std::sync::Arc::new(std::sync::Mutex::new(None)),
+        }
+    }
 }
 
 /// A stdio target started with its pipes left to the caller: no handshake, no probe. The
