@@ -213,7 +213,33 @@ fn candidates_scalar(block: &[u8; READ]) -> u64 {
 }
 
 /// Whether the candidate at `i` is an anchor or trigger with what its rule needs beside it.
+///
+/// Inlined into the scan: most candidates are no anchor (the nibbles of a group's members
+/// mix) and are ruled out by their first three bytes, case folded, at the cost of a table
+/// lookup. Only the rest pay for a call.
+#[inline(always)]
 fn passes(b: &[u8], i: usize) -> bool {
+    let Some(&[c0, c1, c2]) = b.get(i..i + 3) else {
+        return matches!(b[i], b'<' | b'[' | 0xC5 | 0xE2) && trigger_passes(b, i);
+    };
+    // `c | 0x20` is a lowercase letter exactly when `c` is an ASCII letter.
+    let Some(first) = (c0 | 0x20).checked_sub(b'a').filter(|&l| l < 26) else {
+        return trigger_passes(b, i);
+    };
+    let prefix = u32::from_le_bytes([c0 | 0x20, c1 | 0x20, c2 | 0x20, 0]);
+    // No two anchors share a prefix, so at most one entry matches.
+    match BY_FIRST_LETTER[usize::from(first)]
+        .iter()
+        .find(|&&entry| entry & 0x00FF_FFFF == prefix)
+    {
+        Some(&entry) => anchor_at_passes(b, i, ANCHORS[(entry >> 24) as usize]),
+        None => false,
+    }
+}
+
+/// [`passes`] for a candidate that is no letter: one of the triggers, or nothing.
+#[inline(never)]
+fn trigger_passes(b: &[u8], i: usize) -> bool {
     let after = &b[i + 1..];
     match b[i] {
         b'<' => {
@@ -227,24 +253,14 @@ fn passes(b: &[u8], i: usize) -> bool {
         }
         0xC5 => after.first() == Some(&0xBF),
         0xE2 => after.starts_with(&[0x84, 0xAA]),
-        // Most candidates are no anchor: the nibbles of a group's members mix. Their first
-        // three bytes, case folded, rule out all but at most one anchor at once.
-        _ => {
-            let Some(&[c0, c1, c2]) = b.get(i..i + 3) else {
-                return false;
-            };
-            // `c | 0x20` is a lowercase letter exactly when `c` is an ASCII letter.
-            let Some(first) = (c0 | 0x20).checked_sub(b'a').filter(|&l| l < 26) else {
-                return false;
-            };
-            let prefix = u32::from_le_bytes([c0 | 0x20, c1 | 0x20, c2 | 0x20, 0]);
-            BY_FIRST_LETTER[usize::from(first)]
-                .iter()
-                .filter(|&&entry| entry & 0x00FF_FFFF == prefix)
-                .map(|&entry| ANCHORS[(entry >> 24) as usize])
-                .any(|a| starts_folded(&b[i..], a) && anchor_passes(a, &b[..i], &b[i + a.len()..]))
-        }
+        _ => false,
     }
+}
+
+/// [`passes`] for a candidate whose first three bytes are `anchor`'s.
+#[inline(never)]
+fn anchor_at_passes(b: &[u8], i: usize, anchor: &[u8]) -> bool {
+    starts_folded(&b[i..], anchor) && anchor_passes(anchor, &b[..i], &b[i + anchor.len()..])
 }
 
 /// Whether what stands before and after an anchor is what its rule needs.
