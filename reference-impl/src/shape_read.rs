@@ -31,11 +31,20 @@ pub fn unwrap(body: Value) -> Unwrapped {
             body: Body::Result(body),
         };
     };
-    let is_response = m.contains_key("jsonrpc")
-        || (m.contains_key("id") && (m.contains_key("result") || m.contains_key("error")));
+    // A response has a handful of members: looked at in one pass, without hashing a key.
+    let has = |key: &str| m.keys().any(|k| k == key);
+    let is_response = has("jsonrpc") || (has("id") && (has("result") || has("error")));
     if is_response {
-        let id = m.remove("id");
-        let body = match (m.remove("error"), m.remove("result")) {
+        let (mut id, mut error, mut result) = (None, None, None);
+        for (k, v) in m {
+            match k.as_str() {
+                "id" => id = Some(v),
+                "error" => error = Some(v),
+                "result" => result = Some(v),
+                _ => {}
+            }
+        }
+        let body = match (error, result) {
             (Some(e), _) if !e.is_null() => Body::Error(e),
             (_, Some(r)) => Body::Result(r),
             _ => Body::Missing,
