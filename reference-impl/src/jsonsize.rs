@@ -15,6 +15,36 @@ pub fn json_size(v: &Value) -> usize {
 /// otherwise some value above `cap` (the walk stops there). A long text block over the
 /// budget is then never scanned for escapes just to learn it does not fit.
 pub fn json_size_within(v: &Value, cap: usize) -> usize {
+    walk_within(v, cap, leaf_size, str_json_size)
+}
+
+/// An upper bound of [`json_size`] if that bound is at most `cap`, otherwise some value above
+/// `cap`. Strings are counted as if every byte took the longest escape (`\u00XX`), so nothing
+/// is scanned: a small result is known to fit its budget from its strings' lengths alone.
+pub fn json_size_bound_within(v: &Value, cap: usize) -> usize {
+    walk_within(v, cap, leaf_bound, str_json_bound)
+}
+
+fn str_json_bound(s: &str) -> usize {
+    s.len().saturating_mul(6).saturating_add(2)
+}
+
+#[inline]
+fn leaf_bound(v: &Value, room: usize) -> Option<usize> {
+    match v {
+        Value::String(s) => Some(str_json_bound(s)),
+        other => leaf_size(other, room),
+    }
+}
+
+/// The walk of [`json_size_within`], with how a scalar and a key are sized given.
+#[inline(always)]
+fn walk_within(
+    v: &Value,
+    cap: usize,
+    leaf: impl Fn(&Value, usize) -> Option<usize>,
+    key: impl Fn(&str) -> usize,
+) -> usize {
     // Scalars are sized where they are met, so only containers go through the stack (and a
     // value without nested containers never allocates it).
     let mut total = 0usize;
@@ -25,7 +55,7 @@ pub fn json_size_within(v: &Value, cap: usize) -> usize {
             Value::Array(a) => {
                 total = total.saturating_add(2 + a.len().saturating_sub(1));
                 for x in a {
-                    match leaf_size(x, cap.saturating_sub(total)) {
+                    match leaf(x, cap.saturating_sub(total)) {
                         Some(n) => total = total.saturating_add(n),
                         None => stack.push(x),
                     }
@@ -37,8 +67,8 @@ pub fn json_size_within(v: &Value, cap: usize) -> usize {
             Value::Object(m) => {
                 total = total.saturating_add(2 + m.len().saturating_sub(1));
                 for (k, x) in m {
-                    total = total.saturating_add(str_json_size(k) + 1);
-                    match leaf_size(x, cap.saturating_sub(total)) {
+                    total = total.saturating_add(key(k) + 1);
+                    match leaf(x, cap.saturating_sub(total)) {
                         Some(n) => total = total.saturating_add(n),
                         None => stack.push(x),
                     }
@@ -47,8 +77,8 @@ pub fn json_size_within(v: &Value, cap: usize) -> usize {
                     }
                 }
             }
-            leaf => {
-                total = total.saturating_add(leaf_size(leaf, cap).unwrap_or(0));
+            scalar => {
+                total = total.saturating_add(leaf(scalar, cap).unwrap_or(0));
                 if total > cap {
                     return total;
                 }
@@ -234,6 +264,15 @@ mod tests {
         for v in samples {
             let n = serde_json::to_vec(&v).unwrap().len();
             assert_eq!(json_size(&v), n, "{v}");
+            let bound = json_size_bound_within(&v, usize::MAX);
+            assert!(bound >= n, "{v}: bound {bound} under the size {n}");
+            for cap in 0..bound + 2 {
+                let b = json_size_bound_within(&v, cap);
+                assert!(
+                    if bound <= cap { b == bound } else { b > cap },
+                    "{v} cap {cap}: bound {b}"
+                );
+            }
             for cap in 0..n + 2 {
                 let c = json_size_within(&v, cap);
                 assert!(

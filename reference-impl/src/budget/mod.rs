@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::context::ReductionPolicy;
 use crate::envelope::Cut;
-use crate::jsonsize::{json_size, json_size_within, str_json_size};
+use crate::jsonsize::{json_size, json_size_bound_within, json_size_within, str_json_size};
 use crate::schema::SchemaNode;
 
 /// Room kept free for the marker block (and the structured marker object's handle) so the
@@ -62,6 +62,51 @@ pub fn payload_size(content: &[Value], structured: Option<&Value>) -> usize {
     c + structured.map_or(0, json_size)
 }
 
+/// Whether the content array and the structured value surely fit `budget`, by an upper bound
+/// of their sizes (see [`json_size_bound_within`]); `false` says only that the bound does not.
+fn fits_by_bound(content: &[BlockIn<'_>], structured: Option<&Value>, budget: usize) -> bool {
+    let mut total = 2 + content.len().saturating_sub(1);
+    for b in content {
+        total = total.saturating_add(json_size_bound_within(
+            b.block,
+            budget.saturating_sub(total),
+        ));
+        if total > budget {
+            return false;
+        }
+    }
+    if let Some(s) = structured {
+        total = total.saturating_add(json_size_bound_within(s, budget.saturating_sub(total)));
+    }
+    total <= budget
+}
+
+/// The inputs kept as they are. A projected value is new; only the caller's own inputs can be
+/// handed back unread.
+fn kept_whole(
+    projected_used: bool,
+    content: &[BlockIn<'_>],
+    structured: Option<&Value>,
+    cuts: Vec<Cut>,
+    over_budget: bool,
+) -> Reduced {
+    let (content, structured) = if projected_used {
+        (
+            Some(content.iter().map(|b| b.block.clone()).collect()),
+            structured.cloned(),
+        )
+    } else {
+        (None, None)
+    };
+    Reduced {
+        content,
+        structured,
+        cuts,
+        structured_replaced: false,
+        over_budget,
+    }
+}
+
 pub fn reduce(inp: ReduceIn<'_>) -> Reduced {
     let mut cuts = Vec::new();
     let root = SchemaNode::root(inp.schema);
@@ -76,6 +121,12 @@ pub fn reduce(inp: ReduceIn<'_>) -> Reduced {
         }
         (_, s) => s,
     };
+
+    // Most results are far under the budget: an upper bound from the strings' lengths shows
+    // it without the exact sizes, which scan every string for bytes to escape.
+    if fits_by_bound(&inp.content, structured, inp.budget) {
+        return kept_whole(projected_used, &inp.content, structured, cuts, false);
+    }
 
     // Content sizes are only ever compared with the budget (a block over it is cut, whatever
     // its size), so they are measured up to the budget and no further.
@@ -108,22 +159,7 @@ pub fn reduce(inp: ReduceIn<'_>) -> Reduced {
     let fits = c_size + s_size <= inp.budget;
 
     if fits || matches!(inp.policy, ReductionPolicy::Keep) {
-        // A projected value is new; only the caller's own inputs can be handed back unread.
-        let (content, structured) = if projected_used {
-            (
-                Some(inp.content.iter().map(|b| b.block.clone()).collect()),
-                structured.cloned(),
-            )
-        } else {
-            (None, None)
-        };
-        return Reduced {
-            content,
-            structured,
-            cuts,
-            structured_replaced: false,
-            over_budget: !fits,
-        };
+        return kept_whole(projected_used, &inp.content, structured, cuts, !fits);
     }
 
     let avail = inp.budget.saturating_sub(MARKER_RESERVE);
