@@ -889,11 +889,16 @@ impl<'c> Builder<'c> {
                     .get("_meta")
                     .and_then(|m| m.get(marker::MARKER_META_KEY))
                     .is_some();
-                if !ours {
+                if !ours && instructions::may_flag(b) {
                     instructions::scan_value(b, &format!("/payload/content/{i}"), &mut flags);
                 }
             }
-            if let Some(s) = &self.payload.structured {
+            if let Some(s) = self
+                .payload
+                .structured
+                .as_ref()
+                .filter(|s| instructions::may_flag(s))
+            {
                 instructions::scan_value(s, "/payload/structured", &mut flags);
             }
         }
