@@ -113,7 +113,9 @@ fn excerpt(s: &str, start: usize, end: usize) -> String {
 
 /// Whether [`scan_value`] could flag anything in `v`: some string in it (keys excluded) is
 /// long enough and passes the prefilter. Nearly every result cannot, and learning that this
-/// way builds no path and allocates nothing. Below 64 levels the answer is a safe `true`.
+/// way builds no path and allocates nothing. Deeper than 64 levels the answer is a safe
+/// `true`. A string that passes is prefiltered again by the scan, which stops at its first
+/// passing place, usually early.
 pub fn may_flag(v: &Value) -> bool {
     fn within(v: &Value, depth: usize) -> bool {
         match v {

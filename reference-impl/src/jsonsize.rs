@@ -178,8 +178,8 @@ fn long_str_json_size(s: &str) -> usize {
     // Branch-free per byte with byte-wide counters, so the loop vectorizes with as many lanes
     // as possible: one count for bytes needing an escape (+1 each), one for those needing the
     // long \u00XX form (+4 more). A chunk cannot overflow a u8 counter; 192 bytes, a
-    // multiple of the vector loop's step, leaves no bytes to the slow scalar tail (255 left 15
-    // of them in every chunk).
+    // multiple of the vector loop's step, leaves only the string's last chunk a scalar tail
+    // (255 left 15 bytes to it in every chunk).
     let mut extra = 0usize;
     for chunk in s.as_bytes().chunks(192) {
         let (mut special, mut long) = (0u8, 0u8);

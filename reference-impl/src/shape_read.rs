@@ -31,7 +31,9 @@ pub fn unwrap(body: Value) -> Unwrapped {
             body: Body::Result(body),
         };
     };
-    // A response has a handful of members: looked at in one pass, without hashing a key.
+    // The top level of a response has a few members: linear scans and one pass over them
+    // cost less than hashing each key looked up (a bare result with many members pays a few
+    // scans of its keys, little beside parsing them).
     let has = |key: &str| m.keys().any(|k| k == key);
     let is_response = has("jsonrpc") || (has("id") && (has("result") || has("error")));
     if is_response {

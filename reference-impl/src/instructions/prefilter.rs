@@ -79,12 +79,18 @@ const fn by_first_letter() -> [[u32; 3]; 26] {
     while k < ANCHORS.len() {
         let a = ANCHORS[k];
         let letter = (a[0] - b'a') as usize;
+        let prefix = u32::from_le_bytes([a[0], a[1], a[2], 0]);
         let mut slot = 0;
         while t[letter][slot] != 0 {
+            // `passes` takes the first entry whose prefix matches.
+            assert!(
+                t[letter][slot] & 0x00FF_FFFF != prefix,
+                "two anchors share their first three bytes"
+            );
             slot += 1;
             assert!(slot < 3, "more than three anchors share a first letter");
         }
-        t[letter][slot] = u32::from_le_bytes([a[0], a[1], a[2], k as u8]);
+        t[letter][slot] = prefix | (k as u32) << 24;
         k += 1;
     }
     t
@@ -214,9 +220,10 @@ fn candidates_scalar(block: &[u8; READ]) -> u64 {
 
 /// Whether the candidate at `i` is an anchor or trigger with what its rule needs beside it.
 ///
-/// Inlined into the scan: most candidates are no anchor (the nibbles of a group's members
-/// mix) and are ruled out by their first three bytes, case folded, at the cost of a table
-/// lookup. Only the rest pay for a call.
+/// Inlined into the scan: most candidates are letters that start no anchor (the nibbles of a
+/// group's members mix) and are ruled out by their first three bytes, case folded, at the
+/// cost of a table lookup. Letters that start an anchor, and every other byte, are looked at
+/// by a call.
 #[inline(always)]
 fn passes(b: &[u8], i: usize) -> bool {
     let Some(&[c0, c1, c2]) = b.get(i..i + 3) else {
@@ -227,7 +234,7 @@ fn passes(b: &[u8], i: usize) -> bool {
         return trigger_passes(b, i);
     };
     let prefix = u32::from_le_bytes([c0 | 0x20, c1 | 0x20, c2 | 0x20, 0]);
-    // No two anchors share a prefix, so at most one entry matches.
+    // No two anchors share a prefix (`by_first_letter` asserts it), so at most one matches.
     match BY_FIRST_LETTER[usize::from(first)]
         .iter()
         .find(|&&entry| entry & 0x00FF_FFFF == prefix)
@@ -701,8 +708,8 @@ mod tests {
         assert!(n >= 25, "{n}");
     }
 
-    /// Each anchor's prefix is its own: the candidates' three bytes and the anchor checked
-    /// after them are the same word.
+    /// The candidate check folds case by `| 0x20` and reads three bytes before the anchor's
+    /// whole word is compared: the anchors must be lowercase ASCII and three bytes or more.
     #[test]
     fn anchors_are_lowercase_ascii_and_long_enough() {
         for a in ANCHORS {
