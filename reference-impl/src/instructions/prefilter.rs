@@ -10,8 +10,8 @@
 //! needs beside it. A string where none passes cannot match and is not scanned; any other
 //! string is scanned whole by the pattern as before, so what is flagged never changes, only
 //! how soon a clean string is passed. Logs, numbers, CSV and code have few candidates and
-//! almost never pass; prose has more candidates (`use`, `for`, `con`…) but passes only when
-//! it holds an anchor with what its rule needs beside it.
+//! almost never pass; prose has more candidates (words near an anchor's spelling) but passes
+//! only when it holds an anchor with what its rule needs beside it.
 //!
 //! | rule | anchor | what must be beside it |
 //! |---|---|---|
