@@ -114,9 +114,10 @@ const VERBS: &[&[u8]] = &[b"call", b"invoke", b"run", b"execute", b"use"];
 /// three (`use`, `for`, `con…`, `pro…`, `his`). The letter groups are the ones a search over
 /// logs, prose and code found with the fewest candidates (with three bytes and groups of
 /// members sharing letters: 26-36 a KB; with these: 0-10, and 9-13 on text it did not see);
-/// the two members of three bytes, which take any fourth byte, have a group of their own, and
-/// the bytes of `ſ` and `K` and the `{` and `;` of code are kept apart from the letters and
-/// from each other.
+/// the two members of three bytes, which take any fourth byte, have a group of their own;
+/// `<` and `[` have one each, so that their nibbles do not mix into the `;` and `{` of code;
+/// the first bytes of `ſ` and `K` share one, apart from the letters (their nibbles mix: the
+/// first byte of a no-break space, 0xC2, is a candidate too).
 const GROUPS: [&[&[u8]]; 8] = [
     &[b"imme", b"forg", b"toke", b"conv", b"igno"],
     &[b"syst", b"hist", b"assi", b"inst", b"disr", b"pass"],
