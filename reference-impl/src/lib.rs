@@ -47,6 +47,7 @@ pub mod fields;
 pub mod html;
 pub mod instructions;
 pub mod jsonsize;
+pub mod member;
 pub mod mirror;
 mod normalize;
 #[cfg(target_arch = "x86_64")]

@@ -6,6 +6,7 @@
 //! deterministic, so a text mirror and the structured value it repeats stay comparable.
 //! Reduction runs last, on references, so only what survives the budget is ever copied.
 
+use crate::member::Members;
 use serde_json::{Value, json};
 use time::format_description::well_known::Rfc3339;
 
@@ -264,7 +265,7 @@ impl<'c> Builder<'c> {
 
     fn call_tool_result(&mut self, mut r: Value) {
         let Some(m) = r.as_object_mut() else { return };
-        match m.get("resultType") {
+        match m.member("resultType") {
             None => {
                 self.shape.protocol_hint =
                     Some("2025-06-18/2025-11-25 (no resultType: complete)".into())
@@ -280,7 +281,7 @@ impl<'c> Builder<'c> {
                     .push(format!("unknown resultType {o} read as complete"));
             }
         }
-        if let Some(s) = m.get("structuredContent")
+        if let Some(s) = m.member("structuredContent")
             && !s.is_object()
         {
             self.shape.notes.push(format!(
@@ -288,8 +289,8 @@ impl<'c> Builder<'c> {
                 shape_read::type_name(s)
             ));
         }
-        let is_error = self.read_is_error(m.get("isError"));
-        match m.get("content") {
+        let is_error = self.read_is_error(m.member("isError"));
+        match m.member("content") {
             Some(Value::Array(_)) => {}
             None => {
                 self.note("content missing (required); read as empty");
@@ -305,14 +306,14 @@ impl<'c> Builder<'c> {
             }
         }
         self.prepare_content(&mut r, "/content");
-        if r.get("structuredContent").is_some() {
+        if r.member("structuredContent").is_some() {
             self.drop_mirrors(&mut r, "/content", "/structuredContent");
         }
         self.take_meta(&r);
         let sources = Sources {
             content: Some("/content".into()),
             structured: r
-                .get("structuredContent")
+                .member("structuredContent")
                 .map(|_| "/structuredContent".into()),
             apply_schema: !is_error,
         };
@@ -341,39 +342,39 @@ impl<'c> Builder<'c> {
 
     fn outputs(&mut self, mut r: Value) {
         self.shape.protocol_hint = Some("SEP-3279 draft (2026-12-01)".into());
-        let is_error = self.read_is_error(r.get("isError"));
+        let is_error = self.read_is_error(r.member("isError"));
         let n = r
-            .get("outputs")
+            .member("outputs")
             .and_then(Value::as_array)
             .map_or(0, Vec::len);
         let (mut ci, mut si, mut prog) = (None, None, None);
         for i in 0..n {
             let o = &r["outputs"][i];
             let audience = o
-                .get("audience")
+                .member("audience")
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string();
             let format = o
-                .get("format")
+                .member("format")
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string();
             let used_as = match (audience.as_str(), format.as_str()) {
                 ("assistant", "content")
-                    if ci.is_none() && o.get("content").is_some_and(Value::is_array) =>
+                    if ci.is_none() && o.member("content").is_some_and(Value::is_array) =>
                 {
                     ci = Some(i);
                     OutputUse::Content
                 }
                 ("assistant", "structured")
-                    if si.is_none() && o.get("structuredContent").is_some() =>
+                    if si.is_none() && o.member("structuredContent").is_some() =>
                 {
                     si = Some(i);
                     OutputUse::Structured
                 }
                 ("programmatic", "structured")
-                    if prog.is_none() && o.get("structuredContent").is_some() =>
+                    if prog.is_none() && o.member("structuredContent").is_some() =>
                 {
                     prog = Some(i);
                     OutputUse::Structured
@@ -396,7 +397,10 @@ impl<'c> Builder<'c> {
             self.note("no assistant/content output; nothing model-facing (no audience substitutes for another)");
         }
         for i in 0..n {
-            if r["outputs"][i].get("content").is_some_and(Value::is_array) {
+            if r["outputs"][i]
+                .member("content")
+                .is_some_and(Value::is_array)
+            {
                 self.prepare_content(&mut r, &format!("/outputs/{i}/content"));
             }
         }
@@ -424,15 +428,17 @@ impl<'c> Builder<'c> {
         self.shape.protocol_hint = Some("2026-07-28 (MRTR)".into());
         self.take_meta(&r);
         let keys: Vec<String> = r
-            .get("inputRequests")
+            .member("inputRequests")
             .and_then(Value::as_object)
             .map(|m| m.keys().cloned().collect())
             .unwrap_or_default();
         self.input_required = Some(InputRequiredInfo {
             keys: keys.clone(),
-            request_state: r.get("requestState").cloned(),
+            request_state: r.member("requestState").cloned(),
         });
-        let sptr = r.get("inputRequests").map(|_| "/inputRequests".to_string());
+        let sptr = r
+            .member("inputRequests")
+            .map(|_| "/inputRequests".to_string());
         self.deliver(
             r,
             &Sources {
@@ -459,13 +465,13 @@ impl<'c> Builder<'c> {
         });
         self.take_meta(&r);
         let t = match form {
-            TaskForm::Nested => r.get("task").cloned().unwrap_or(Value::Null),
+            TaskForm::Nested => r.member("task").cloned().unwrap_or(Value::Null),
             _ => r.clone(),
         };
         let info = task_info(&t, form);
         let immediate = r
-            .get("_meta")
-            .and_then(|m| m.get(IMMEDIATE_KEY))
+            .member("_meta")
+            .and_then(|m| m.member(IMMEDIATE_KEY))
             .and_then(Value::as_str)
             .map(str::to_string);
         let reason = task_reason(&info);
@@ -488,7 +494,7 @@ impl<'c> Builder<'c> {
     fn task_status(&mut self, mut r: Value, depth: usize) {
         self.shape.protocol_hint = Some("tasks/get detailed task".into());
         let status = r
-            .get("status")
+            .member("status")
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
@@ -499,16 +505,22 @@ impl<'c> Builder<'c> {
         }
         let info = task_info(&info_src, TaskForm::Status);
         match status.as_str() {
-            "completed" if depth < 2 && r.get("result").is_some_and(Value::is_object) => {
-                let inner = r.get_mut("result").map(Value::take).unwrap_or(Value::Null);
+            "completed" if depth < 2 && r.member("result").is_some_and(Value::is_object) => {
+                let inner = r
+                    .member_mut("result")
+                    .map(Value::take)
+                    .unwrap_or(Value::Null);
                 self.result(inner, depth + 1);
                 let inner_kind = self.shape.kind;
                 self.shape.kind = ShapeKind::TaskStatus;
                 self.note(format!("inline task result read as {inner_kind:?}"));
                 self.task = Some(info);
             }
-            "failed" if r.get("error").is_some() => {
-                let e = r.get_mut("error").map(Value::take).unwrap_or(Value::Null);
+            "failed" if r.member("error").is_some() => {
+                let e = r
+                    .member_mut("error")
+                    .map(Value::take)
+                    .unwrap_or(Value::Null);
                 self.rpc_error(e);
                 self.shape.kind = ShapeKind::TaskStatus;
                 self.task = Some(info);
@@ -527,8 +539,8 @@ impl<'c> Builder<'c> {
 
     fn rpc_error(&mut self, e: Value) {
         self.shape.kind = ShapeKind::JsonrpcError;
-        let code = e.get("code").and_then(Value::as_i64);
-        let message = match e.get("message") {
+        let code = e.member("code").and_then(Value::as_i64);
+        let message = match e.member("message") {
             Some(Value::String(s)) => s.clone(),
             Some(other) => other.to_string(),
             None => {
@@ -542,7 +554,7 @@ impl<'c> Builder<'c> {
                 shape_read::type_name(&e)
             ));
         }
-        let has_data = e.get("data").is_some();
+        let has_data = e.member("data").is_some();
         self.rpc_error = Some(RpcErrorInfo {
             code,
             message: message.clone(),
@@ -568,8 +580,8 @@ impl<'c> Builder<'c> {
     // ---- shared steps -----------------------------------------------------------------
 
     fn take_meta(&mut self, r: &Value) {
-        if let Some(m) = r.get("_meta") {
-            self.server_info = m.get(SERVER_INFO_KEY).cloned();
+        if let Some(m) = r.member("_meta") {
+            self.server_info = m.member(SERVER_INFO_KEY).cloned();
             self.upstream_meta = Some(m.clone());
         }
     }
@@ -774,22 +786,22 @@ impl<'c> Builder<'c> {
         path: &str,
         cuts: &mut Vec<Cut>,
     ) -> Option<(Value, usize)> {
-        let ty = b.get("type").and_then(Value::as_str)?;
+        let ty = b.member("type").and_then(Value::as_str)?;
         let (src, in_resource) = match ty {
             "text" => {
-                let t = b.get("text").and_then(Value::as_str)?;
+                let t = b.member("text").and_then(Value::as_str)?;
                 (t, false)
             }
             "resource" => {
-                let r = b.get("resource")?;
+                let r = b.member("resource")?;
                 let mime = r
-                    .get("mimeType")
+                    .member("mimeType")
                     .and_then(Value::as_str)?
                     .to_ascii_lowercase();
                 if !(mime.starts_with("text/html") || mime.starts_with("application/xhtml")) {
                     return None;
                 }
-                (r.get("text").and_then(Value::as_str)?, true)
+                (r.member("text").and_then(Value::as_str)?, true)
             }
             _ => return None,
         };
@@ -833,7 +845,7 @@ impl<'c> Builder<'c> {
         let text = redact_str(&out.text, false, &mut self.tally).unwrap_or(out.text);
         let mut nb = crate::blocks::clone_without_text(b, in_resource);
         if in_resource {
-            if let Some(Value::Object(r)) = nb.get_mut("resource") {
+            if let Some(Value::Object(r)) = nb.member_mut("resource") {
                 r.insert("text".into(), Value::String(text));
                 r.insert("mimeType".into(), json!("text/markdown"));
             }
@@ -867,11 +879,11 @@ impl<'c> Builder<'c> {
             .content
             .iter()
             .filter(|b| {
-                b.get("_meta")
-                    .and_then(|m| m.get(marker::MARKER_META_KEY))
+                b.member("_meta")
+                    .and_then(|m| m.member(marker::MARKER_META_KEY))
                     .is_none()
             })
-            .find_map(|b| b.get("text").and_then(Value::as_str));
+            .find_map(|b| b.member("text").and_then(Value::as_str));
         match first {
             Some(t) if !t.trim().is_empty() => format!(
                 "the tool ran and reported an error: {}. Change the input or approach rather than retrying unchanged.",
@@ -886,8 +898,8 @@ impl<'c> Builder<'c> {
         if self.from_upstream {
             for (i, b) in self.payload.content.iter().enumerate() {
                 let ours = b
-                    .get("_meta")
-                    .and_then(|m| m.get(marker::MARKER_META_KEY))
+                    .member("_meta")
+                    .and_then(|m| m.member(marker::MARKER_META_KEY))
                     .is_some();
                 if !ours && instructions::may_flag(b) {
                     instructions::scan_value(b, &format!("/payload/content/{i}"), &mut flags);
@@ -950,16 +962,16 @@ fn task_info(t: &Value, form: TaskForm) -> TaskInfo {
     let s = |k: &str| t.get(k).and_then(Value::as_str).map(str::to_string);
     TaskInfo {
         task_id: t
-            .get("taskId")
+            .member("taskId")
             .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string)),
         status: s("status"),
         status_message: s("statusMessage"),
         created_at: s("createdAt"),
         last_updated_at: s("lastUpdatedAt"),
-        ttl_ms: t.get("ttlMs").or_else(|| t.get("ttl")).cloned(),
+        ttl_ms: t.member("ttlMs").or_else(|| t.member("ttl")).cloned(),
         poll_interval_ms: t
-            .get("pollIntervalMs")
-            .or_else(|| t.get("pollInterval"))
+            .member("pollIntervalMs")
+            .or_else(|| t.member("pollInterval"))
             .cloned(),
         form,
     }

@@ -2,6 +2,8 @@
 
 use serde_json::Value;
 
+use crate::member::Members;
+
 /// RFC 6901 escaping of one reference token.
 pub fn escape(token: &str) -> String {
     if !token.contains(['~', '/']) {
@@ -30,7 +32,7 @@ pub fn get<'v>(v: &'v Value, p: &str) -> Option<&'v Value> {
     p.strip_prefix('/')?
         .split('/')
         .try_fold(v, |target, token| match target {
-            Value::Object(m) => m.get(token),
+            Value::Object(m) => m.member(token),
             Value::Array(a) => parse_index(token).and_then(|i| a.get(i)),
             _ => None,
         })
@@ -47,7 +49,7 @@ pub fn get_mut<'v>(v: &'v mut Value, p: &str) -> Option<&'v mut Value> {
     p.strip_prefix('/')?
         .split('/')
         .try_fold(v, |target, token| match target {
-            Value::Object(m) => m.get_mut(token),
+            Value::Object(m) => m.member_mut(token),
             Value::Array(a) => parse_index(token).and_then(move |i| a.get_mut(i)),
             _ => None,
         })
