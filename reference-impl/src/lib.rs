@@ -46,6 +46,7 @@ pub mod error;
 pub mod fields;
 pub mod html;
 pub mod instructions;
+pub mod json_write;
 pub mod jsonsize;
 pub mod member;
 pub mod mirror;

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use relaycheck_model::Shape;
 use relaycheck_model::render::Selector;
-use relaycheck_reference::Identity;
+use relaycheck_reference::{Identity, json_write};
 use serde_json::{Map, Value, json};
 
 use crate::audit::{RequestLog, now_rfc3339};
@@ -64,7 +64,7 @@ pub fn framed(prefix: &str, msg: &Value, suffix: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(prefix.len() + size_hint(msg) + suffix.len());
     out.extend_from_slice(prefix.as_bytes());
     // Writing a Value into a Vec cannot fail: its keys are strings and the Vec grows.
-    let _ = serde_json::to_writer(&mut out, msg);
+    let _ = json_write::write_value(&mut out, msg);
     out.extend_from_slice(suffix.as_bytes());
     out
 }

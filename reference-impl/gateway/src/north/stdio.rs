@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use relaycheck_reference::Identity;
+use relaycheck_reference::{Identity, json_write};
 use serde_json::{Value, json};
 use std::os::fd::AsFd;
 
@@ -80,7 +80,7 @@ async fn write_streamed(out: &Out, msg: Value) {
             piece: Vec::with_capacity(PIECE),
             tx,
         };
-        if serde_json::to_writer(&mut pieces, &msg).is_ok() {
+        if json_write::write_value(&mut pieces, &msg).is_ok() {
             drop(msg);
             pieces.piece.push(b'\n');
             let _ = pieces.send();
@@ -114,7 +114,7 @@ impl PieceWriter {
 }
 
 impl std::io::Write for PieceWriter {
-    /// Takes at most what fills the current piece: serde_json hands a long string over in one
+    /// Takes at most what fills the current piece: a string without escapes is handed over in one
     /// call, and a piece that took it whole would be the second copy again.
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
         let take = bytes.len().min(PIECE - self.piece.len());
