@@ -126,7 +126,7 @@ pub fn to_text(html: &str) -> HtmlText {
         c.close_table();
     }
     HtmlText {
-        text: tidy(&c.out),
+        text: tidy_owned(c.out),
         table_rows: c.rows,
     }
 }
@@ -399,12 +399,13 @@ impl<'a> Conv<'a> {
                 memchr(b'>', &b[p..]).map_or(b.len(), |q| p + q + 1)
             });
         } else {
-            self.open(tag, attrs);
+            self.open(tag, attrs, b.len() - end);
         }
         end
     }
 
-    fn open(&mut self, tag: Tag, attrs: &'a str) {
+    /// `rest`: how much input follows the tag, to size an outermost table's buffers.
+    fn open(&mut self, tag: Tag, attrs: &'a str, rest: usize) {
         match tag {
             Tag::Br => {
                 if self.in_cell() {
@@ -479,11 +480,20 @@ impl<'a> Conv<'a> {
                     self.para();
                 }
                 // Sized for a small table: growing each from empty was about 3% of the
-                // instructions converting the bench page.
+                // instructions converting the bench page. An outermost table is sized from
+                // the input left (cell text is at most about half of a table's markup, a
+                // cell at least about 20 bytes of it, a row 60): the reallocations while a
+                // 1 KB table grew were another 4%. Nested tables stay small, so that deep
+                // nesting cannot reserve the input's size per level.
+                let (buf, cells, rows) = if self.tables.is_empty() {
+                    (rest / 2, rest / 20, rest / 60)
+                } else {
+                    (0, 0, 0)
+                };
                 self.tables.push(Table {
-                    buf: String::with_capacity(256),
-                    cells: Vec::with_capacity(16),
-                    row_ends: Vec::with_capacity(8),
+                    buf: String::with_capacity(buf.max(256)),
+                    cells: Vec::with_capacity(cells.max(16)),
+                    row_ends: Vec::with_capacity(rows.max(8)),
                     ..Table::default()
                 });
             }
@@ -761,6 +771,40 @@ fn trim_trailing_spaces(s: &mut String) {
     }
 }
 
+/// `tidy`, without the copy when the text is tidy already but for line breaks at its end,
+/// which is what the converter's `para` and `block` leave nearly always: checking is a scan
+/// for line breaks, where `tidy` copies line by line into a new string.
+fn tidy_owned(mut s: String) -> String {
+    let keep = s.trim_end_matches('\n').len();
+    if is_tidy(&s.as_bytes()[..keep]) {
+        s.truncate(keep);
+        s
+    } else {
+        tidy(&s)
+    }
+}
+
+/// Whether `tidy` leaves `b` as it is, given that `b` does not end with a line break: no
+/// line ends with whitespace, no blank line comes first or after another. A line ending in
+/// a non-ASCII byte counts as untidy (it may be Unicode whitespace) and goes to `tidy`.
+fn is_tidy(b: &[u8]) -> bool {
+    let untidy_end = |c: u8| matches!(c, b' ' | b'\t' | b'\x0B' | b'\x0C' | b'\r') || !c.is_ascii();
+    if b.last().is_some_and(|c| untidy_end(*c)) || b.first() == Some(&b'\n') {
+        return false;
+    }
+    let mut from = 0;
+    while let Some(p) = memchr_long(b'\n', &b[from..]) {
+        let nl = from + p;
+        // `nl > 0`: the first byte is not a line break.
+        let before = b[nl - 1];
+        if untidy_end(before) || (before == b'\n' && nl >= 2 && b[nl - 2] == b'\n') {
+            return false;
+        }
+        from = nl + 1;
+    }
+    true
+}
+
 fn tidy(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut blank = 0;
@@ -795,6 +839,10 @@ fn tidy(s: &str) -> String {
 
 /// End of a tag (index after `>`), honouring quoted attribute values.
 fn tag_end(b: &[u8], from: usize) -> usize {
+    // Most tags have no attributes.
+    if b.get(from) == Some(&b'>') {
+        return from + 1;
+    }
     let mut quote = 0u8;
     let mut i = from;
     while i < b.len() {
