@@ -288,10 +288,16 @@ fn classify(k: u64, raw: &[u8]) -> Tag {
 
 /// A table being read. Cell texts share one buffer (cells and rows are ranges) rather than a
 /// `String` per cell and a `Vec` per row: allocating and freeing those was a large part of
-/// converting a table.
+/// converting a table. The buffer holds them as markdown rows (`| a | b |` and a line
+/// break), so that a table whose rows all have as many cells, none with a `|`, is copied
+/// out at once: rendering it a cell at a time was a tenth of converting the bench page.
 #[derive(Default)]
 struct Table {
     buf: String,
+    /// Whether a cell text holds a `|`, which the rendering escapes.
+    pipe: bool,
+    /// Where the first row ends in `buf`, after its line break.
+    first_row_end: usize,
     /// Trimmed cell texts, as ranges of `buf`, in document order.
     cells: Vec<(usize, usize)>,
     /// For each finished row, the number of cells up to its end.
@@ -303,12 +309,39 @@ struct Table {
 }
 
 impl Table {
+    /// Where the open row's cells start in `cells`.
+    fn row_start(&self) -> usize {
+        self.row_ends.last().copied().unwrap_or(0)
+    }
+
+    fn open_cell(&mut self) {
+        let sep = if self.cells.len() == self.row_start() {
+            "| "
+        } else {
+            " | "
+        };
+        self.buf.push_str(sep);
+        self.cell = Some(self.buf.len());
+    }
+
+    /// Inlined, the call is skipped where no cell is open (most `<tr>` and `</tr>`).
+    #[inline]
     fn finish_cell(&mut self) {
         if let Some(start) = self.cell.take() {
+            self.end_cell(start);
+        }
+    }
+
+    fn end_cell(&mut self, start: usize) {
+        {
             let end = start + trim_end(&self.buf[start..]).len();
             self.buf.truncate(end);
-            let start = end - trim_start(&self.buf[start..]).len();
-            self.cells.push((start, end));
+            let lead = end - start - trim_start(&self.buf[start..]).len();
+            if lead > 0 {
+                self.buf.replace_range(start..start + lead, "");
+            }
+            self.pipe |= has_pipe_at_end(self.buf.as_bytes(), start);
+            self.cells.push((start, end - lead));
             self.row_open = true;
         }
     }
@@ -317,7 +350,13 @@ impl Table {
         self.finish_cell();
         if self.row_open {
             self.row_open = false;
+            if self.cells.len() > self.row_start() {
+                self.buf.push_str(" |\n");
+            }
             self.row_ends.push(self.cells.len());
+            if self.row_ends.len() == 1 {
+                self.first_row_end = self.buf.len();
+            }
         }
     }
 
@@ -351,12 +390,12 @@ impl<'a> Conv<'a> {
         let mut i = 0;
         while i < b.len() {
             let Some(p) = memchr(b'<', &b[i..]) else {
-                self.text(&html[i..]);
+                self.text(&html[i..], &b[i..]);
                 break;
             };
             let lt = i + p;
             if lt > i {
-                self.text(&html[i..lt]);
+                self.text(&html[i..lt], &b[i..]);
             }
             i = self.tag(html, lt);
         }
@@ -376,7 +415,7 @@ impl<'a> Conv<'a> {
         let name_start = if closing { lt + 2 } else { lt + 1 };
         let (name_end, k) = scan_name(b, name_start);
         if name_end == name_start || !b[name_start].is_ascii_alphabetic() {
-            self.text("<");
+            self.text("<", b"<");
             return lt + 1;
         }
         let end = tag_end(b, name_end);
@@ -511,7 +550,7 @@ impl<'a> Conv<'a> {
             Tag::Cell => {
                 if let Some(t) = self.tables.last_mut() {
                     t.finish_cell();
-                    t.cell = Some(t.buf.len());
+                    t.open_cell();
                 }
             }
             Tag::Raw | Tag::Other => {}
@@ -586,6 +625,18 @@ impl<'a> Conv<'a> {
         // Written straight into the output (no cell is open, so `para` only touches it).
         self.para();
         let s = &mut self.out;
+        if !t.pipe && t.rows().all(|row| row.len() == cols) {
+            // `buf` is the rendering but for the rule under the first row.
+            s.push_str(&t.buf[..t.first_row_end]);
+            s.push('|');
+            for _ in 0..cols {
+                s.push_str(" --- |");
+            }
+            s.push('\n');
+            s.push_str(&t.buf[t.first_row_end..]);
+            self.para();
+            return;
+        }
         for (i, row) in t.rows().enumerate() {
             s.push('|');
             for c in 0..cols {
@@ -653,7 +704,8 @@ impl<'a> Conv<'a> {
         }
     }
 
-    fn text(&mut self, raw: &str) {
+    /// `raw` is a prefix of `hay`, which `push_collapsed` may read ahead in.
+    fn text(&mut self, raw: &str, hay: &[u8]) {
         let pre = self.pre > 0;
         let in_table_outside_cell = !self.tables.is_empty() && !self.in_cell();
         if !pre && !in_table_outside_cell {
@@ -661,7 +713,7 @@ impl<'a> Conv<'a> {
             // from the decoded text if a `&` turns up.
             let (sink, start) = self.text_sink();
             let mark = sink.len();
-            if push_collapsed(sink, start, raw, true) {
+            if push_collapsed(sink, start, raw, hay, true) {
                 return;
             }
             sink.truncate(mark);
@@ -674,7 +726,7 @@ impl<'a> Conv<'a> {
         if pre {
             sink.push_str(&decoded);
         } else {
-            push_collapsed(sink, start, &decoded, false);
+            push_collapsed(sink, start, &decoded, decoded.as_bytes(), false);
         }
     }
 
@@ -694,19 +746,49 @@ impl<'a> Conv<'a> {
 /// Appends `s` to the text in `sink[start..]` with each whitespace run (Unicode whitespace)
 /// as one space, and none at its start or after a space or line break already there. Copies
 /// runs of other characters at once rather than a character at a time. With `stop_at_amp`,
-/// returns false at the first `&`, part of `s` appended.
-fn push_collapsed(sink: &mut String, start: usize, s: &str, stop_at_amp: bool) -> bool {
+/// returns false at the first `&`, part of `s` appended. `hay` starts with `s`: what follows
+/// lets the scan read eight bytes at a time up to the end of `s`.
+fn push_collapsed(sink: &mut String, start: usize, s: &str, hay: &[u8], stop_at_amp: bool) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x80 * ONES;
+    const LOW7: u64 = 0x7F * ONES;
+    // A NUL is flagged anyway, so stands for no `&`.
+    let amp = ONES * u64::from(if stop_at_amp { b'&' } else { 0 });
     let mut skip = sink.len() == start || matches!(sink.as_bytes().last(), Some(b' ' | b'\n'));
     let b = s.as_bytes();
     let mut run = 0;
+    // Just after a space kept in the run (a single space after other characters is copied
+    // with them, rather than ending the run).
+    let mut spaced = usize::MAX;
     let mut i = 0;
     while i < b.len() {
-        let c = b[i];
-        // Printable ASCII other than space: neither whitespace nor the start of a character.
-        if c.wrapping_sub(b'!') < 0x5E && (c != b'&' || !stop_at_amp) {
-            i += 1;
-            continue;
+        // Printable ASCII other than space (and `&` with `stop_at_amp`) is neither whitespace
+        // nor the start of a character: skipped eight bytes at a time where `hay` has them.
+        if let Some(bytes) = hay.get(i..i + 8) {
+            let w = u64::from_le_bytes(bytes.try_into().expect("8 bytes"));
+            let low = w & LOW7;
+            let v = w ^ amp;
+            let special = (w
+                | !(low + (0x80 - 0x21) * ONES)
+                | (low + ONES)
+                | !(((v & LOW7) + LOW7) | v | LOW7))
+                & HIGH;
+            if special == 0 {
+                i += 8;
+                continue;
+            }
+            i += (special.trailing_zeros() / 8) as usize;
+            if i >= b.len() {
+                break;
+            }
+        } else {
+            let c = b[i];
+            if c.wrapping_sub(b'!') < 0x5E && (c != b'&' || !stop_at_amp) {
+                i += 1;
+                continue;
+            }
         }
+        let c = b[i];
         if c == b'&' {
             return false;
         }
@@ -720,9 +802,14 @@ fn push_collapsed(sink: &mut String, start: usize, s: &str, stop_at_amp: bool) -
             (ch.is_whitespace(), ch.len_utf8())
         };
         if ws {
+            if c == b' ' && run < i && spaced != i {
+                spaced = i + 1;
+                i += 1;
+                continue;
+            }
             if run < i {
                 sink.push_str(&s[run..i]);
-                skip = false;
+                skip = spaced == i;
             }
             if !skip {
                 sink.push(' ');
@@ -736,9 +823,47 @@ fn push_collapsed(sink: &mut String, start: usize, s: &str, stop_at_amp: bool) -
     true
 }
 
+/// Whether `b[from..]` holds a `|`. Eight bytes at a time, the last eight read from the
+/// end backwards with the bytes before `from` masked off: a cell's text is a few bytes,
+/// and a `memchr` call per cell cost several times more.
+fn has_pipe_at_end(b: &[u8], from: usize) -> bool {
+    let word = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
+    let n = b.len() - from;
+    if n == 0 {
+        return false;
+    }
+    if b.len() < 8 {
+        return b[from..].contains(&b'|');
+    }
+    let mut i = from;
+    while i + 8 < b.len() {
+        if eq_bytes(word(i), b'|') != 0 {
+            return true;
+        }
+        i += 8;
+    }
+    let keep = u64::MAX << (8 * (8 - (b.len() - i)));
+    eq_bytes(word(b.len() - 8), b'|') & keep != 0
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+
+/// 0x80 in each byte of `w` equal to `k`, 0 in the others (exact, no carries across).
+fn eq_bytes(w: u64, k: u8) -> u64 {
+    let v = w ^ (ONES * u64::from(k));
+    !(((v & (0x7F * ONES)) + 0x7F * ONES) | v | (0x7F * ONES))
+}
+
 /// Whether `s` holds `c`: a byte search, cheaper than a `char` pattern's.
 fn has_byte(s: &str, c: u8) -> bool {
-    s.as_bytes().contains(&c)
+    // Most strings searched are a few bytes (attribute values, cells), where the call to
+    // the slice search cost more than a loop.
+    let b = s.as_bytes();
+    if b.len() < 32 {
+        b.iter().position(|x| *x == c).is_some()
+    } else {
+        b.contains(&c)
+    }
 }
 
 /// `str::trim_end`, with ASCII whitespace handled before falling back to it.
@@ -843,22 +968,38 @@ fn tag_end(b: &[u8], from: usize) -> usize {
     if b.get(from) == Some(&b'>') {
         return from + 1;
     }
-    let mut quote = 0u8;
+    // From quote to quote rather than a byte at a time with a quote state: eight bytes at a
+    // time outside quotes, `memchr_long` inside.
     let mut i = from;
-    while i < b.len() {
-        let c = b[i];
-        if quote != 0 {
-            if c == quote {
-                quote = 0;
-            }
-        } else if c == b'"' || c == b'\'' {
-            quote = c;
-        } else if c == b'>' {
-            return i + 1;
+    while let Some(p) = tag_byte(&b[i..]) {
+        let at = i + p;
+        let q = b[at];
+        if q == b'>' {
+            return at + 1;
         }
-        i += 1;
+        match memchr_long(q, &b[at + 1..]) {
+            Some(r) => i = at + 1 + r + 1,
+            None => break,
+        }
     }
     b.len()
+}
+
+/// First `>`, `"` or `'` in `b`.
+fn tag_byte(b: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    while let Some(bytes) = b.get(i..i + 8) {
+        let w = u64::from_le_bytes(bytes.try_into().expect("8 bytes"));
+        let m = eq_bytes(w, b'>') | eq_bytes(w, b'"') | eq_bytes(w, b'\'');
+        if m != 0 {
+            return Some(i + (m.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    b[i..]
+        .iter()
+        .position(|c| matches!(c, b'>' | b'"' | b'\''))
+        .map(|p| i + p)
 }
 
 /// First `needle` at or after `from`. Candidates are found by the needle's first byte, as
@@ -899,11 +1040,17 @@ fn attr<'a>(attrs: &'a str, name: &str) -> Option<std::borrow::Cow<'a, str>> {
     // the attributes per tag was a good part of converting a page of links.
     let lb = attrs.as_bytes();
     let nb = name.as_bytes();
+    // Names are lowercase letters: a byte with 0x20 set is the first one in either case
+    // only if it is that letter, which rules out most positions before comparing a window.
     let find = |from: usize| {
-        lb.get(from..)?
-            .windows(nb.len())
-            .position(|w| w.eq_ignore_ascii_case(nb))
-            .map(|p| from + p)
+        let mut i = from;
+        while i + nb.len() <= lb.len() {
+            if lb[i] | 0x20 == nb[0] && lb[i..i + nb.len()].eq_ignore_ascii_case(nb) {
+                return Some(i);
+            }
+            i += 1;
+        }
+        None
     };
     let mut search = 0;
     while let Some(at) = find(search) {
