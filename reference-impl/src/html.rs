@@ -233,12 +233,8 @@ fn scan_name(b: &[u8], from: usize) -> (usize, u64) {
         let other = !alnum & HIGH;
         if other != 0 {
             let len = (other.trailing_zeros() / 8) as usize;
-            let k = if len == 0 {
-                0
-            } else {
-                l & (u64::MAX >> (64 - 8 * len))
-            };
-            return (from + len, k);
+            // `len` is at most 7 here.
+            return (from + len, l & !(u64::MAX << (8 * len)));
         }
     }
     let mut end = from;
@@ -261,6 +257,13 @@ fn classify(k: u64, raw: &[u8]) -> Tag {
         } else {
             Tag::Other
         };
+    }
+    // A table page's most common tags are tested before the search through all keys.
+    if k == K_TD {
+        return Tag::Cell;
+    }
+    if k == K_TR {
+        return Tag::Tr;
     }
     match k {
         K_A => Tag::A,
@@ -315,12 +318,11 @@ impl Table {
     }
 
     fn open_cell(&mut self) {
-        let sep = if self.cells.len() == self.row_start() {
-            "| "
-        } else {
-            " | "
-        };
-        self.buf.push_str(sep);
+        if self.cells.len() != self.row_start() {
+            self.buf.push(' ');
+        }
+        self.buf.push('|');
+        self.buf.push(' ');
         self.cell = Some(self.buf.len());
     }
 
@@ -333,17 +335,32 @@ impl Table {
     }
 
     fn end_cell(&mut self, start: usize) {
-        {
-            let end = start + trim_end(&self.buf[start..]).len();
-            self.buf.truncate(end);
-            let lead = end - start - trim_start(&self.buf[start..]).len();
-            if lead > 0 {
-                self.buf.replace_range(start..start + lead, "");
-            }
-            self.pipe |= has_pipe_at_end(self.buf.as_bytes(), start);
-            self.cells.push((start, end - lead));
-            self.row_open = true;
+        // ASCII whitespace trimmed on bytes; where a non-ASCII character is next to the
+        // trimmed text (it may be whitespace), by `trim_end` and `trim_start`.
+        let b = self.buf.as_bytes();
+        let ws = |c: u8| matches!(c, b' ' | b'\t' | b'\n' | b'\x0B' | b'\x0C' | b'\r');
+        let mut end = b.len();
+        while end > start && ws(b[end - 1]) {
+            end -= 1;
         }
+        let mut from = start;
+        while from < end && ws(b[from]) {
+            from += 1;
+        }
+        let lead = if end == from || (b[end - 1].is_ascii() && b[from].is_ascii()) {
+            self.buf.truncate(end);
+            from - start
+        } else {
+            end = start + trim_end(&self.buf[start..]).len();
+            self.buf.truncate(end);
+            end - start - trim_start(&self.buf[start..]).len()
+        };
+        if lead > 0 {
+            self.buf.replace_range(start..start + lead, "");
+        }
+        self.pipe |= has_pipe_at_end(self.buf.as_bytes(), start);
+        self.cells.push((start, end - lead));
+        self.row_open = true;
     }
 
     fn finish_row(&mut self) {
@@ -351,7 +368,9 @@ impl Table {
         if self.row_open {
             self.row_open = false;
             if self.cells.len() > self.row_start() {
-                self.buf.push_str(" |\n");
+                self.buf.push(' ');
+                self.buf.push('|');
+                self.buf.push('\n');
             }
             self.row_ends.push(self.cells.len());
             if self.row_ends.len() == 1 {
@@ -389,7 +408,13 @@ impl<'a> Conv<'a> {
         let b = html.as_bytes();
         let mut i = 0;
         while i < b.len() {
-            let Some(p) = memchr(b'<', &b[i..]) else {
+            // A tag often follows a tag; texts are searched eight bytes at a time.
+            let p = if b[i] == b'<' {
+                Some(0)
+            } else {
+                memchr_long(b'<', &b[i..])
+            };
+            let Some(p) = p else {
                 self.text(&html[i..], &b[i..]);
                 break;
             };
@@ -414,17 +439,13 @@ impl<'a> Conv<'a> {
         let closing = next == b'/';
         let name_start = if closing { lt + 2 } else { lt + 1 };
         let (name_end, k) = scan_name(b, name_start);
-        if name_end == name_start || !b[name_start].is_ascii_alphabetic() {
+        // The key's first byte is the name's first, lowercased if a letter (0 if no name):
+        // a letter is at least `a`, a digit below it.
+        if (k as u8) < b'a' {
             self.text("<", b"<");
             return lt + 1;
         }
         let end = tag_end(b, name_end);
-        let attrs_end = if end > name_end && b[end - 1] == b'>' {
-            end - 1
-        } else {
-            end
-        };
-        let attrs = &html[name_end..attrs_end];
         let raw = &b[name_start..name_end];
         let tag = classify(k, raw);
         if closing {
@@ -438,13 +459,23 @@ impl<'a> Conv<'a> {
                 memchr(b'>', &b[p..]).map_or(b.len(), |q| p + q + 1)
             });
         } else {
-            self.open(tag, attrs, b.len() - end);
+            self.open(tag, html, name_end, end);
         }
         end
     }
 
-    /// `rest`: how much input follows the tag, to size an outermost table's buffers.
-    fn open(&mut self, tag: Tag, attrs: &'a str, rest: usize) {
+    /// `html[name_end..end]` is the rest of the tag, its attributes and the `>` if any: cut out
+    /// only for the tags that read attributes, as the slice checks were a cost per tag.
+    fn open(&mut self, tag: Tag, html: &'a str, name_end: usize, end: usize) {
+        let attrs = || {
+            let b = html.as_bytes();
+            let attrs_end = if end > name_end && b[end - 1] == b'>' {
+                end - 1
+            } else {
+                end
+            };
+            &html[name_end..attrs_end]
+        };
         match tag {
             Tag::Br => {
                 if self.in_cell() {
@@ -495,7 +526,7 @@ impl<'a> Conv<'a> {
                 self.pre += 1;
             }
             Tag::A => {
-                let href = attr(attrs, "href").filter(|h| {
+                let href = attr(attrs(), "href").filter(|h| {
                     let js = h
                         .as_bytes()
                         .get(..11)
@@ -503,12 +534,12 @@ impl<'a> Conv<'a> {
                     !h.is_empty() && !h.starts_with('#') && !js
                 });
                 if href.is_some() {
-                    self.push_raw("[");
+                    self.raw_sink().push('[');
                 }
                 self.links.push(href);
             }
             Tag::Img => {
-                if let Some(alt) = attr(attrs, "alt").filter(|a| !a.trim().is_empty()) {
+                if let Some(alt) = attr(attrs(), "alt").filter(|a| !a.trim().is_empty()) {
                     self.push_raw("[image: ");
                     self.push_raw(alt.trim());
                     self.push_raw("]");
@@ -524,6 +555,7 @@ impl<'a> Conv<'a> {
                 // cell at least about 20 bytes of it, a row 60): the reallocations while a
                 // 1 KB table grew were another 4%. Nested tables stay small, so that deep
                 // nesting cannot reserve the input's size per level.
+                let rest = html.len() - end;
                 let (buf, cells, rows) = if self.tables.is_empty() {
                     (rest / 2, rest / 20, rest / 60)
                 } else {
@@ -571,9 +603,11 @@ impl<'a> Conv<'a> {
             }
             Tag::A => {
                 if let Some(Some(href)) = self.links.pop() {
-                    self.push_raw("](");
-                    self.push_raw(&href);
-                    self.push_raw(")");
+                    let s = self.raw_sink();
+                    s.push(']');
+                    s.push('(');
+                    s.push_str(&href);
+                    s.push(')');
                 }
             }
             Tag::Thead => {
@@ -668,9 +702,15 @@ impl<'a> Conv<'a> {
     /// The open cell's buffer, or the output (also for markup between cells of a table:
     /// stray text and captions stay visible).
     fn push_raw(&mut self, s: &str) {
+        self.raw_sink().push_str(s);
+    }
+
+    /// Where `push_raw` writes. Characters are pushed to it one by one where there are one
+    /// or two: a `push_str` is a `memcpy` call.
+    fn raw_sink(&mut self) -> &mut String {
         match self.tables.last_mut() {
-            Some(t) if t.cell.is_some() => t.buf.push_str(s),
-            _ => self.out.push_str(s),
+            Some(t) if t.cell.is_some() => &mut t.buf,
+            _ => &mut self.out,
         }
     }
 
