@@ -788,6 +788,9 @@ impl<'a> Conv<'a> {
 /// runs of other characters at once rather than a character at a time. With `stop_at_amp`,
 /// returns false at the first `&`, part of `s` appended. `hay` starts with `s`: what follows
 /// lets the scan read eight bytes at a time up to the end of `s`.
+// Inlined into `Conv::text`, its only caller: a text run is a few bytes, and the call's
+// register saves and restores were a good part of one.
+#[inline(always)]
 fn push_collapsed(sink: &mut String, start: usize, s: &str, hay: &[u8], stop_at_amp: bool) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x80 * ONES;
