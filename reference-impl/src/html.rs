@@ -446,6 +446,10 @@ impl Table {
 struct Conv<'a> {
     out: String,
     tables: Vec<Table>,
+    /// The last table closed, whose buffers the next table reuses: a page of many small
+    /// tables would otherwise allocate (and size from the input left) three buffers each.
+    /// One rather than a stack of them, as a `Vec` was another allocation per page.
+    spare: Option<Table>,
     pre: usize,
     lists: Vec<Option<usize>>,
     links: Vec<Option<std::borrow::Cow<'a, str>>>,
@@ -613,18 +617,31 @@ impl<'a> Conv<'a> {
                 // cell at least about 20 bytes of it, a row 60): the reallocations while a
                 // 1 KB table grew were another 4%. Nested tables stay small, so that deep
                 // nesting cannot reserve the input's size per level.
-                let rest = html.len() - end;
-                let (buf, cells, rows) = if self.tables.is_empty() {
-                    (rest / 2, rest / 20, rest / 60)
+                let t = if let Some(mut t) = self.spare.take() {
+                    t.buf.clear();
+                    t.cells.clear();
+                    t.row_ends.clear();
+                    Table {
+                        buf: t.buf,
+                        cells: t.cells,
+                        row_ends: t.row_ends,
+                        ..Table::default()
+                    }
                 } else {
-                    (0, 0, 0)
+                    let rest = html.len() - end;
+                    let (buf, cells, rows) = if self.tables.is_empty() {
+                        (rest / 2, rest / 20, rest / 60)
+                    } else {
+                        (0, 0, 0)
+                    };
+                    Table {
+                        buf: String::with_capacity(buf.max(256)),
+                        cells: Vec::with_capacity(cells.max(16)),
+                        row_ends: Vec::with_capacity(rows.max(8)),
+                        ..Table::default()
+                    }
                 };
-                self.tables.push(Table {
-                    buf: String::with_capacity(buf.max(256)),
-                    cells: Vec::with_capacity(cells.max(16)),
-                    row_ends: Vec::with_capacity(rows.max(8)),
-                    ..Table::default()
-                });
+                self.tables.push(t);
             }
             Tag::Thead => {
                 if let Some(t) = self.tables.last_mut() {
@@ -692,6 +709,12 @@ impl<'a> Conv<'a> {
         let Some(mut t) = self.tables.pop() else {
             return;
         };
+        self.render_table(&mut t);
+        self.spare = Some(t);
+    }
+
+    /// Writes a table closed (popped from `tables`) to its parent cell or the output.
+    fn render_table(&mut self, t: &mut Table) {
         t.finish_row();
         self.rows += t.row_ends.len();
         if let Some(parent) = self.tables.last_mut().filter(|p| p.cell.is_some()) {
@@ -898,6 +921,15 @@ fn push_collapsed(sink: &mut String, start: usize, s: &str, hay: &[u8], stop_at_
                 matches!(c, b' ' | b'\t' | b'\n' | b'\x0B' | b'\x0C' | b'\r'),
                 1,
             )
+        } else if !may_lead_space(c) {
+            // A run of characters none of which can be whitespace, skipped by their lead
+            // bytes: decoding and classifying each made non-Latin text slower than before
+            // the scan went eight bytes at a time.
+            i += utf8_width(c);
+            while let Some(&c) = b.get(i).filter(|c| !c.is_ascii() && !may_lead_space(**c)) {
+                i += utf8_width(c);
+            }
+            continue;
         } else {
             let ch = s[i..].chars().next().unwrap_or_default();
             (ch.is_whitespace(), ch.len_utf8())
@@ -922,6 +954,24 @@ fn push_collapsed(sink: &mut String, start: usize, s: &str, hay: &[u8], stop_at_
     }
     sink.push_str(&s[run..]);
     true
+}
+
+/// Whether `c`, a UTF-8 lead byte, may start a whitespace character: the non-ASCII ones
+/// (U+0085, U+00A0, U+1680, U+2000 to U+200A, U+2028, U+2029, U+202F, U+205F, U+3000) start
+/// with one of these.
+fn may_lead_space(c: u8) -> bool {
+    matches!(c, 0xC2 | 0xE1 | 0xE2 | 0xE3)
+}
+
+/// The length of the UTF-8 character whose lead byte (not ASCII) is `c`.
+fn utf8_width(c: u8) -> usize {
+    if c >= 0xF0 {
+        4
+    } else if c >= 0xE0 {
+        3
+    } else {
+        2
+    }
 }
 
 /// Whether `b[from..]` holds a `|`. Eight bytes at a time, the last eight read from the
