@@ -126,7 +126,7 @@ pub fn to_text(html: &str) -> HtmlText {
         c.close_table();
     }
     HtmlText {
-        text: tidy(&c.out),
+        text: tidy_owned(c.out),
         table_rows: c.rows,
     }
 }
@@ -233,12 +233,8 @@ fn scan_name(b: &[u8], from: usize) -> (usize, u64) {
         let other = !alnum & HIGH;
         if other != 0 {
             let len = (other.trailing_zeros() / 8) as usize;
-            let k = if len == 0 {
-                0
-            } else {
-                l & (u64::MAX >> (64 - 8 * len))
-            };
-            return (from + len, k);
+            // `len` is at most 7 here.
+            return (from + len, l & !(u64::MAX << (8 * len)));
         }
     }
     let mut end = from;
@@ -252,6 +248,55 @@ fn scan_name(b: &[u8], from: usize) -> (usize, u64) {
     (end, k)
 }
 
+/// `<tr>`, `<td>`, `<th>`, their close tags and `</a>`, in any case, at `lt`: the class,
+/// whether a close tag, and the length. Most tags of a table page are these, without
+/// attributes; matched as one word, they skip the name scan, the classification and the
+/// search for the tag's end, which were most of the cost of such a tag.
+fn bare_row_tag(b: &[u8], lt: usize) -> Option<(Tag, bool, usize)> {
+    /// A pattern's bytes as a word, 0x20 where it has a letter, and 0xFF where it has a byte.
+    /// `| 0x20` lowercases only where the pattern has a letter, and there it maps just the
+    /// two cases of that letter to it.
+    const fn pattern(s: &[u8]) -> (u64, u64, u64) {
+        let (mut w, mut letters, mut len) = (0, 0, 0);
+        let mut i = 0;
+        while i < s.len() {
+            w |= (s[i] as u64) << (8 * i);
+            if s[i].is_ascii_lowercase() {
+                letters |= 0x20 << (8 * i);
+            }
+            len |= 0xFF << (8 * i);
+            i += 1;
+        }
+        (w, letters, len)
+    }
+    const TD: (u64, u64, u64) = pattern(b"<td>");
+    const TH: (u64, u64, u64) = pattern(b"<th>");
+    const TR: (u64, u64, u64) = pattern(b"<tr>");
+    const TD_END: (u64, u64, u64) = pattern(b"</td>");
+    const TH_END: (u64, u64, u64) = pattern(b"</th>");
+    const TR_END: (u64, u64, u64) = pattern(b"</tr>");
+    const A_END: (u64, u64, u64) = pattern(b"</a>");
+    let w = u64::from_le_bytes(*b.get(lt..)?.first_chunk::<8>()?);
+    let is = |(p, letters, len): (u64, u64, u64)| (w | letters) & len == p;
+    if (w >> 8) as u8 == b'/' {
+        if is(TD_END) || is(TH_END) {
+            Some((Tag::Cell, true, 5))
+        } else if is(TR_END) {
+            Some((Tag::Tr, true, 5))
+        } else if is(A_END) {
+            Some((Tag::A, true, 4))
+        } else {
+            None
+        }
+    } else if is(TD) || is(TH) {
+        Some((Tag::Cell, false, 4))
+    } else if is(TR) {
+        Some((Tag::Tr, false, 4))
+    } else {
+        None
+    }
+}
+
 /// Classifies a tag name from its key (see `key`) and length; the one known name longer
 /// than eight bytes is compared directly.
 fn classify(k: u64, raw: &[u8]) -> Tag {
@@ -261,6 +306,13 @@ fn classify(k: u64, raw: &[u8]) -> Tag {
         } else {
             Tag::Other
         };
+    }
+    // A table page's most common tags are tested before the search through all keys.
+    if k == K_TD {
+        return Tag::Cell;
+    }
+    if k == K_TR {
+        return Tag::Tr;
     }
     match k {
         K_A => Tag::A,
@@ -288,10 +340,16 @@ fn classify(k: u64, raw: &[u8]) -> Tag {
 
 /// A table being read. Cell texts share one buffer (cells and rows are ranges) rather than a
 /// `String` per cell and a `Vec` per row: allocating and freeing those was a large part of
-/// converting a table.
+/// converting a table. The buffer holds them as markdown rows (`| a | b |` and a line
+/// break), so that a table whose rows all have as many cells, none with a `|`, is copied
+/// out at once: rendering it a cell at a time was a tenth of converting the bench page.
 #[derive(Default)]
 struct Table {
     buf: String,
+    /// Whether a cell text holds a `|`, which the rendering escapes.
+    pipe: bool,
+    /// Where the first row ends in `buf`, after its line break.
+    first_row_end: usize,
     /// Trimmed cell texts, as ranges of `buf`, in document order.
     cells: Vec<(usize, usize)>,
     /// For each finished row, the number of cells up to its end.
@@ -303,21 +361,70 @@ struct Table {
 }
 
 impl Table {
+    /// Where the open row's cells start in `cells`.
+    fn row_start(&self) -> usize {
+        self.row_ends.last().copied().unwrap_or(0)
+    }
+
+    fn open_cell(&mut self) {
+        if self.cells.len() != self.row_start() {
+            self.buf.push(' ');
+        }
+        self.buf.push('|');
+        self.buf.push(' ');
+        self.cell = Some(self.buf.len());
+    }
+
+    /// Inlined, the call is skipped where no cell is open (most `<tr>` and `</tr>`).
+    #[inline]
     fn finish_cell(&mut self) {
         if let Some(start) = self.cell.take() {
-            let end = start + trim_end(&self.buf[start..]).len();
-            self.buf.truncate(end);
-            let start = end - trim_start(&self.buf[start..]).len();
-            self.cells.push((start, end));
-            self.row_open = true;
+            self.end_cell(start);
         }
+    }
+
+    fn end_cell(&mut self, start: usize) {
+        // ASCII whitespace trimmed on bytes; where a non-ASCII character is next to the
+        // trimmed text (it may be whitespace), by `trim_end` and `trim_start`.
+        let b = self.buf.as_bytes();
+        let ws = |c: u8| matches!(c, b' ' | b'\t' | b'\n' | b'\x0B' | b'\x0C' | b'\r');
+        let mut end = b.len();
+        while end > start && ws(b[end - 1]) {
+            end -= 1;
+        }
+        let mut from = start;
+        while from < end && ws(b[from]) {
+            from += 1;
+        }
+        let lead = if end == from || (b[end - 1].is_ascii() && b[from].is_ascii()) {
+            self.buf.truncate(end);
+            from - start
+        } else {
+            end = start + trim_end(&self.buf[start..]).len();
+            self.buf.truncate(end);
+            end - start - trim_start(&self.buf[start..]).len()
+        };
+        if lead > 0 {
+            self.buf.replace_range(start..start + lead, "");
+        }
+        self.pipe |= has_pipe_at_end(self.buf.as_bytes(), start);
+        self.cells.push((start, end - lead));
+        self.row_open = true;
     }
 
     fn finish_row(&mut self) {
         self.finish_cell();
         if self.row_open {
             self.row_open = false;
+            if self.cells.len() > self.row_start() {
+                self.buf.push(' ');
+                self.buf.push('|');
+                self.buf.push('\n');
+            }
             self.row_ends.push(self.cells.len());
+            if self.row_ends.len() == 1 {
+                self.first_row_end = self.buf.len();
+            }
         }
     }
 
@@ -339,6 +446,10 @@ impl Table {
 struct Conv<'a> {
     out: String,
     tables: Vec<Table>,
+    /// The last table closed, whose buffers the next table reuses: a page of many small
+    /// tables would otherwise allocate (and size from the input left) three buffers each.
+    /// One rather than a stack of them, as a `Vec` was another allocation per page.
+    spare: Option<Table>,
     pre: usize,
     lists: Vec<Option<usize>>,
     links: Vec<Option<std::borrow::Cow<'a, str>>>,
@@ -350,13 +461,19 @@ impl<'a> Conv<'a> {
         let b = html.as_bytes();
         let mut i = 0;
         while i < b.len() {
-            let Some(p) = memchr(b'<', &b[i..]) else {
-                self.text(&html[i..]);
+            // A tag often follows a tag; texts are searched eight bytes at a time.
+            let p = if b[i] == b'<' {
+                Some(0)
+            } else {
+                memchr_long(b'<', &b[i..])
+            };
+            let Some(p) = p else {
+                self.text(&html[i..], &b[i..]);
                 break;
             };
             let lt = i + p;
             if lt > i {
-                self.text(&html[i..lt]);
+                self.text(&html[i..lt], &b[i..]);
             }
             i = self.tag(html, lt);
         }
@@ -365,6 +482,15 @@ impl<'a> Conv<'a> {
     /// Handles the markup starting at `lt` (a `<`) and returns where text resumes.
     fn tag(&mut self, html: &'a str, lt: usize) -> usize {
         let b = html.as_bytes();
+        if let Some((tag, closing, len)) = bare_row_tag(b, lt) {
+            let end = lt + len;
+            if closing {
+                self.close(tag);
+            } else {
+                self.open(tag, html, end - 1, end);
+            }
+            return end;
+        }
         let next = b.get(lt + 1).copied().unwrap_or(0);
         if next == b'!' && b[lt..].starts_with(b"<!--") {
             return find(b, lt + 4, b"-->").map_or(b.len(), |p| p + 3);
@@ -375,17 +501,13 @@ impl<'a> Conv<'a> {
         let closing = next == b'/';
         let name_start = if closing { lt + 2 } else { lt + 1 };
         let (name_end, k) = scan_name(b, name_start);
-        if name_end == name_start || !b[name_start].is_ascii_alphabetic() {
-            self.text("<");
+        // The key's first byte is the name's first, lowercased if a letter (0 if no name):
+        // a letter is at least `a`, a digit below it.
+        if (k as u8) < b'a' {
+            self.text("<", b"<");
             return lt + 1;
         }
         let end = tag_end(b, name_end);
-        let attrs_end = if end > name_end && b[end - 1] == b'>' {
-            end - 1
-        } else {
-            end
-        };
-        let attrs = &html[name_end..attrs_end];
         let raw = &b[name_start..name_end];
         let tag = classify(k, raw);
         if closing {
@@ -399,12 +521,23 @@ impl<'a> Conv<'a> {
                 memchr(b'>', &b[p..]).map_or(b.len(), |q| p + q + 1)
             });
         } else {
-            self.open(tag, attrs);
+            self.open(tag, html, name_end, end);
         }
         end
     }
 
-    fn open(&mut self, tag: Tag, attrs: &'a str) {
+    /// `html[name_end..end]` is the rest of the tag, its attributes and the `>` if any: cut out
+    /// only for the tags that read attributes, as the slice checks were a cost per tag.
+    fn open(&mut self, tag: Tag, html: &'a str, name_end: usize, end: usize) {
+        let attrs = || {
+            let b = html.as_bytes();
+            let attrs_end = if end > name_end && b[end - 1] == b'>' {
+                end - 1
+            } else {
+                end
+            };
+            &html[name_end..attrs_end]
+        };
         match tag {
             Tag::Br => {
                 if self.in_cell() {
@@ -455,7 +588,7 @@ impl<'a> Conv<'a> {
                 self.pre += 1;
             }
             Tag::A => {
-                let href = attr(attrs, "href").filter(|h| {
+                let href = attr(attrs(), "href").filter(|h| {
                     let js = h
                         .as_bytes()
                         .get(..11)
@@ -463,12 +596,12 @@ impl<'a> Conv<'a> {
                     !h.is_empty() && !h.starts_with('#') && !js
                 });
                 if href.is_some() {
-                    self.push_raw("[");
+                    self.raw_sink().push('[');
                 }
                 self.links.push(href);
             }
             Tag::Img => {
-                if let Some(alt) = attr(attrs, "alt").filter(|a| !a.trim().is_empty()) {
+                if let Some(alt) = attr(attrs(), "alt").filter(|a| !a.trim().is_empty()) {
                     self.push_raw("[image: ");
                     self.push_raw(alt.trim());
                     self.push_raw("]");
@@ -479,13 +612,36 @@ impl<'a> Conv<'a> {
                     self.para();
                 }
                 // Sized for a small table: growing each from empty was about 3% of the
-                // instructions converting the bench page.
-                self.tables.push(Table {
-                    buf: String::with_capacity(256),
-                    cells: Vec::with_capacity(16),
-                    row_ends: Vec::with_capacity(8),
-                    ..Table::default()
-                });
+                // instructions converting the bench page. An outermost table is sized from
+                // the input left (cell text is at most about half of a table's markup, a
+                // cell at least about 20 bytes of it, a row 60): the reallocations while a
+                // 1 KB table grew were another 4%. Nested tables stay small, so that deep
+                // nesting cannot reserve the input's size per level.
+                let t = if let Some(mut t) = self.spare.take() {
+                    t.buf.clear();
+                    t.cells.clear();
+                    t.row_ends.clear();
+                    Table {
+                        buf: t.buf,
+                        cells: t.cells,
+                        row_ends: t.row_ends,
+                        ..Table::default()
+                    }
+                } else {
+                    let rest = html.len() - end;
+                    let (buf, cells, rows) = if self.tables.is_empty() {
+                        (rest / 2, rest / 20, rest / 60)
+                    } else {
+                        (0, 0, 0)
+                    };
+                    Table {
+                        buf: String::with_capacity(buf.max(256)),
+                        cells: Vec::with_capacity(cells.max(16)),
+                        row_ends: Vec::with_capacity(rows.max(8)),
+                        ..Table::default()
+                    }
+                };
+                self.tables.push(t);
             }
             Tag::Thead => {
                 if let Some(t) = self.tables.last_mut() {
@@ -501,7 +657,7 @@ impl<'a> Conv<'a> {
             Tag::Cell => {
                 if let Some(t) = self.tables.last_mut() {
                     t.finish_cell();
-                    t.cell = Some(t.buf.len());
+                    t.open_cell();
                 }
             }
             Tag::Raw | Tag::Other => {}
@@ -522,9 +678,11 @@ impl<'a> Conv<'a> {
             }
             Tag::A => {
                 if let Some(Some(href)) = self.links.pop() {
-                    self.push_raw("](");
-                    self.push_raw(&href);
-                    self.push_raw(")");
+                    let s = self.raw_sink();
+                    s.push(']');
+                    s.push('(');
+                    s.push_str(&href);
+                    s.push(')');
                 }
             }
             Tag::Thead => {
@@ -551,6 +709,12 @@ impl<'a> Conv<'a> {
         let Some(mut t) = self.tables.pop() else {
             return;
         };
+        self.render_table(&mut t);
+        self.spare = Some(t);
+    }
+
+    /// Writes a table closed (popped from `tables`) to its parent cell or the output.
+    fn render_table(&mut self, t: &mut Table) {
         t.finish_row();
         self.rows += t.row_ends.len();
         if let Some(parent) = self.tables.last_mut().filter(|p| p.cell.is_some()) {
@@ -576,6 +740,18 @@ impl<'a> Conv<'a> {
         // Written straight into the output (no cell is open, so `para` only touches it).
         self.para();
         let s = &mut self.out;
+        if !t.pipe && t.rows().all(|row| row.len() == cols) {
+            // `buf` is the rendering but for the rule under the first row.
+            s.push_str(&t.buf[..t.first_row_end]);
+            s.push('|');
+            for _ in 0..cols {
+                s.push_str(" --- |");
+            }
+            s.push('\n');
+            s.push_str(&t.buf[t.first_row_end..]);
+            self.para();
+            return;
+        }
         for (i, row) in t.rows().enumerate() {
             s.push('|');
             for c in 0..cols {
@@ -607,9 +783,15 @@ impl<'a> Conv<'a> {
     /// The open cell's buffer, or the output (also for markup between cells of a table:
     /// stray text and captions stay visible).
     fn push_raw(&mut self, s: &str) {
+        self.raw_sink().push_str(s);
+    }
+
+    /// Where `push_raw` writes. Characters are pushed to it one by one where there are one
+    /// or two: a `push_str` is a `memcpy` call.
+    fn raw_sink(&mut self) -> &mut String {
         match self.tables.last_mut() {
-            Some(t) if t.cell.is_some() => t.buf.push_str(s),
-            _ => self.out.push_str(s),
+            Some(t) if t.cell.is_some() => &mut t.buf,
+            _ => &mut self.out,
         }
     }
 
@@ -643,7 +825,8 @@ impl<'a> Conv<'a> {
         }
     }
 
-    fn text(&mut self, raw: &str) {
+    /// `raw` is a prefix of `hay`, which `push_collapsed` may read ahead in.
+    fn text(&mut self, raw: &str, hay: &[u8]) {
         let pre = self.pre > 0;
         let in_table_outside_cell = !self.tables.is_empty() && !self.in_cell();
         if !pre && !in_table_outside_cell {
@@ -651,7 +834,7 @@ impl<'a> Conv<'a> {
             // from the decoded text if a `&` turns up.
             let (sink, start) = self.text_sink();
             let mark = sink.len();
-            if push_collapsed(sink, start, raw, true) {
+            if push_collapsed(sink, start, raw, hay, true) {
                 return;
             }
             sink.truncate(mark);
@@ -664,7 +847,7 @@ impl<'a> Conv<'a> {
         if pre {
             sink.push_str(&decoded);
         } else {
-            push_collapsed(sink, start, &decoded, false);
+            push_collapsed(sink, start, &decoded, decoded.as_bytes(), false);
         }
     }
 
@@ -684,19 +867,52 @@ impl<'a> Conv<'a> {
 /// Appends `s` to the text in `sink[start..]` with each whitespace run (Unicode whitespace)
 /// as one space, and none at its start or after a space or line break already there. Copies
 /// runs of other characters at once rather than a character at a time. With `stop_at_amp`,
-/// returns false at the first `&`, part of `s` appended.
-fn push_collapsed(sink: &mut String, start: usize, s: &str, stop_at_amp: bool) -> bool {
+/// returns false at the first `&`, part of `s` appended. `hay` starts with `s`: what follows
+/// lets the scan read eight bytes at a time up to the end of `s`.
+// Inlined into `Conv::text`, its only caller: a text run is a few bytes, and the call's
+// register saves and restores were a good part of one.
+#[inline(always)]
+fn push_collapsed(sink: &mut String, start: usize, s: &str, hay: &[u8], stop_at_amp: bool) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x80 * ONES;
+    const LOW7: u64 = 0x7F * ONES;
+    // A NUL is flagged anyway, so stands for no `&`.
+    let amp = ONES * u64::from(if stop_at_amp { b'&' } else { 0 });
     let mut skip = sink.len() == start || matches!(sink.as_bytes().last(), Some(b' ' | b'\n'));
     let b = s.as_bytes();
     let mut run = 0;
+    // Just after a space kept in the run (a single space after other characters is copied
+    // with them, rather than ending the run).
+    let mut spaced = usize::MAX;
     let mut i = 0;
     while i < b.len() {
-        let c = b[i];
-        // Printable ASCII other than space: neither whitespace nor the start of a character.
-        if c.wrapping_sub(b'!') < 0x5E && (c != b'&' || !stop_at_amp) {
-            i += 1;
-            continue;
+        // Printable ASCII other than space (and `&` with `stop_at_amp`) is neither whitespace
+        // nor the start of a character: skipped eight bytes at a time where `hay` has them.
+        if let Some(bytes) = hay.get(i..i + 8) {
+            let w = u64::from_le_bytes(bytes.try_into().expect("8 bytes"));
+            let low = w & LOW7;
+            let v = w ^ amp;
+            let special = (w
+                | !(low + (0x80 - 0x21) * ONES)
+                | (low + ONES)
+                | !(((v & LOW7) + LOW7) | v | LOW7))
+                & HIGH;
+            if special == 0 {
+                i += 8;
+                continue;
+            }
+            i += (special.trailing_zeros() / 8) as usize;
+            if i >= b.len() {
+                break;
+            }
+        } else {
+            let c = b[i];
+            if c.wrapping_sub(b'!') < 0x5E && (c != b'&' || !stop_at_amp) {
+                i += 1;
+                continue;
+            }
         }
+        let c = b[i];
         if c == b'&' {
             return false;
         }
@@ -705,14 +921,28 @@ fn push_collapsed(sink: &mut String, start: usize, s: &str, stop_at_amp: bool) -
                 matches!(c, b' ' | b'\t' | b'\n' | b'\x0B' | b'\x0C' | b'\r'),
                 1,
             )
+        } else if !may_lead_space(c) {
+            // A run of characters none of which can be whitespace, skipped by their lead
+            // bytes: decoding and classifying each made non-Latin text slower than before
+            // the scan went eight bytes at a time.
+            i += utf8_width(c);
+            while let Some(&c) = b.get(i).filter(|c| !c.is_ascii() && !may_lead_space(**c)) {
+                i += utf8_width(c);
+            }
+            continue;
         } else {
             let ch = s[i..].chars().next().unwrap_or_default();
             (ch.is_whitespace(), ch.len_utf8())
         };
         if ws {
+            if c == b' ' && run < i && spaced != i {
+                spaced = i + 1;
+                i += 1;
+                continue;
+            }
             if run < i {
                 sink.push_str(&s[run..i]);
-                skip = false;
+                skip = spaced == i;
             }
             if !skip {
                 sink.push(' ');
@@ -726,9 +956,65 @@ fn push_collapsed(sink: &mut String, start: usize, s: &str, stop_at_amp: bool) -
     true
 }
 
+/// Whether `c`, a UTF-8 lead byte, may start a whitespace character: the non-ASCII ones
+/// (U+0085, U+00A0, U+1680, U+2000 to U+200A, U+2028, U+2029, U+202F, U+205F, U+3000) start
+/// with one of these.
+fn may_lead_space(c: u8) -> bool {
+    matches!(c, 0xC2 | 0xE1 | 0xE2 | 0xE3)
+}
+
+/// The length of the UTF-8 character whose lead byte (not ASCII) is `c`.
+fn utf8_width(c: u8) -> usize {
+    if c >= 0xF0 {
+        4
+    } else if c >= 0xE0 {
+        3
+    } else {
+        2
+    }
+}
+
+/// Whether `b[from..]` holds a `|`. Eight bytes at a time, the last eight read from the
+/// end backwards with the bytes before `from` masked off: a cell's text is a few bytes,
+/// and a `memchr` call per cell cost several times more.
+fn has_pipe_at_end(b: &[u8], from: usize) -> bool {
+    let word = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
+    let n = b.len() - from;
+    if n == 0 {
+        return false;
+    }
+    if b.len() < 8 {
+        return b[from..].contains(&b'|');
+    }
+    let mut i = from;
+    while i + 8 < b.len() {
+        if eq_bytes(word(i), b'|') != 0 {
+            return true;
+        }
+        i += 8;
+    }
+    let keep = u64::MAX << (8 * (8 - (b.len() - i)));
+    eq_bytes(word(b.len() - 8), b'|') & keep != 0
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+
+/// 0x80 in each byte of `w` equal to `k`, 0 in the others (exact, no carries across).
+fn eq_bytes(w: u64, k: u8) -> u64 {
+    let v = w ^ (ONES * u64::from(k));
+    !(((v & (0x7F * ONES)) + 0x7F * ONES) | v | (0x7F * ONES))
+}
+
 /// Whether `s` holds `c`: a byte search, cheaper than a `char` pattern's.
 fn has_byte(s: &str, c: u8) -> bool {
-    s.as_bytes().contains(&c)
+    // Most strings searched are a few bytes (attribute values, cells), where the call to
+    // the slice search cost more than a loop.
+    let b = s.as_bytes();
+    if b.len() < 32 {
+        b.iter().position(|x| *x == c).is_some()
+    } else {
+        b.contains(&c)
+    }
 }
 
 /// `str::trim_end`, with ASCII whitespace handled before falling back to it.
@@ -759,6 +1045,40 @@ fn trim_trailing_spaces(s: &mut String) {
     while s.ends_with(' ') {
         s.pop();
     }
+}
+
+/// `tidy`, without the copy when the text is tidy already but for line breaks at its end,
+/// which is what the converter's `para` and `block` leave nearly always: checking is a scan
+/// for line breaks, where `tidy` copies line by line into a new string.
+fn tidy_owned(mut s: String) -> String {
+    let keep = s.trim_end_matches('\n').len();
+    if is_tidy(&s.as_bytes()[..keep]) {
+        s.truncate(keep);
+        s
+    } else {
+        tidy(&s)
+    }
+}
+
+/// Whether `tidy` leaves `b` as it is, given that `b` does not end with a line break: no
+/// line ends with whitespace, no blank line comes first or after another. A line ending in
+/// a non-ASCII byte counts as untidy (it may be Unicode whitespace) and goes to `tidy`.
+fn is_tidy(b: &[u8]) -> bool {
+    let untidy_end = |c: u8| matches!(c, b' ' | b'\t' | b'\x0B' | b'\x0C' | b'\r') || !c.is_ascii();
+    if b.last().is_some_and(|c| untidy_end(*c)) || b.first() == Some(&b'\n') {
+        return false;
+    }
+    let mut from = 0;
+    while let Some(p) = memchr_long(b'\n', &b[from..]) {
+        let nl = from + p;
+        // `nl > 0`: the first byte is not a line break.
+        let before = b[nl - 1];
+        if untidy_end(before) || (before == b'\n' && nl >= 2 && b[nl - 2] == b'\n') {
+            return false;
+        }
+        from = nl + 1;
+    }
+    true
 }
 
 fn tidy(s: &str) -> String {
@@ -795,22 +1115,42 @@ fn tidy(s: &str) -> String {
 
 /// End of a tag (index after `>`), honouring quoted attribute values.
 fn tag_end(b: &[u8], from: usize) -> usize {
-    let mut quote = 0u8;
+    // Most tags have no attributes.
+    if b.get(from) == Some(&b'>') {
+        return from + 1;
+    }
+    // From quote to quote rather than a byte at a time with a quote state: eight bytes at a
+    // time outside quotes, `memchr_long` inside.
     let mut i = from;
-    while i < b.len() {
-        let c = b[i];
-        if quote != 0 {
-            if c == quote {
-                quote = 0;
-            }
-        } else if c == b'"' || c == b'\'' {
-            quote = c;
-        } else if c == b'>' {
-            return i + 1;
+    while let Some(p) = tag_byte(&b[i..]) {
+        let at = i + p;
+        let q = b[at];
+        if q == b'>' {
+            return at + 1;
         }
-        i += 1;
+        match memchr_long(q, &b[at + 1..]) {
+            Some(r) => i = at + 1 + r + 1,
+            None => break,
+        }
     }
     b.len()
+}
+
+/// First `>`, `"` or `'` in `b`.
+fn tag_byte(b: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    while let Some(bytes) = b.get(i..i + 8) {
+        let w = u64::from_le_bytes(bytes.try_into().expect("8 bytes"));
+        let m = eq_bytes(w, b'>') | eq_bytes(w, b'"') | eq_bytes(w, b'\'');
+        if m != 0 {
+            return Some(i + (m.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    b[i..]
+        .iter()
+        .position(|c| matches!(c, b'>' | b'"' | b'\''))
+        .map(|p| i + p)
 }
 
 /// First `needle` at or after `from`. Candidates are found by the needle's first byte, as
@@ -851,11 +1191,17 @@ fn attr<'a>(attrs: &'a str, name: &str) -> Option<std::borrow::Cow<'a, str>> {
     // the attributes per tag was a good part of converting a page of links.
     let lb = attrs.as_bytes();
     let nb = name.as_bytes();
+    // Names are lowercase letters: a byte with 0x20 set is the first one in either case
+    // only if it is that letter, which rules out most positions before comparing a window.
     let find = |from: usize| {
-        lb.get(from..)?
-            .windows(nb.len())
-            .position(|w| w.eq_ignore_ascii_case(nb))
-            .map(|p| from + p)
+        let mut i = from;
+        while i + nb.len() <= lb.len() {
+            if lb[i] | 0x20 == nb[0] && lb[i..i + nb.len()].eq_ignore_ascii_case(nb) {
+                return Some(i);
+            }
+            i += 1;
+        }
+        None
     };
     let mut search = 0;
     while let Some(at) = find(search) {
@@ -1067,6 +1413,47 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Wherever the bare row-tag match applies, the general reading of a tag (name scan,
+    /// classification, tag end) gives the same; with every byte value in place of each byte
+    /// of each pattern, and in place of the byte after it.
+    #[test]
+    fn bare_row_tags_read_as_the_general_path_does() {
+        let general = |h: &[u8]| {
+            let closing = h[1] == b'/';
+            let start = if closing { 2 } else { 1 };
+            let (name_end, k) = scan_name(h, start);
+            ((k as u8) >= b'a').then(|| {
+                (
+                    classify(k, &h[start..name_end]),
+                    closing,
+                    tag_end(h, name_end),
+                )
+            })
+        };
+        let mut hits = 0;
+        for pat in [
+            "<td>", "<th>", "<tr>", "</td>", "</th>", "</tr>", "</a>", "<TD>", "</tR>", "</A>",
+        ] {
+            let mut h = pat.as_bytes().to_vec();
+            h.extend_from_slice(b"x>  y>  ");
+            assert!(bare_row_tag(&h, 0).is_some(), "{pat}");
+            for at in 1..=pat.len() {
+                for byte in 0..=255u8 {
+                    let mut h = h.clone();
+                    h[at] = byte;
+                    if let Some(fast) = bare_row_tag(&h, 0) {
+                        hits += 1;
+                        assert!(general(&h) == Some(fast), "{h:?}");
+                    }
+                }
+            }
+        }
+        // Per pattern: any byte after it (256), each letter in its two cases, each other
+        // byte only as itself, and in `<td>` and `</td>` the last letter also as `h` or `r`
+        // in either case: 265 for `<td>`, 266 for `</td>`, 260 for `</a>`.
+        assert_eq!(hits, 4 * 265 + 4 * 266 + 2 * 260);
     }
 
     #[test]
