@@ -189,7 +189,8 @@ impl Reader {
                 self.close("the upstream closed its stdout".into());
                 return;
             }
-            let (chunk, newline) = match buf.iter().position(|b| *b == b'\n') {
+            // memchr, not a byte loop: a 20 MiB answer is searched for its newline in full.
+            let (chunk, newline) = match memchr::memchr(b'\n', buf) {
                 Some(i) => (&buf[..i], Some(i + 1)),
                 None => (buf, None),
             };
