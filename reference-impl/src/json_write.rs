@@ -16,7 +16,7 @@ pub fn write_value<W: Write + ?Sized>(w: &mut W, v: &Value) -> io::Result<()> {
         Value::Null => w.write_all(b"null"),
         Value::Bool(true) => w.write_all(b"true"),
         Value::Bool(false) => w.write_all(b"false"),
-        Value::Number(n) => serde_json::to_writer(w, n).map_err(io::Error::other),
+        Value::Number(n) => serde_json::to_writer(w, n).map_err(io::Error::from),
         Value::String(s) => write_str(w, s),
         Value::Array(items) => {
             w.write_all(b"[")?;
