@@ -4,7 +4,6 @@
 //! through `error_message` without the redaction arguments get.
 
 use std::borrow::Cow;
-use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::Path;
@@ -206,7 +205,11 @@ impl Audit {
         if let Some(f) = &self.log
             && let Some(rest) = line.strip_prefix('{').filter(|r| !r.starts_with('}'))
         {
-            append(f, &format!("{{\"event\":\"tool_call\",{rest}"));
+            const EVENT: &str = "{\"event\":\"tool_call\",";
+            let mut logged = String::with_capacity(EVENT.len() + rest.len());
+            logged.push_str(EVENT);
+            logged.push_str(rest);
+            append(f, &logged);
         }
     }
 
@@ -380,6 +383,7 @@ fn render_log_as_json(line: &RequestLog, mutation: Mutation) -> String {
     json_line(&value)
 }
 
+/// One decimal digit: the CEF line writes it as one.
 fn severity(status: &str) -> u8 {
     match status {
         "ok" | "task" => 3,
@@ -411,7 +415,9 @@ fn cef_line_with<'a>(s: impl Fn(&str) -> Cow<'a, str>) -> String {
     cef_header(&mut out, &status);
     out.push_str("|tools/call ");
     cef_header(&mut out, &status);
-    let _ = write!(out, "|{}|rt=", severity(&status));
+    out.push('|');
+    out.push(char::from(b'0' + severity(&status)));
+    out.push_str("|rt=");
     cef_ext(&mut out, &s("time"));
     out.push_str(" suser=");
     cef_ext(&mut out, &s("identity"));
@@ -430,7 +436,13 @@ fn cef_line_with<'a>(s: impl Fn(&str) -> Cow<'a, str>) -> String {
     for (key, label, field) in labelled {
         let value = s(field);
         if !value.is_empty() {
-            let _ = write!(out, " {key}Label={label} {key}=");
+            out.push(' ');
+            out.push_str(key);
+            out.push_str("Label=");
+            out.push_str(label);
+            out.push(' ');
+            out.push_str(key);
+            out.push('=');
             cef_ext(&mut out, &value);
         }
     }
