@@ -59,7 +59,7 @@ impl CallRecord {
     /// The record as redacting its JSON would leave it, field by field; `None` when only the
     /// JSON can hold the outcome (a body, or a number long enough for the redactor to turn
     /// into a card-number marker).
-    fn redacted(&self, mutation: Mutation) -> Option<Cow<'_, CallRecord>> {
+    fn redacted(&self, mutation: Mutation, recent: &Recent) -> Option<Cow<'_, CallRecord>> {
         let long = |n: u64| n >= CARD_NUMBER_MIN;
         if self.body.is_some()
             || long(self.duration_ms)
@@ -68,7 +68,7 @@ impl CallRecord {
         {
             return None;
         }
-        Some(redact_texts(self, &RECORD_TEXTS, mutation))
+        Some(redact_texts(self, &RECORD_TEXTS, mutation, recent))
     }
 }
 
@@ -109,19 +109,71 @@ impl Texts for CallRecord {
 }
 
 /// `record` with each of its `keys` redacted as in its JSON; a copy only when one changes.
-fn redact_texts<'a, T: Texts>(record: &'a T, keys: &[&str], mutation: Mutation) -> Cow<'a, T> {
+/// A member whose text is the one it had last time (`recent`) is not redacted again.
+fn redact_texts<'a, T: Texts>(
+    record: &'a T,
+    keys: &[&str],
+    mutation: Mutation,
+    recent: &Recent,
+) -> Cow<'a, T> {
+    let mut seen = recent.0.lock().unwrap_or_else(|e| e.into_inner());
+    if seen.len() < keys.len() {
+        seen.resize_with(keys.len(), || None);
+    }
     let mut out = Cow::Borrowed(record);
-    for key in keys {
-        let replaced = out
-            .text(key)
-            .and_then(|text| secrets::redact_field(key, text, mutation));
-        if let Some(r) = replaced
+    for (key, seen) in keys.iter().zip(seen.iter_mut()) {
+        let Some(text) = out.text(key) else { continue };
+        if text.len() > RECENT_MAX_BYTES {
+            *seen = None;
+            if let Some(r) = secrets::redact_field(key, text, mutation)
+                && let Some(slot) = out.to_mut().slot(key)
+            {
+                *slot = r;
+            }
+            continue;
+        }
+        let seen = match seen {
+            Some(s) if s.mutation == mutation && s.text == text => s,
+            _ => {
+                let redacted = secrets::redact_field(key, text, mutation);
+                // The old text's buffer is reused: the members that change every time (the
+                // time, the call id) would otherwise cost an allocation each.
+                let mut kept = seen.take().map(|s| s.text).unwrap_or_default();
+                kept.clear();
+                kept.push_str(text);
+                seen.insert(Seen {
+                    mutation,
+                    text: kept,
+                    redacted,
+                })
+            }
+        };
+        if let Some(r) = &seen.redacted
             && let Some(slot) = out.to_mut().slot(key)
         {
-            *slot = r;
+            slot.clone_from(r);
         }
     }
     out
+}
+
+/// What each member of one kind of line (call records, request log lines) was last redacted
+/// from, by its place in the kind's list of text members. Most members (identity, server,
+/// tool, status, method, version) repeat from one call to the next, and redacting them again
+/// was the largest part of writing a small call's lines. The redaction of a member is a
+/// function of its name, its text and the mutation alone, so a repeat gives what redacting
+/// it again would.
+#[derive(Default)]
+struct Recent(Mutex<Vec<Option<Seen>>>);
+
+/// Longer texts are redacted every time and not kept: a log line's error can be a whole
+/// result's text.
+const RECENT_MAX_BYTES: usize = 512;
+
+struct Seen {
+    mutation: Mutation,
+    text: String,
+    redacted: Option<String>,
 }
 
 pub fn now_rfc3339() -> String {
@@ -145,6 +197,8 @@ pub struct Audit {
     jsonl: Option<Mutex<File>>,
     cef: Option<Mutex<File>>,
     log: Option<Mutex<File>>,
+    recent_calls: Recent,
+    recent_logs: Recent,
 }
 
 fn open(path: &Path) -> Result<Mutex<File>, ServeError> {
@@ -188,11 +242,13 @@ impl Audit {
             jsonl: jsonl.map(open).transpose()?,
             cef: cef.map(open).transpose()?,
             log: log.map(open).transpose()?,
+            recent_calls: Recent::default(),
+            recent_logs: Recent::default(),
         })
     }
 
     pub fn call(&self, record: &CallRecord, mutation: Mutation) {
-        let (line, cef) = render_call(record, mutation, self.cef.is_some());
+        let (line, cef) = render_call(record, mutation, self.cef.is_some(), &self.recent_calls);
         if let Some(f) = &self.jsonl {
             append(f, &line);
         }
@@ -224,7 +280,7 @@ impl Audit {
     /// One request's log line, redacted.
     pub fn log(&self, line: &RequestLog, mutation: Mutation) {
         let Some(f) = &self.log else { return };
-        let text = render_log(line, mutation);
+        let text = render_log(line, mutation, &self.recent_logs);
         append(f, &text);
     }
 }
@@ -254,7 +310,7 @@ pub struct RequestLog {
 impl RequestLog {
     /// As [`CallRecord::redacted`]: field by field, or `None` for the JSON path (a member
     /// that is neither text, null nor a short number).
-    fn redacted(&self, mutation: Mutation) -> Option<Cow<'_, RequestLog>> {
+    fn redacted(&self, mutation: Mutation, recent: &Recent) -> Option<Cow<'_, RequestLog>> {
         let plain = |v: &Value| match v {
             Value::Null | Value::String(_) => true,
             Value::Number(n) => n.as_u64().is_none_or(|u| u < CARD_NUMBER_MIN),
@@ -268,7 +324,7 @@ impl RequestLog {
         if self.duration_ms >= CARD_NUMBER_MIN || !values.into_iter().flatten().all(plain) {
             return None;
         }
-        Some(redact_texts(self, &LOG_TEXTS, mutation))
+        Some(redact_texts(self, &LOG_TEXTS, mutation, recent))
     }
 }
 
@@ -335,11 +391,16 @@ const LOG_TEXTS: [&str; 10] = [
 /// reading CEF fields back out of the tree) was most of the gateway's own time on a small
 /// call. The tree stays for a record whose fields cannot be redacted one by one; a test holds
 /// the two paths to the same bytes.
-fn render_call(record: &CallRecord, mutation: Mutation, cef: bool) -> (String, Option<String>) {
+fn render_call(
+    record: &CallRecord,
+    mutation: Mutation,
+    cef: bool,
+    recent: &Recent,
+) -> (String, Option<String>) {
     let typed = if mutation.is(Mutant::AuditErrorUnredacted) {
         Some(Cow::Borrowed(record))
     } else {
-        record.redacted(mutation)
+        record.redacted(mutation, recent)
     };
     match typed {
         Some(rec) => (
@@ -363,11 +424,11 @@ fn render_call_as_json(
 }
 
 /// A request's log line, redacted; typed where it can be, as [`render_call`].
-fn render_log(line: &RequestLog, mutation: Mutation) -> String {
+fn render_log(line: &RequestLog, mutation: Mutation, recent: &Recent) -> String {
     let typed = if mutation.is(Mutant::AuditErrorUnredacted) {
         Some(Cow::Borrowed(line))
     } else {
-        line.redacted(mutation)
+        line.redacted(mutation, recent)
     };
     match typed {
         Some(line) => json_line(&*line),
@@ -620,6 +681,8 @@ mod tests {
 
     #[test]
     fn typed_records_render_as_their_json_would() {
+        // One memo for the whole test: members repeat and change as in a running gateway.
+        let recent = Recent::default();
         let mut records = Vec::new();
         for text in TEXTS {
             for key in RECORD_TEXTS {
@@ -633,11 +696,11 @@ mod tests {
         for mutation in mutations() {
             for rec in &records {
                 assert!(
-                    rec.redacted(mutation).is_some(),
+                    rec.redacted(mutation, &recent).is_some(),
                     "{rec:?} takes the typed path"
                 );
                 assert_eq!(
-                    render_call(rec, mutation, true),
+                    render_call(rec, mutation, true, &recent),
                     render_call_as_json(rec, mutation, true),
                     "{mutation:?} {rec:?}"
                 );
@@ -655,7 +718,7 @@ mod tests {
             let mut duration = record();
             duration.duration_ms = card;
             for rec in [code, duration] {
-                let (line, cef) = render_call(&rec, Mutation::default(), true);
+                let (line, cef) = render_call(&rec, Mutation::default(), true, &recent);
                 assert_eq!(
                     (line.clone(), cef),
                     render_call_as_json(&rec, Mutation::default(), true)
@@ -669,10 +732,45 @@ mod tests {
         let mut body = record();
         body.body = Some(json!({"text": "bob@example.com"}));
         for rec in [long, body] {
-            assert!(rec.redacted(Mutation::default()).is_none(), "{rec:?}");
-            let (line, _) = render_call(&rec, Mutation::default(), true);
+            assert!(
+                rec.redacted(Mutation::default(), &recent).is_none(),
+                "{rec:?}"
+            );
+            let (line, _) = render_call(&rec, Mutation::default(), true, &recent);
             assert!(!line.contains("4111111111111111"), "{line}");
             assert!(!line.contains("bob@example.com"), "{line}");
+        }
+    }
+
+    /// A secret that repeats is redacted again from the memo, and a text that turns into
+    /// another (or back) is not taken for the one before.
+    #[test]
+    fn a_repeated_member_is_redacted_as_the_first_time() {
+        let recent = Recent::default();
+        let mut secret = record();
+        secret.reason = Some("leaked AKIAIOSFODNN7EXAMPLE".into());
+        secret.tool = "bob@example.com".into();
+        let mut long = secret.clone();
+        long.reason = Some(format!("{} AKIAIOSFODNN7EXAMPLE", "x".repeat(600)));
+        let recs = [
+            record(),
+            secret.clone(),
+            secret.clone(),
+            long.clone(),
+            long,
+            record(),
+            secret,
+        ];
+        for rec in recs {
+            for mutation in mutations() {
+                for _ in 0..2 {
+                    assert_eq!(
+                        render_call(&rec, mutation, true, &recent),
+                        render_call_as_json(&rec, mutation, true),
+                        "{mutation:?} {rec:?}"
+                    );
+                }
+            }
         }
     }
 
@@ -695,6 +793,8 @@ mod tests {
 
     #[test]
     fn typed_log_lines_render_as_their_json_would() {
+        // One memo for the whole test: members repeat and change as in a running gateway.
+        let recent = Recent::default();
         let mut lines = Vec::new();
         for text in TEXTS {
             for key in LOG_TEXTS {
@@ -721,9 +821,9 @@ mod tests {
         }
         for mutation in mutations() {
             for line in &lines {
-                assert!(line.redacted(mutation).is_some(), "{line:?}");
+                assert!(line.redacted(mutation, &recent).is_some(), "{line:?}");
                 assert_eq!(
-                    render_log(line, mutation),
+                    render_log(line, mutation, &recent),
                     render_log_as_json(line, mutation),
                     "{mutation:?} {line:?}"
                 );
@@ -733,7 +833,7 @@ mod tests {
             let mut line = log_line();
             (line.outcome, line.error_code, line.error) =
                 ("error", Some(json!(card)), Some(json!("x")));
-            let text = render_log(&line, Mutation::default());
+            let text = render_log(&line, Mutation::default(), &recent);
             assert_eq!(text, render_log_as_json(&line, Mutation::default()));
             assert!(!text.contains(&card.to_string()), "{text}");
         }
@@ -742,8 +842,11 @@ mod tests {
         let mut card = log_line();
         card.error_code = Some(json!(4_111_111_111_111_111u64));
         for line in [nested, card] {
-            assert!(line.redacted(Mutation::default()).is_none(), "{line:?}");
-            let text = render_log(&line, Mutation::default());
+            assert!(
+                line.redacted(Mutation::default(), &recent).is_none(),
+                "{line:?}"
+            );
+            let text = render_log(&line, Mutation::default(), &recent);
             assert_eq!(text, render_log_as_json(&line, Mutation::default()));
             assert!(!text.contains("bob@example.com") && !text.contains("4111111111111111"));
         }
@@ -785,11 +888,13 @@ mod tests {
     /// The log line's members in the order they were written before it was typed.
     #[test]
     fn the_log_line_keeps_its_member_order() {
+        // One memo for the whole test: members repeat and change as in a running gateway.
+        let recent = Recent::default();
         let mut line = log_line();
         (line.outcome, line.error_code, line.error) =
             ("error", Some(json!(-32602)), Some(json!("bad")));
         assert_eq!(
-            render_log(&line, Mutation::default()),
+            render_log(&line, Mutation::default(), &recent),
             concat!(
                 r#"{"time":"2026-11-30T00:00:00Z","identity":"u","transport":"stdio","#,
                 r#""method":"tools/call","id":7,"duration_ms":3,"protocol_version":"2025-06-18","#,
