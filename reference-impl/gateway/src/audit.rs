@@ -19,18 +19,19 @@ use crate::mutant::{Mutant, Mutation};
 use crate::secrets;
 use relaycheck_reference::redact::CARD_NUMBER_MIN;
 
-/// One tool call as audited.
+/// One tool call as audited. Its texts are borrowed from the call where they can be: copied
+/// into the record they were most of its allocations.
 #[derive(Debug, Clone, Serialize)]
-pub struct CallRecord {
+pub struct CallRecord<'a> {
     pub time: String,
-    pub identity: String,
-    pub server: String,
-    pub tool: String,
-    pub call_id: String,
-    pub nonce: Option<String>,
-    pub status: String,
+    pub identity: Cow<'a, str>,
+    pub server: Cow<'a, str>,
+    pub tool: Cow<'a, str>,
+    pub call_id: Cow<'a, str>,
+    pub nonce: Option<Cow<'a, str>>,
+    pub status: Cow<'a, str>,
     pub error_code: Option<i64>,
-    pub reason: Option<String>,
+    pub reason: Option<Cow<'a, str>>,
     pub duration_ms: u64,
     pub result_bytes: usize,
     /// Never set but by the `audit-keeps-result-body` mutant: a result body has no place in
@@ -44,7 +45,7 @@ const RECORD_TEXTS: [&str; 8] = [
     "time", "identity", "server", "tool", "call_id", "nonce", "status", "reason",
 ];
 
-impl CallRecord {
+impl CallRecord<'_> {
     /// A field as CEF shows it: text as it is, numbers in decimal, absent as empty.
     fn cef_field(&self, key: &str) -> Cow<'_, str> {
         let number = |n: Option<i128>| n.map_or(Cow::Borrowed(""), |n| Cow::Owned(n.to_string()));
@@ -59,7 +60,7 @@ impl CallRecord {
     /// The record as redacting its JSON would leave it, field by field; `None` when only the
     /// JSON can hold the outcome (a body, or a number long enough for the redactor to turn
     /// into a card-number marker).
-    fn redacted(&self, mutation: Mutation, recent: &Recent) -> Option<Cow<'_, CallRecord>> {
+    fn redacted(&self, mutation: Mutation, recent: &Recent) -> Option<Cow<'_, Self>> {
         let long = |n: u64| n >= CARD_NUMBER_MIN;
         if self.body.is_some()
             || long(self.duration_ms)
@@ -78,7 +79,7 @@ trait Texts: Clone {
     fn slot(&mut self, key: &str) -> Option<&mut String>;
 }
 
-impl Texts for CallRecord {
+impl Texts for CallRecord<'_> {
     fn text(&self, key: &str) -> Option<&str> {
         match key {
             "time" => Some(&self.time),
@@ -96,13 +97,13 @@ impl Texts for CallRecord {
     fn slot(&mut self, key: &str) -> Option<&mut String> {
         match key {
             "time" => Some(&mut self.time),
-            "identity" => Some(&mut self.identity),
-            "server" => Some(&mut self.server),
-            "tool" => Some(&mut self.tool),
-            "call_id" => Some(&mut self.call_id),
-            "nonce" => self.nonce.as_mut(),
-            "status" => Some(&mut self.status),
-            "reason" => self.reason.as_mut(),
+            "identity" => Some(self.identity.to_mut()),
+            "server" => Some(self.server.to_mut()),
+            "tool" => Some(self.tool.to_mut()),
+            "call_id" => Some(self.call_id.to_mut()),
+            "nonce" => self.nonce.as_mut().map(Cow::to_mut),
+            "status" => Some(self.status.to_mut()),
+            "reason" => self.reason.as_mut().map(Cow::to_mut),
             _ => None,
         }
     }
@@ -287,18 +288,18 @@ impl Audit {
 
 /// One request's log line, members in the order its JSON gives them.
 #[derive(Debug, Clone, Serialize)]
-pub struct RequestLog {
+pub struct RequestLog<'a> {
     pub time: String,
-    pub identity: String,
-    pub transport: String,
-    pub method: String,
+    pub identity: Cow<'a, str>,
+    pub transport: Cow<'a, str>,
+    pub method: Cow<'a, str>,
     pub id: Value,
     pub duration_ms: u64,
-    pub protocol_version: String,
+    pub protocol_version: Cow<'a, str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tool: Option<String>,
+    pub tool: Option<Cow<'a, str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub nonce: Option<String>,
+    pub nonce: Option<Cow<'a, str>>,
     pub outcome: &'static str,
     /// Set (possibly to null) for a JSON-RPC error answer only.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -307,10 +308,10 @@ pub struct RequestLog {
     pub error: Option<Value>,
 }
 
-impl RequestLog {
+impl RequestLog<'_> {
     /// As [`CallRecord::redacted`]: field by field, or `None` for the JSON path (a member
     /// that is neither text, null nor a short number).
-    fn redacted(&self, mutation: Mutation, recent: &Recent) -> Option<Cow<'_, RequestLog>> {
+    fn redacted(&self, mutation: Mutation, recent: &Recent) -> Option<Cow<'_, Self>> {
         let plain = |v: &Value| match v {
             Value::Null | Value::String(_) => true,
             Value::Number(n) => n.as_u64().is_none_or(|u| u < CARD_NUMBER_MIN),
@@ -328,7 +329,7 @@ impl RequestLog {
     }
 }
 
-impl Texts for RequestLog {
+impl Texts for RequestLog<'_> {
     fn text(&self, key: &str) -> Option<&str> {
         match key {
             "time" => Some(&self.time),
@@ -349,13 +350,13 @@ impl Texts for RequestLog {
     fn slot(&mut self, key: &str) -> Option<&mut String> {
         match key {
             "time" => Some(&mut self.time),
-            "identity" => Some(&mut self.identity),
-            "transport" => Some(&mut self.transport),
-            "method" => Some(&mut self.method),
+            "identity" => Some(self.identity.to_mut()),
+            "transport" => Some(self.transport.to_mut()),
+            "method" => Some(self.method.to_mut()),
             "id" => text_in(Some(&mut self.id)),
-            "protocol_version" => Some(&mut self.protocol_version),
-            "tool" => self.tool.as_mut(),
-            "nonce" => self.nonce.as_mut(),
+            "protocol_version" => Some(self.protocol_version.to_mut()),
+            "tool" => self.tool.as_mut().map(Cow::to_mut),
+            "nonce" => self.nonce.as_mut().map(Cow::to_mut),
             "error_code" => text_in(self.error_code.as_mut()),
             "error" => text_in(self.error.as_mut()),
             _ => None,
@@ -727,7 +728,7 @@ mod tests {
         "4111111111111111",
     ];
 
-    fn record() -> CallRecord {
+    fn record() -> CallRecord<'static> {
         CallRecord {
             time: "2026-11-30T00:00:00Z".into(),
             identity: "u".into(),
@@ -752,8 +753,8 @@ mod tests {
         for text in TEXTS {
             for key in RECORD_TEXTS {
                 let mut rec = record();
-                rec.nonce = Some(String::new());
-                rec.reason = Some(String::new());
+                rec.nonce = Some(Cow::Owned(String::new()));
+                rec.reason = Some(Cow::Owned(String::new()));
                 *rec.slot(key).unwrap() = text.to_string();
                 records.push(rec);
             }
@@ -816,7 +817,7 @@ mod tests {
         secret.reason = Some("leaked AKIAIOSFODNN7EXAMPLE".into());
         secret.tool = "bob@example.com".into();
         let mut long = secret.clone();
-        long.reason = Some(format!("{} AKIAIOSFODNN7EXAMPLE", "x".repeat(600)));
+        long.reason = Some(format!("{} AKIAIOSFODNN7EXAMPLE", "x".repeat(600)).into());
         let recs = [
             record(),
             secret.clone(),
@@ -839,7 +840,7 @@ mod tests {
         }
     }
 
-    fn log_line() -> RequestLog {
+    fn log_line() -> RequestLog<'static> {
         RequestLog {
             time: "2026-11-30T00:00:00Z".into(),
             identity: "u".into(),

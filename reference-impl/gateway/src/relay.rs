@@ -2,6 +2,7 @@
 //! rules every route shares for reading an upstream's answer (redaction only where a secret
 //! is found, link projection, outputSchema validation, task relay, audit facts).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -379,18 +380,18 @@ pub fn first_text(result: &Value) -> String {
 pub fn audit(gw: &Gateway, caller: &Caller, called: &Called, facts: &Facts, result_bytes: usize) {
     let record = CallRecord {
         time: now_rfc3339(),
-        identity: caller.identity.0.clone(),
-        server: called.server.clone(),
-        tool: called.tool.clone(),
-        call_id: called.call_id.clone(),
+        identity: Cow::Borrowed(&caller.identity.0),
+        server: Cow::Borrowed(&called.server),
+        tool: Cow::Borrowed(&called.tool),
+        call_id: Cow::Borrowed(&called.call_id),
         nonce: if gw.mutation.is(Mutant::AuditWithoutCallId) {
             None
         } else {
-            called.nonce.clone()
+            called.nonce.as_deref().map(Cow::Borrowed)
         },
-        status: facts.status.to_string(),
+        status: Cow::Borrowed(facts.status),
         error_code: facts.error_code,
-        reason: facts.reason.clone(),
+        reason: facts.reason.as_deref().map(Cow::Borrowed),
         duration_ms: called.duration_ms,
         result_bytes,
         body: facts.body.clone(),

@@ -4,6 +4,7 @@
 pub mod http;
 pub mod stdio;
 
+use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -189,14 +190,14 @@ pub async fn handle(
             json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": "Invalid Request: not a JSON-RPC object"}}),
         );
     };
-    let method = fields.get("method").and_then(Value::as_str)?.to_string();
+    let method = fields.get("method").and_then(Value::as_str)?;
     let params = fields.get("params");
     let mut caller = caller_of(params, conn, identity, transport);
     caller.progress = progress;
     let Some(id) = fields.get("id") else {
         return None; // notifications: initialized, cancelled, ... need no answer
     };
-    let answer = dispatch(gw, &method, params, conn, &caller).await;
+    let answer = dispatch(gw, method, params, conn, &caller).await;
     let duration_ms = started.elapsed().as_millis() as u64;
     let nonce = params
         .and_then(|p| p.get("arguments"))
@@ -228,17 +229,17 @@ pub async fn handle(
     };
     let log = RequestLog {
         time: now_rfc3339(),
-        identity: identity.0.clone(),
-        transport: transport.to_string(),
-        method,
+        identity: Cow::Borrowed(&identity.0),
+        transport: Cow::Borrowed(transport),
+        method: Cow::Borrowed(method),
         id: id.clone(),
         duration_ms,
-        protocol_version: caller.version.clone(),
+        protocol_version: Cow::Borrowed(&caller.version),
         tool: params
             .and_then(|p| p.get("name"))
             .and_then(Value::as_str)
-            .map(str::to_string),
-        nonce: nonce.map(str::to_string),
+            .map(Cow::Borrowed),
+        nonce: nonce.map(Cow::Borrowed),
         outcome,
         error_code,
         error,
