@@ -10,6 +10,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Value, json};
+
+use crate::json::member;
 use tokio::sync::mpsc::UnboundedSender;
 
 pub const METHOD: &str = "notifications/progress";
@@ -101,9 +103,8 @@ pub fn asks_for_progress(params: Option<&Value>) -> bool {
 /// Member by member, not `pointer`: serde_json's `pointer` allocates two strings per step to
 /// unescape it.
 fn token_of(params: &Value) -> Option<&Value> {
-    params
-        .get("_meta")
-        .and_then(|m| m.get("progressToken"))
+    member(params, "_meta")
+        .and_then(|m| member(m, "progressToken"))
         .filter(|t| t.is_string() || t.is_number())
 }
 

@@ -15,6 +15,7 @@ use tokio::sync::{Mutex as AsyncMutex, oneshot};
 use super::Ending;
 use super::bounded::sniff_id;
 use crate::error::UpstreamError;
+use crate::json::member;
 use crate::progress::Progress;
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Ending>>>>;
@@ -295,8 +296,8 @@ impl Reader {
                 return;
             }
         };
-        let has_method = message.get("method").is_some();
-        let id = message.get("id").cloned();
+        let has_method = member(&message, "method").is_some();
+        let id = member(&message, "id").cloned();
         if has_method {
             match id {
                 // The upstream asks something of the gateway; it serves nothing upstream.
