@@ -4,7 +4,6 @@
 //! through `error_message` without the redaction arguments get.
 
 use std::borrow::Cow;
-use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::Path;
@@ -20,18 +19,19 @@ use crate::mutant::{Mutant, Mutation};
 use crate::secrets;
 use relaycheck_reference::redact::CARD_NUMBER_MIN;
 
-/// One tool call as audited.
+/// One tool call as audited. Its texts are borrowed from the call where they can be: copied
+/// into the record they were most of its allocations.
 #[derive(Debug, Clone, Serialize)]
-pub struct CallRecord {
+pub struct CallRecord<'a> {
     pub time: String,
-    pub identity: String,
-    pub server: String,
-    pub tool: String,
-    pub call_id: String,
-    pub nonce: Option<String>,
-    pub status: String,
+    pub identity: Cow<'a, str>,
+    pub server: Cow<'a, str>,
+    pub tool: Cow<'a, str>,
+    pub call_id: Cow<'a, str>,
+    pub nonce: Option<Cow<'a, str>>,
+    pub status: Cow<'a, str>,
     pub error_code: Option<i64>,
-    pub reason: Option<String>,
+    pub reason: Option<Cow<'a, str>>,
     pub duration_ms: u64,
     pub result_bytes: usize,
     /// Never set but by the `audit-keeps-result-body` mutant: a result body has no place in
@@ -45,7 +45,7 @@ const RECORD_TEXTS: [&str; 8] = [
     "time", "identity", "server", "tool", "call_id", "nonce", "status", "reason",
 ];
 
-impl CallRecord {
+impl CallRecord<'_> {
     /// A field as CEF shows it: text as it is, numbers in decimal, absent as empty.
     fn cef_field(&self, key: &str) -> Cow<'_, str> {
         let number = |n: Option<i128>| n.map_or(Cow::Borrowed(""), |n| Cow::Owned(n.to_string()));
@@ -60,7 +60,7 @@ impl CallRecord {
     /// The record as redacting its JSON would leave it, field by field; `None` when only the
     /// JSON can hold the outcome (a body, or a number long enough for the redactor to turn
     /// into a card-number marker).
-    fn redacted(&self, mutation: Mutation) -> Option<Cow<'_, CallRecord>> {
+    fn redacted(&self, mutation: Mutation, recent: &Recent) -> Option<Cow<'_, Self>> {
         let long = |n: u64| n >= CARD_NUMBER_MIN;
         if self.body.is_some()
             || long(self.duration_ms)
@@ -69,7 +69,7 @@ impl CallRecord {
         {
             return None;
         }
-        Some(redact_texts(self, &RECORD_TEXTS, mutation))
+        Some(redact_texts(self, &RECORD_TEXTS, mutation, recent))
     }
 }
 
@@ -79,7 +79,7 @@ trait Texts: Clone {
     fn slot(&mut self, key: &str) -> Option<&mut String>;
 }
 
-impl Texts for CallRecord {
+impl Texts for CallRecord<'_> {
     fn text(&self, key: &str) -> Option<&str> {
         match key {
             "time" => Some(&self.time),
@@ -97,32 +97,84 @@ impl Texts for CallRecord {
     fn slot(&mut self, key: &str) -> Option<&mut String> {
         match key {
             "time" => Some(&mut self.time),
-            "identity" => Some(&mut self.identity),
-            "server" => Some(&mut self.server),
-            "tool" => Some(&mut self.tool),
-            "call_id" => Some(&mut self.call_id),
-            "nonce" => self.nonce.as_mut(),
-            "status" => Some(&mut self.status),
-            "reason" => self.reason.as_mut(),
+            "identity" => Some(self.identity.to_mut()),
+            "server" => Some(self.server.to_mut()),
+            "tool" => Some(self.tool.to_mut()),
+            "call_id" => Some(self.call_id.to_mut()),
+            "nonce" => self.nonce.as_mut().map(Cow::to_mut),
+            "status" => Some(self.status.to_mut()),
+            "reason" => self.reason.as_mut().map(Cow::to_mut),
             _ => None,
         }
     }
 }
 
 /// `record` with each of its `keys` redacted as in its JSON; a copy only when one changes.
-fn redact_texts<'a, T: Texts>(record: &'a T, keys: &[&str], mutation: Mutation) -> Cow<'a, T> {
+/// A member whose text is the one it had last time (`recent`) is not redacted again.
+fn redact_texts<'a, T: Texts>(
+    record: &'a T,
+    keys: &[&str],
+    mutation: Mutation,
+    recent: &Recent,
+) -> Cow<'a, T> {
+    let mut seen = recent.0.lock().unwrap_or_else(|e| e.into_inner());
+    if seen.len() < keys.len() {
+        seen.resize_with(keys.len(), || None);
+    }
     let mut out = Cow::Borrowed(record);
-    for key in keys {
-        let replaced = out
-            .text(key)
-            .and_then(|text| secrets::redact_field(key, text, mutation));
-        if let Some(r) = replaced
+    for (key, seen) in keys.iter().zip(seen.iter_mut()) {
+        let Some(text) = out.text(key) else { continue };
+        if text.len() > RECENT_MAX_BYTES {
+            *seen = None;
+            if let Some(r) = secrets::redact_field(key, text, mutation)
+                && let Some(slot) = out.to_mut().slot(key)
+            {
+                *slot = r;
+            }
+            continue;
+        }
+        let seen = match seen {
+            Some(s) if s.mutation == mutation && s.text == text => s,
+            _ => {
+                let redacted = secrets::redact_field(key, text, mutation);
+                // The old text's buffer is reused: the members that change every time (the
+                // time, the call id) would otherwise cost an allocation each.
+                let mut kept = seen.take().map(|s| s.text).unwrap_or_default();
+                kept.clear();
+                kept.push_str(text);
+                seen.insert(Seen {
+                    mutation,
+                    text: kept,
+                    redacted,
+                })
+            }
+        };
+        if let Some(r) = &seen.redacted
             && let Some(slot) = out.to_mut().slot(key)
         {
-            *slot = r;
+            slot.clone_from(r);
         }
     }
     out
+}
+
+/// What each member of one kind of line (call records, request log lines) was last redacted
+/// from, by its place in the kind's list of text members. Most members (identity, server,
+/// tool, status, method, version) repeat from one call to the next, and redacting them again
+/// was the largest part of writing a small call's lines. The redaction of a member is a
+/// function of its name, its text and the mutation alone, so a repeat gives what redacting
+/// it again would.
+#[derive(Default)]
+struct Recent(Mutex<Vec<Option<Seen>>>);
+
+/// Longer texts are redacted every time and not kept: a log line's error can be a whole
+/// result's text.
+const RECENT_MAX_BYTES: usize = 512;
+
+struct Seen {
+    mutation: Mutation,
+    text: String,
+    redacted: Option<String>,
 }
 
 pub fn now_rfc3339() -> String {
@@ -146,6 +198,8 @@ pub struct Audit {
     jsonl: Option<Mutex<File>>,
     cef: Option<Mutex<File>>,
     log: Option<Mutex<File>>,
+    recent_calls: Recent,
+    recent_logs: Recent,
 }
 
 fn open(path: &Path) -> Result<Mutex<File>, ServeError> {
@@ -189,11 +243,13 @@ impl Audit {
             jsonl: jsonl.map(open).transpose()?,
             cef: cef.map(open).transpose()?,
             log: log.map(open).transpose()?,
+            recent_calls: Recent::default(),
+            recent_logs: Recent::default(),
         })
     }
 
     pub fn call(&self, record: &CallRecord, mutation: Mutation) {
-        let (line, cef) = render_call(record, mutation, self.cef.is_some());
+        let (line, cef) = render_call(record, mutation, self.cef.is_some(), &self.recent_calls);
         if let Some(f) = &self.jsonl {
             append(f, &line);
         }
@@ -206,7 +262,11 @@ impl Audit {
         if let Some(f) = &self.log
             && let Some(rest) = line.strip_prefix('{').filter(|r| !r.starts_with('}'))
         {
-            append(f, &format!("{{\"event\":\"tool_call\",{rest}"));
+            const EVENT: &str = "{\"event\":\"tool_call\",";
+            let mut logged = String::with_capacity(EVENT.len() + rest.len());
+            logged.push_str(EVENT);
+            logged.push_str(rest);
+            append(f, &logged);
         }
     }
 
@@ -221,25 +281,25 @@ impl Audit {
     /// One request's log line, redacted.
     pub fn log(&self, line: &RequestLog, mutation: Mutation) {
         let Some(f) = &self.log else { return };
-        let text = render_log(line, mutation);
+        let text = render_log(line, mutation, &self.recent_logs);
         append(f, &text);
     }
 }
 
 /// One request's log line, members in the order its JSON gives them.
 #[derive(Debug, Clone, Serialize)]
-pub struct RequestLog {
+pub struct RequestLog<'a> {
     pub time: String,
-    pub identity: String,
-    pub transport: String,
-    pub method: String,
+    pub identity: Cow<'a, str>,
+    pub transport: Cow<'a, str>,
+    pub method: Cow<'a, str>,
     pub id: Value,
     pub duration_ms: u64,
-    pub protocol_version: String,
+    pub protocol_version: Cow<'a, str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tool: Option<String>,
+    pub tool: Option<Cow<'a, str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub nonce: Option<String>,
+    pub nonce: Option<Cow<'a, str>>,
     pub outcome: &'static str,
     /// Set (possibly to null) for a JSON-RPC error answer only.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -248,10 +308,10 @@ pub struct RequestLog {
     pub error: Option<Value>,
 }
 
-impl RequestLog {
+impl RequestLog<'_> {
     /// As [`CallRecord::redacted`]: field by field, or `None` for the JSON path (a member
     /// that is neither text, null nor a short number).
-    fn redacted(&self, mutation: Mutation) -> Option<Cow<'_, RequestLog>> {
+    fn redacted(&self, mutation: Mutation, recent: &Recent) -> Option<Cow<'_, Self>> {
         let plain = |v: &Value| match v {
             Value::Null | Value::String(_) => true,
             Value::Number(n) => n.as_u64().is_none_or(|u| u < CARD_NUMBER_MIN),
@@ -265,11 +325,11 @@ impl RequestLog {
         if self.duration_ms >= CARD_NUMBER_MIN || !values.into_iter().flatten().all(plain) {
             return None;
         }
-        Some(redact_texts(self, &LOG_TEXTS, mutation))
+        Some(redact_texts(self, &LOG_TEXTS, mutation, recent))
     }
 }
 
-impl Texts for RequestLog {
+impl Texts for RequestLog<'_> {
     fn text(&self, key: &str) -> Option<&str> {
         match key {
             "time" => Some(&self.time),
@@ -290,13 +350,13 @@ impl Texts for RequestLog {
     fn slot(&mut self, key: &str) -> Option<&mut String> {
         match key {
             "time" => Some(&mut self.time),
-            "identity" => Some(&mut self.identity),
-            "transport" => Some(&mut self.transport),
-            "method" => Some(&mut self.method),
+            "identity" => Some(self.identity.to_mut()),
+            "transport" => Some(self.transport.to_mut()),
+            "method" => Some(self.method.to_mut()),
             "id" => text_in(Some(&mut self.id)),
-            "protocol_version" => Some(&mut self.protocol_version),
-            "tool" => self.tool.as_mut(),
-            "nonce" => self.nonce.as_mut(),
+            "protocol_version" => Some(self.protocol_version.to_mut()),
+            "tool" => self.tool.as_mut().map(Cow::to_mut),
+            "nonce" => self.nonce.as_mut().map(Cow::to_mut),
             "error_code" => text_in(self.error_code.as_mut()),
             "error" => text_in(self.error.as_mut()),
             _ => None,
@@ -332,11 +392,16 @@ const LOG_TEXTS: [&str; 10] = [
 /// reading CEF fields back out of the tree) was most of the gateway's own time on a small
 /// call. The tree stays for a record whose fields cannot be redacted one by one; a test holds
 /// the two paths to the same bytes.
-fn render_call(record: &CallRecord, mutation: Mutation, cef: bool) -> (String, Option<String>) {
+fn render_call(
+    record: &CallRecord,
+    mutation: Mutation,
+    cef: bool,
+    recent: &Recent,
+) -> (String, Option<String>) {
     let typed = if mutation.is(Mutant::AuditErrorUnredacted) {
         Some(Cow::Borrowed(record))
     } else {
-        record.redacted(mutation)
+        record.redacted(mutation, recent)
     };
     match typed {
         Some(rec) => (
@@ -360,11 +425,11 @@ fn render_call_as_json(
 }
 
 /// A request's log line, redacted; typed where it can be, as [`render_call`].
-fn render_log(line: &RequestLog, mutation: Mutation) -> String {
+fn render_log(line: &RequestLog, mutation: Mutation, recent: &Recent) -> String {
     let typed = if mutation.is(Mutant::AuditErrorUnredacted) {
         Some(Cow::Borrowed(line))
     } else {
-        line.redacted(mutation)
+        line.redacted(mutation, recent)
     };
     match typed {
         Some(line) => json_line(&*line),
@@ -380,6 +445,7 @@ fn render_log_as_json(line: &RequestLog, mutation: Mutation) -> String {
     json_line(&value)
 }
 
+/// One decimal digit: the CEF line writes it as one.
 fn severity(status: &str) -> u8 {
     match status {
         "ok" | "task" => 3,
@@ -411,7 +477,9 @@ fn cef_line_with<'a>(s: impl Fn(&str) -> Cow<'a, str>) -> String {
     cef_header(&mut out, &status);
     out.push_str("|tools/call ");
     cef_header(&mut out, &status);
-    let _ = write!(out, "|{}|rt=", severity(&status));
+    out.push('|');
+    out.push(char::from(b'0' + severity(&status)));
+    out.push_str("|rt=");
     cef_ext(&mut out, &s("time"));
     out.push_str(" suser=");
     cef_ext(&mut out, &s("identity"));
@@ -430,38 +498,56 @@ fn cef_line_with<'a>(s: impl Fn(&str) -> Cow<'a, str>) -> String {
     for (key, label, field) in labelled {
         let value = s(field);
         if !value.is_empty() {
-            let _ = write!(out, " {key}Label={label} {key}=");
+            out.push(' ');
+            out.push_str(key);
+            out.push_str("Label=");
+            out.push_str(label);
+            out.push(' ');
+            out.push_str(key);
+            out.push('=');
             cef_ext(&mut out, &value);
         }
     }
     out
 }
 
+/// Escapes are ASCII, so the text is scanned as bytes and copied between them a run at a
+/// time: pushed a char at a time, escaping was most of the CEF line's cost.
 fn cef_header(out: &mut String, v: &str) {
-    for c in v.chars() {
-        if matches!(c, '\\' | '|') {
+    let mut from = 0;
+    for (i, b) in v.bytes().enumerate() {
+        if matches!(b, b'\\' | b'|') {
+            out.push_str(&v[from..i]);
             out.push('\\');
+            from = i;
         }
-        out.push(c);
     }
+    out.push_str(&v[from..]);
 }
 
+/// As [`cef_header`], a run at a time.
 fn cef_ext(out: &mut String, v: &str) {
-    let mut chars = v.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '=' => out.push_str("\\="),
-            '\n' => out.push_str("\\n"),
+    let bytes = v.as_bytes();
+    let (mut from, mut i) = (0, 0);
+    while i < bytes.len() {
+        let (escaped, len) = match bytes[i] {
+            b'\\' => ("\\\\", 1),
+            b'=' => ("\\=", 1),
+            b'\n' => ("\\n", 1),
             // A CRLF pair is one line break.
-            '\r' if chars.peek() == Some(&'\n') => {
-                chars.next();
-                out.push_str("\\n");
+            b'\r' if bytes.get(i + 1) == Some(&b'\n') => ("\\n", 2),
+            b'\r' => ("\\r", 1),
+            _ => {
+                i += 1;
+                continue;
             }
-            '\r' => out.push_str("\\r"),
-            c => out.push(c),
-        }
+        };
+        out.push_str(&v[from..i]);
+        out.push_str(escaped);
+        i += len;
+        from = i;
     }
+    out.push_str(&v[from..]);
 }
 
 #[cfg(test)]
@@ -492,6 +578,59 @@ mod tests {
         assert!(line.contains("cs5=x\\ny\\rz"), "{line}");
         assert!(line.contains("cn1Label=errorCode cn1=-32602"), "{line}");
         assert!(line.ends_with("cn1=-32602"), "{line}");
+    }
+
+    /// The char-at-a-time escapers the run-at-a-time ones replaced.
+    fn cef_header_by_char(v: &str) -> String {
+        let mut out = String::new();
+        for c in v.chars() {
+            if matches!(c, '\\' | '|') {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+        out
+    }
+
+    fn cef_ext_by_char(v: &str) -> String {
+        let mut out = String::new();
+        let mut chars = v.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '=' => out.push_str("\\="),
+                '\n' => out.push_str("\\n"),
+                '\r' if chars.peek() == Some(&'\n') => {
+                    chars.next();
+                    out.push_str("\\n");
+                }
+                '\r' => out.push_str("\\r"),
+                c => out.push(c),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn cef_escapes_as_char_by_char() {
+        let pieces = [
+            "", "a", "é", "\\", "|", "=", "\n", "\r", "\r\n", "\n\r", "ſK", "x y",
+        ];
+        let mut texts: Vec<String> = TEXTS.iter().map(|t| t.to_string()).collect();
+        for a in pieces {
+            for b in pieces {
+                for c in pieces {
+                    texts.push(format!("{a}{b}{c}"));
+                }
+            }
+        }
+        for t in &texts {
+            let (mut header, mut ext) = (String::from("p"), String::from("p"));
+            cef_header(&mut header, t);
+            cef_ext(&mut ext, t);
+            assert_eq!(header, format!("p{}", cef_header_by_char(t)), "{t:?}");
+            assert_eq!(ext, format!("p{}", cef_ext_by_char(t)), "{t:?}");
+        }
     }
 
     #[test]
@@ -589,7 +728,7 @@ mod tests {
         "4111111111111111",
     ];
 
-    fn record() -> CallRecord {
+    fn record() -> CallRecord<'static> {
         CallRecord {
             time: "2026-11-30T00:00:00Z".into(),
             identity: "u".into(),
@@ -608,12 +747,14 @@ mod tests {
 
     #[test]
     fn typed_records_render_as_their_json_would() {
+        // One memo for the whole test: members repeat and change as in a running gateway.
+        let recent = Recent::default();
         let mut records = Vec::new();
         for text in TEXTS {
             for key in RECORD_TEXTS {
                 let mut rec = record();
-                rec.nonce = Some(String::new());
-                rec.reason = Some(String::new());
+                rec.nonce = Some(Cow::Owned(String::new()));
+                rec.reason = Some(Cow::Owned(String::new()));
                 *rec.slot(key).unwrap() = text.to_string();
                 records.push(rec);
             }
@@ -621,11 +762,11 @@ mod tests {
         for mutation in mutations() {
             for rec in &records {
                 assert!(
-                    rec.redacted(mutation).is_some(),
+                    rec.redacted(mutation, &recent).is_some(),
                     "{rec:?} takes the typed path"
                 );
                 assert_eq!(
-                    render_call(rec, mutation, true),
+                    render_call(rec, mutation, true, &recent),
                     render_call_as_json(rec, mutation, true),
                     "{mutation:?} {rec:?}"
                 );
@@ -643,7 +784,7 @@ mod tests {
             let mut duration = record();
             duration.duration_ms = card;
             for rec in [code, duration] {
-                let (line, cef) = render_call(&rec, Mutation::default(), true);
+                let (line, cef) = render_call(&rec, Mutation::default(), true, &recent);
                 assert_eq!(
                     (line.clone(), cef),
                     render_call_as_json(&rec, Mutation::default(), true)
@@ -657,14 +798,49 @@ mod tests {
         let mut body = record();
         body.body = Some(json!({"text": "bob@example.com"}));
         for rec in [long, body] {
-            assert!(rec.redacted(Mutation::default()).is_none(), "{rec:?}");
-            let (line, _) = render_call(&rec, Mutation::default(), true);
+            assert!(
+                rec.redacted(Mutation::default(), &recent).is_none(),
+                "{rec:?}"
+            );
+            let (line, _) = render_call(&rec, Mutation::default(), true, &recent);
             assert!(!line.contains("4111111111111111"), "{line}");
             assert!(!line.contains("bob@example.com"), "{line}");
         }
     }
 
-    fn log_line() -> RequestLog {
+    /// A secret that repeats is redacted again from the memo, and a text that turns into
+    /// another (or back) is not taken for the one before.
+    #[test]
+    fn a_repeated_member_is_redacted_as_the_first_time() {
+        let recent = Recent::default();
+        let mut secret = record();
+        secret.reason = Some("leaked AKIAIOSFODNN7EXAMPLE".into());
+        secret.tool = "bob@example.com".into();
+        let mut long = secret.clone();
+        long.reason = Some(format!("{} AKIAIOSFODNN7EXAMPLE", "x".repeat(600)).into());
+        let recs = [
+            record(),
+            secret.clone(),
+            secret.clone(),
+            long.clone(),
+            long,
+            record(),
+            secret,
+        ];
+        for rec in recs {
+            for mutation in mutations() {
+                for _ in 0..2 {
+                    assert_eq!(
+                        render_call(&rec, mutation, true, &recent),
+                        render_call_as_json(&rec, mutation, true),
+                        "{mutation:?} {rec:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    fn log_line() -> RequestLog<'static> {
         RequestLog {
             time: "2026-11-30T00:00:00Z".into(),
             identity: "u".into(),
@@ -683,6 +859,8 @@ mod tests {
 
     #[test]
     fn typed_log_lines_render_as_their_json_would() {
+        // One memo for the whole test: members repeat and change as in a running gateway.
+        let recent = Recent::default();
         let mut lines = Vec::new();
         for text in TEXTS {
             for key in LOG_TEXTS {
@@ -709,9 +887,9 @@ mod tests {
         }
         for mutation in mutations() {
             for line in &lines {
-                assert!(line.redacted(mutation).is_some(), "{line:?}");
+                assert!(line.redacted(mutation, &recent).is_some(), "{line:?}");
                 assert_eq!(
-                    render_log(line, mutation),
+                    render_log(line, mutation, &recent),
                     render_log_as_json(line, mutation),
                     "{mutation:?} {line:?}"
                 );
@@ -721,7 +899,7 @@ mod tests {
             let mut line = log_line();
             (line.outcome, line.error_code, line.error) =
                 ("error", Some(json!(card)), Some(json!("x")));
-            let text = render_log(&line, Mutation::default());
+            let text = render_log(&line, Mutation::default(), &recent);
             assert_eq!(text, render_log_as_json(&line, Mutation::default()));
             assert!(!text.contains(&card.to_string()), "{text}");
         }
@@ -730,8 +908,11 @@ mod tests {
         let mut card = log_line();
         card.error_code = Some(json!(4_111_111_111_111_111u64));
         for line in [nested, card] {
-            assert!(line.redacted(Mutation::default()).is_none(), "{line:?}");
-            let text = render_log(&line, Mutation::default());
+            assert!(
+                line.redacted(Mutation::default(), &recent).is_none(),
+                "{line:?}"
+            );
+            let text = render_log(&line, Mutation::default(), &recent);
             assert_eq!(text, render_log_as_json(&line, Mutation::default()));
             assert!(!text.contains("bob@example.com") && !text.contains("4111111111111111"));
         }
@@ -773,11 +954,13 @@ mod tests {
     /// The log line's members in the order they were written before it was typed.
     #[test]
     fn the_log_line_keeps_its_member_order() {
+        // One memo for the whole test: members repeat and change as in a running gateway.
+        let recent = Recent::default();
         let mut line = log_line();
         (line.outcome, line.error_code, line.error) =
             ("error", Some(json!(-32602)), Some(json!("bad")));
         assert_eq!(
-            render_log(&line, Mutation::default()),
+            render_log(&line, Mutation::default(), &recent),
             concat!(
                 r#"{"time":"2026-11-30T00:00:00Z","identity":"u","transport":"stdio","#,
                 r#""method":"tools/call","id":7,"duration_ms":3,"protocol_version":"2025-06-18","#,

@@ -154,13 +154,14 @@ impl Gateway {
     /// The pinned listing for the caller's protocol version: stateless versions list
     /// differently (SEP-3279 tools carry outputVariants), so each is pinned on first use.
     pub async fn catalog(&self, caller: &Caller) -> Arc<Catalog> {
+        // Looked up borrowed; the key is copied only when a new catalog is kept.
         let key = if caller.stateless {
-            caller.version.clone()
+            caller.version.as_str()
         } else {
-            HANDSHAKE_KEY.to_string()
+            HANDSHAKE_KEY
         };
         let mut catalogs = self.catalogs.lock().await;
-        if let Some(c) = catalogs.get(&key) {
+        if let Some(c) = catalogs.get(key) {
             return c.clone();
         }
         let mut pins = Vec::new();
@@ -184,7 +185,7 @@ impl Gateway {
         }
         let catalog = Arc::new(Catalog { pins });
         if complete {
-            catalogs.insert(key, catalog.clone());
+            catalogs.insert(key.to_string(), catalog.clone());
         }
         catalog
     }

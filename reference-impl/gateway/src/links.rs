@@ -26,6 +26,14 @@ pub fn parse_relay_uri(uri: &str) -> Option<(String, String)> {
     Some((upstream.to_string(), decode(encoded)?))
 }
 
+/// What an object's `type` makes it for link projection.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Link,
+    Resource,
+    Other,
+}
+
 /// Rewrites link URIs in content blocks and at any depth of structured values, skipping
 /// `_meta` (host metadata is relayed untouched). Returns how many were rewritten.
 pub fn rewrite(v: &mut Value, upstream: &str, mutation: Mutation) -> usize {
@@ -37,9 +45,15 @@ pub fn rewrite(v: &mut Value, upstream: &str, mutation: Mutation) -> usize {
         }
         match node {
             Value::Object(map) => {
-                let ty = map.get("type").and_then(Value::as_str).map(str::to_string);
-                match ty.as_deref() {
-                    Some("resource_link") => {
+                // Read as a kind, not copied out: a copy of every block's type was an
+                // allocation per content block.
+                let kind = match map.get("type").and_then(Value::as_str) {
+                    Some("resource_link") => Kind::Link,
+                    Some("resource") => Kind::Resource,
+                    _ => Kind::Other,
+                };
+                match kind {
+                    Kind::Link => {
                         if let Some(Value::String(uri)) = map.get_mut("uri") {
                             *uri = relay_uri(upstream, uri);
                             count += 1;
@@ -49,7 +63,7 @@ pub fn rewrite(v: &mut Value, upstream: &str, mutation: Mutation) -> usize {
                             }
                         }
                     }
-                    Some("resource") => {
+                    Kind::Resource => {
                         if let Some(Value::String(uri)) =
                             map.get_mut("resource").and_then(|r| r.get_mut("uri"))
                         {
@@ -57,14 +71,14 @@ pub fn rewrite(v: &mut Value, upstream: &str, mutation: Mutation) -> usize {
                             count += 1;
                         }
                     }
-                    _ => {}
+                    Kind::Other => {}
                 }
                 for (k, child) in map.iter_mut() {
                     if k == "_meta" {
                         continue;
                     }
                     // The embedded resource's own uri is done; its text is not a link.
-                    if ty.as_deref() == Some("resource") && k == "resource" {
+                    if kind == Kind::Resource && k == "resource" {
                         continue;
                     }
                     stack.push((child, depth + 1));

@@ -10,6 +10,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Value, json};
+
+use crate::json::member;
 use tokio::sync::mpsc::UnboundedSender;
 
 pub const METHOD: &str = "notifications/progress";
@@ -89,10 +91,21 @@ impl Progress {
 
 /// The caller's progress token of a request's params, if it asked for progress.
 pub fn caller_token(params: &Value) -> Option<Value> {
-    params
-        .pointer("/_meta/progressToken")
+    token_of(params).cloned()
+}
+
+/// Whether a request with these params asked for progress: only then can a notification be
+/// routed to its caller (see [`caller_token`]), so only then does its transport need a sink.
+pub fn asks_for_progress(params: Option<&Value>) -> bool {
+    params.and_then(token_of).is_some()
+}
+
+/// Member by member, not `pointer`: serde_json's `pointer` allocates two strings per step to
+/// unescape it.
+fn token_of(params: &Value) -> Option<&Value> {
+    member(params, "_meta")
+        .and_then(|m| member(m, "progressToken"))
         .filter(|t| t.is_string() || t.is_number())
-        .cloned()
 }
 
 /// `params` with the progress token replaced by the gateway's.

@@ -2,6 +2,7 @@
 //! rules every route shares for reading an upstream's answer (redaction only where a secret
 //! is found, link projection, outputSchema validation, task relay, audit facts).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,6 +15,7 @@ use serde_json::{Map, Value, json};
 
 use crate::audit::{CallRecord, clip, now_rfc3339};
 use crate::gateway::{Answer, Caller, Gateway};
+use crate::json::{member, member_mut};
 use crate::mutant::{Mutant, Mutation};
 use crate::schema_pin::Pin;
 use crate::upstream::{Ending, Upstream};
@@ -81,9 +83,8 @@ pub async fn call(
     tool: &str,
     mut params: Value,
 ) -> Called {
-    let nonce = params
-        .get("arguments")
-        .and_then(|a| a.get(NONCE_ARG))
+    let nonce = member(&params, "arguments")
+        .and_then(|a| member(a, NONCE_ARG))
         .and_then(Value::as_str)
         .map(str::to_string);
     // The caller's progress token goes upstream as one of the gateway's, mapped back on the
@@ -131,14 +132,14 @@ pub fn process(
     };
     match ending {
         Ending::Response { mut message, .. } => {
-            if let Some(mut error) = message.get_mut("error").map(Value::take) {
+            if let Some(mut error) = member_mut(&mut message, "error").map(Value::take) {
                 let reason = Some(clip(&rpc_message(&error)));
                 let redacted = secrets::redact_counted(&mut error, mutation);
                 let code = error.get("code").and_then(Value::as_i64);
                 let facts = facts(redacted, "protocol_error", code, reason);
                 return (Outcome::RpcError { error }, facts);
             }
-            let Some(mut result) = message.get_mut("result").map(Value::take) else {
+            let Some(mut result) = member_mut(&mut message, "result").map(Value::take) else {
                 let text = failure_text(
                     called,
                     TransportKind::Malformed,
@@ -178,7 +179,7 @@ pub fn process(
                     );
                 }
             }
-            let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
+            let is_error = member(&result, "isError").and_then(Value::as_bool) == Some(true);
             let raw_reason = is_error.then(|| clip(&first_text(&result)));
             let redacted = secrets::redact_counted(&mut result, mutation);
             links::rewrite(&mut result, &called.server, mutation);
@@ -379,18 +380,18 @@ pub fn first_text(result: &Value) -> String {
 pub fn audit(gw: &Gateway, caller: &Caller, called: &Called, facts: &Facts, result_bytes: usize) {
     let record = CallRecord {
         time: now_rfc3339(),
-        identity: caller.identity.0.clone(),
-        server: called.server.clone(),
-        tool: called.tool.clone(),
-        call_id: called.call_id.clone(),
+        identity: Cow::Borrowed(&caller.identity.0),
+        server: Cow::Borrowed(&called.server),
+        tool: Cow::Borrowed(&called.tool),
+        call_id: Cow::Borrowed(&called.call_id),
         nonce: if gw.mutation.is(Mutant::AuditWithoutCallId) {
             None
         } else {
-            called.nonce.clone()
+            called.nonce.as_deref().map(Cow::Borrowed)
         },
-        status: facts.status.to_string(),
+        status: Cow::Borrowed(facts.status),
         error_code: facts.error_code,
-        reason: facts.reason.clone(),
+        reason: facts.reason.as_deref().map(Cow::Borrowed),
         duration_ms: called.duration_ms,
         result_bytes,
         body: facts.body.clone(),

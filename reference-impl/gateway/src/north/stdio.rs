@@ -17,6 +17,7 @@ use tokio::task::JoinSet;
 use super::{ConnState, framed, handle, size_hint};
 use crate::error::ServeError;
 use crate::gateway::Gateway;
+use crate::progress;
 
 const TRANSPORT: &str = "stdio";
 
@@ -150,23 +151,31 @@ pub async fn serve(gw: Arc<Gateway>) -> Result<(), ServeError> {
             }
         };
         let in_order = msg.get("method").and_then(Value::as_str) == Some("initialize");
+        // A request without a progress token gets no notifications: no queue to set up (most
+        // of a small call's allocations were the queue's and the task's).
+        let wants_progress = progress::asks_for_progress(msg.get("params"));
         let (gw, conn, identity, out) = (gw.clone(), conn.clone(), identity.clone(), out.clone());
         let work = async move {
-            // Progress for this request is written as it arrives; the upstream reader routes a
-            // notification before it hands over the answer that follows it, so draining the
-            // queue before the answer keeps the upstream's order.
-            let (tx, mut rx) = mpsc::unbounded_channel();
-            let answering = handle(&gw, msg, &conn, &identity, TRANSPORT, Some(tx));
-            tokio::pin!(answering);
-            let answer = loop {
-                tokio::select! {
-                    answer = &mut answering => break answer,
-                    Some(note) = rx.recv() => write(&out, note).await,
+            let answer = if wants_progress {
+                // Progress for this request is written as it arrives; the upstream reader
+                // routes a notification before it hands over the answer that follows it, so
+                // draining the queue before the answer keeps the upstream's order.
+                let (tx, mut rx) = mpsc::unbounded_channel();
+                let answering = handle(&gw, msg, &conn, &identity, TRANSPORT, Some(tx));
+                tokio::pin!(answering);
+                let answer = loop {
+                    tokio::select! {
+                        answer = &mut answering => break answer,
+                        Some(note) = rx.recv() => write(&out, note).await,
+                    }
+                };
+                while let Ok(note) = rx.try_recv() {
+                    write(&out, note).await;
                 }
+                answer
+            } else {
+                handle(&gw, msg, &conn, &identity, TRANSPORT, None).await
             };
-            while let Ok(note) = rx.try_recv() {
-                write(&out, note).await;
-            }
             if let Some(answer) = answer {
                 write(&out, answer).await;
             }

@@ -6,6 +6,10 @@ pub mod held_once;
 pub mod http;
 pub mod stdio;
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Mutex;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use relaycheck_reference::TransportKind;
@@ -16,6 +20,7 @@ use crate::progress::Progress;
 
 use crate::config::UpstreamConfig;
 use crate::error::UpstreamError;
+use crate::json::member;
 
 /// The version the gateway asks upstreams for in `initialize`: the newest handshake version,
 /// so nested task handles and `tasks/*` work; stateless clients' requests carry their own
@@ -70,6 +75,7 @@ pub struct Upstream {
     conn: Conn,
     pub negotiated: String,
     pub server_info: Option<Value>,
+    timers: Timers,
 }
 
 impl Upstream {
@@ -106,6 +112,7 @@ impl Upstream {
             conn,
             negotiated: HANDSHAKE_VERSION.into(),
             server_info: None,
+            timers: Timers::default(),
         };
         let init = up
             .request(
@@ -160,7 +167,9 @@ impl Upstream {
         Ok(tools)
     }
 
-    /// One request; never fails, every ending is an [`Ending`].
+    /// One request; never fails, every ending is an [`Ending`]. Bounded as
+    /// `tokio::time::timeout` would bound it (the request is polled first, then its deadline
+    /// `timeout` after it started), by a timer kept from an earlier request (see [`Timers`]).
     pub async fn request(&self, method: &str, params: Value, timeout: Duration) -> Ending {
         let started = Instant::now();
         let fut = async {
@@ -169,9 +178,18 @@ impl Upstream {
                 Conn::Http(c) => c.request(method, params).await,
             }
         };
-        match tokio::time::timeout(timeout, fut).await {
-            Ok(ending) => ending,
-            Err(_) => Ending::Timeout {
+        let mut timer = self.timers.take(deadline(started, timeout));
+        let mut fut = std::pin::pin!(fut);
+        let answered = std::future::poll_fn(|cx| {
+            if let Poll::Ready(ending) = fut.as_mut().poll(cx) {
+                return Poll::Ready(Some(ending));
+            }
+            timer.sleep().poll(cx).map(|()| None)
+        })
+        .await;
+        match answered {
+            Some(ending) => ending,
+            None => Ending::Timeout {
                 elapsed_ms: started.elapsed().as_millis() as u64,
             },
         }
@@ -198,6 +216,71 @@ impl Drop for Upstream {
     }
 }
 
+/// `timeout` after `started`, or (past what an `Instant` holds) the far future
+/// `tokio::time::timeout` takes then: about 30 years.
+fn deadline(started: Instant, timeout: Duration) -> tokio::time::Instant {
+    let started = tokio::time::Instant::from_std(started);
+    started
+        .checked_add(timeout)
+        .unwrap_or_else(|| started + Duration::from_secs(86400 * 365 * 30))
+}
+
+/// Timers kept between an upstream's requests. A timer armed afresh for each request (as
+/// `tokio::time::timeout` arms one) is earlier than anything else in the runtime's timer
+/// wheel whenever no other timer is armed, the usual case between two small calls, and then
+/// the runtime wakes its own driver to re-arm: an eventfd write and one more `epoll_wait`
+/// round per call. A kept timer moved to a later deadline only has its date changed in place;
+/// the wheel finds the new date when the old one comes, at most about once per timeout.
+#[derive(Default)]
+struct Timers(Mutex<Vec<Pin<Box<tokio::time::Sleep>>>>);
+
+/// Timers kept at most: as many as requests were once in flight together, up to this.
+const TIMERS_KEPT: usize = 64;
+
+impl Timers {
+    fn take(&self, deadline: tokio::time::Instant) -> Kept<'_> {
+        let kept = self.0.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let sleep = match kept {
+            Some(mut sleep) => {
+                sleep.as_mut().reset(deadline);
+                sleep
+            }
+            None => Box::pin(tokio::time::sleep_until(deadline)),
+        };
+        Kept {
+            timers: self,
+            sleep: Some(sleep),
+        }
+    }
+}
+
+/// A timer lent to one request; it goes back when the request ends, answered or not.
+struct Kept<'a> {
+    timers: &'a Timers,
+    sleep: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl Kept<'_> {
+    fn sleep(&mut self) -> Pin<&mut tokio::time::Sleep> {
+        self.sleep
+            .as_mut()
+            .expect("a lent timer is only taken back on drop")
+            .as_mut()
+    }
+}
+
+impl Drop for Kept<'_> {
+    fn drop(&mut self) {
+        let Some(sleep) = self.sleep.take() else {
+            return;
+        };
+        let mut kept = self.timers.0.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.len() < TIMERS_KEPT {
+            kept.push(sleep);
+        }
+    }
+}
+
 /// A JSON-RPC request (`id` given) or notification to an upstream, `params` moved in: `json!`
 /// would serialize them into a copy first.
 pub fn message(id: Option<u64>, method: &str, params: Value) -> Value {
@@ -214,10 +297,10 @@ pub fn message(id: Option<u64>, method: &str, params: Value) -> Value {
 /// Why a response that parsed as JSON is still not a JSON-RPC response, if it is not: a
 /// gateway must not read a lenient guess as the upstream's answer.
 pub fn malformed(message: &Value) -> Option<String> {
-    if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+    if member(message, "jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return Some("the response's jsonrpc member is not \"2.0\"".into());
     }
-    match (message.get("result"), message.get("error")) {
+    match (member(message, "result"), member(message, "error")) {
         (Some(_), Some(_)) => Some("the response carries both result and error".into()),
         (None, None) => Some("the response carries neither result nor error".into()),
         (None, Some(e)) => {

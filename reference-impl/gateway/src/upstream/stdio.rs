@@ -15,6 +15,7 @@ use tokio::sync::{Mutex as AsyncMutex, oneshot};
 use super::Ending;
 use super::bounded::sniff_id;
 use crate::error::UpstreamError;
+use crate::json::member;
 use crate::progress::Progress;
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Ending>>>>;
@@ -105,8 +106,14 @@ impl StdioConn {
             pending: &self.pending,
             id,
         };
-        let msg = super::message(Some(id), method, params);
-        if let Err(err) = self.write(&msg).await {
+        let line = request_line(id, method, &params);
+        // The line holds the params now; a large argument is not kept twice while it waits.
+        drop(params);
+        let written = match line {
+            Ok(line) => self.write_line(&line).await,
+            Err(err) => Err(std::io::Error::other(err)),
+        };
+        if let Err(err) = written {
             return Ending::Transport {
                 kind: TransportKind::Closed,
                 detail: format!("cannot write to upstream {}: {err}", self.name),
@@ -128,8 +135,12 @@ impl StdioConn {
     async fn write(&self, msg: &Value) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(msg).map_err(std::io::Error::other)?;
         line.push(b'\n');
+        self.write_line(&line).await
+    }
+
+    async fn write_line(&self, line: &[u8]) -> std::io::Result<()> {
         let mut stdin = self.stdin.lock().await;
-        stdin.write_all(&line).await?;
+        stdin.write_all(line).await?;
         stdin.flush().await
     }
 
@@ -144,6 +155,21 @@ impl StdioConn {
             }
         }
     }
+}
+
+/// A request's line, newline included, as serializing `super::message(Some(id), method,
+/// params)` writes it, without building that map first (its keys and strings were six
+/// allocations of a small call).
+fn request_line(id: u64, method: &str, params: &Value) -> serde_json::Result<Vec<u8>> {
+    let mut line = Vec::with_capacity(128);
+    line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    serde_json::to_writer(&mut line, &id)?;
+    line.extend_from_slice(b",\"method\":");
+    serde_json::to_writer(&mut line, method)?;
+    line.extend_from_slice(b",\"params\":");
+    serde_json::to_writer(&mut line, params)?;
+    line.extend_from_slice(b"}\n");
+    Ok(line)
 }
 
 /// Removes a request's slot when its caller stops waiting (timeout or cancel).
@@ -271,8 +297,8 @@ impl Reader {
                 return;
             }
         };
-        let has_method = message.get("method").is_some();
-        let id = message.get("id").cloned();
+        let has_method = member(&message, "method").is_some();
+        let id = member(&message, "id").cloned();
         if has_method {
             match id {
                 // The upstream asks something of the gateway; it serves nothing upstream.
@@ -328,6 +354,41 @@ impl Reader {
                 kind: TransportKind::Closed,
                 detail: format!("upstream {}: {reason}", self.name),
             });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_line_is_the_message_serialized() {
+        let escapes = "\"\\\n\u{1}é".repeat(3);
+        for (id, method, params) in [
+            (
+                1,
+                "tools/call",
+                json!({"name": "t", "arguments": {"bytes": 200}}),
+            ),
+            (u64::MAX, "tools/list", json!({})),
+            (
+                7,
+                escapes.as_str(),
+                json!({"k": escapes, "n": [1, -2.5, null, true]}),
+            ),
+            (0, "ping", Value::Null),
+            (
+                3,
+                "x",
+                json!([1, {"_meta": {"progressToken": "relay-progress-1"}}]),
+            ),
+        ] {
+            let mut expected =
+                serde_json::to_vec(&super::super::message(Some(id), method, params.clone()))
+                    .unwrap();
+            expected.push(b'\n');
+            assert_eq!(request_line(id, method, &params).unwrap(), expected);
         }
     }
 }
