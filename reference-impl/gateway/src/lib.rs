@@ -13,7 +13,6 @@ pub mod config;
 pub mod continuation;
 pub mod error;
 pub mod gateway;
-mod json;
 pub mod links;
 pub mod mutant;
 pub mod north;

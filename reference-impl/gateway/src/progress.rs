@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Value, json};
 
-use crate::json::member;
+use relaycheck_reference::member::Members;
 use tokio::sync::mpsc::UnboundedSender;
 
 pub const METHOD: &str = "notifications/progress";
@@ -103,8 +103,9 @@ pub fn asks_for_progress(params: Option<&Value>) -> bool {
 /// Member by member, not `pointer`: serde_json's `pointer` allocates two strings per step to
 /// unescape it.
 fn token_of(params: &Value) -> Option<&Value> {
-    member(params, "_meta")
-        .and_then(|m| member(m, "progressToken"))
+    params
+        .member("_meta")
+        .and_then(|m| m.member("progressToken"))
         .filter(|t| t.is_string() || t.is_number())
 }
 

@@ -15,10 +15,10 @@ use serde_json::{Map, Value, json};
 
 use crate::audit::{RequestLog, now_rfc3339};
 use crate::gateway::{Answer, Caller, Gateway, META_VERSION, rpc_error};
-use crate::json::{field, member};
 use crate::mutant::Mutant;
 use crate::progress::Sink;
 use crate::{batch, continuation, relay, resources, tasks_relay};
+use relaycheck_reference::member::Members;
 
 /// Versions an `initialize` can settle on.
 pub const HANDSHAKE_VERSIONS: [&str; 3] = ["2025-03-26", "2025-06-18", "2025-11-25"];
@@ -150,7 +150,7 @@ pub fn caller_of(
     identity: &Identity,
     transport: &'static str,
 ) -> Caller {
-    let meta = params.and_then(|p| member(p, "_meta")).cloned();
+    let meta = params.and_then(|p| p.member("_meta")).cloned();
     let envelope = meta
         .as_ref()
         .and_then(|m| m.get(META_VERSION))
@@ -191,18 +191,18 @@ pub async fn handle(
             json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": "Invalid Request: not a JSON-RPC object"}}),
         );
     };
-    let method = field(fields, "method").and_then(Value::as_str)?;
-    let params = field(fields, "params");
+    let method = fields.member("method").and_then(Value::as_str)?;
+    let params = fields.member("params");
     let mut caller = caller_of(params, conn, identity, transport);
     caller.progress = progress;
-    let Some(id) = field(fields, "id") else {
+    let Some(id) = fields.member("id") else {
         return None; // notifications: initialized, cancelled, ... need no answer
     };
     let answer = dispatch(gw, method, params, conn, &caller).await;
     let duration_ms = started.elapsed().as_millis() as u64;
     let nonce = params
-        .and_then(|p| member(p, "arguments"))
-        .and_then(|a| member(a, relaycheck_model::NONCE_ARG))
+        .and_then(|p| p.member("arguments"))
+        .and_then(|a| a.member(relaycheck_model::NONCE_ARG))
         .and_then(Value::as_str)
         .filter(|_| !gw.mutation.is(Mutant::AuditWithoutCallId));
     if gw.mutation.is(Mutant::ArgumentsLoggedRaw)
@@ -221,7 +221,7 @@ pub async fn handle(
             ("error", member("code"), member("message"))
         }
         Answer::Own(r) | Answer::Relayed(r) => {
-            if member(r, "isError").and_then(Value::as_bool) == Some(true) {
+            if r.member("isError").and_then(Value::as_bool) == Some(true) {
                 ("is_error", None, Some(Value::String(relay::first_text(r))))
             } else {
                 ("result", None, None)
@@ -237,7 +237,7 @@ pub async fn handle(
         duration_ms,
         protocol_version: Cow::Borrowed(&caller.version),
         tool: params
-            .and_then(|p| member(p, "name"))
+            .and_then(|p| p.member("name"))
             .and_then(Value::as_str)
             .map(Cow::Borrowed),
         nonce: nonce.map(Cow::Borrowed),
@@ -306,11 +306,11 @@ async fn dispatch(
 }
 
 async fn call(gw: &Arc<Gateway>, params: &Value, caller: &Caller) -> Answer {
-    let Some(name) = member(params, "name").and_then(Value::as_str) else {
+    let Some(name) = params.member("name").and_then(Value::as_str) else {
         return rpc_error(-32602, "Invalid params: missing string `name`");
     };
     let empty = json!({});
-    let args = member(params, "arguments").unwrap_or(&empty);
+    let args = params.member("arguments").unwrap_or(&empty);
     match name {
         "relay_batch" => batch::batch(gw, caller, params).await,
         "relay_fetch" => continuation::fetch(gw, caller, args),

@@ -20,7 +20,7 @@ use crate::progress::Progress;
 
 use crate::config::UpstreamConfig;
 use crate::error::UpstreamError;
-use crate::json::member;
+use relaycheck_reference::member::Members;
 
 /// The version the gateway asks upstreams for in `initialize`: the newest handshake version,
 /// so nested task handles and `tasks/*` work; stateless clients' requests carry their own
@@ -297,10 +297,10 @@ pub fn message(id: Option<u64>, method: &str, params: Value) -> Value {
 /// Why a response that parsed as JSON is still not a JSON-RPC response, if it is not: a
 /// gateway must not read a lenient guess as the upstream's answer.
 pub fn malformed(message: &Value) -> Option<String> {
-    if member(message, "jsonrpc").and_then(Value::as_str) != Some("2.0") {
+    if message.member("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return Some("the response's jsonrpc member is not \"2.0\"".into());
     }
-    match (member(message, "result"), member(message, "error")) {
+    match (message.member("result"), message.member("error")) {
         (Some(_), Some(_)) => Some("the response carries both result and error".into()),
         (None, None) => Some("the response carries neither result nor error".into()),
         (None, Some(e)) => {

@@ -15,8 +15,8 @@ use tokio::sync::{Mutex as AsyncMutex, oneshot};
 use super::Ending;
 use super::bounded::sniff_id;
 use crate::error::UpstreamError;
-use crate::json::member;
 use crate::progress::Progress;
+use relaycheck_reference::member::Members;
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Ending>>>>;
 
@@ -297,8 +297,8 @@ impl Reader {
                 return;
             }
         };
-        let has_method = member(&message, "method").is_some();
-        let id = member(&message, "id").cloned();
+        let has_method = message.member("method").is_some();
+        let id = message.member("id").cloned();
         if has_method {
             match id {
                 // The upstream asks something of the gateway; it serves nothing upstream.
