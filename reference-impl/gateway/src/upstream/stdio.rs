@@ -16,6 +16,7 @@ use super::Ending;
 use super::bounded::sniff_id;
 use crate::error::UpstreamError;
 use crate::progress::Progress;
+use relaycheck_reference::json_write;
 use relaycheck_reference::member::Members;
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Ending>>>>;
@@ -165,9 +166,9 @@ fn request_line(id: u64, method: &str, params: &Value) -> serde_json::Result<Vec
     line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     serde_json::to_writer(&mut line, &id)?;
     line.extend_from_slice(b",\"method\":");
-    serde_json::to_writer(&mut line, method)?;
+    json_write::write_str(&mut line, method).map_err(serde_json::Error::io)?;
     line.extend_from_slice(b",\"params\":");
-    serde_json::to_writer(&mut line, params)?;
+    json_write::write_value(&mut line, params).map_err(serde_json::Error::io)?;
     line.extend_from_slice(b"}\n");
     Ok(line)
 }
