@@ -2,7 +2,6 @@
 //! bearer tokens mapped to identities. A foreign Host or Origin is refused (DNS rebinding).
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::future::Future;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -13,13 +12,15 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
 use axum::routing::post;
+use axum::serve::ListenerExt;
 use futures_util::StreamExt;
 use relaycheck_reference::Identity;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
-use super::{ConnState, handle};
+use super::pieces::{STREAM_AT, body_chunks};
+use super::{ConnState, handle, size_hint};
 use crate::error::ServeError;
 use crate::gateway::{Gateway, META_VERSION};
 
@@ -52,6 +53,11 @@ pub async fn serve(
     let router = Router::new()
         .route("/mcp", post(post_mcp).get(get_mcp).delete(delete_mcp))
         .with_state(app);
+    // A large answer leaves in chunks: with Nagle's algorithm on, the last small chunk waited
+    // for the client's delayed acknowledgement of the one before (40 ms on Linux).
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, router)
         .with_graceful_shutdown(shutdown)
         .await?;
@@ -82,8 +88,14 @@ fn foreign(headers: &HeaderMap) -> bool {
     host_bad || origin_bad
 }
 
-fn json_response(status: StatusCode, body: &Value, session: Option<&str>) -> Response {
-    let mut r = Response::new(Body::from(super::framed("", body, "")));
+fn json_response(status: StatusCode, msg: Value, session: Option<&str>) -> Response {
+    // A large answer goes out in chunks as it is serialized; a small one with its length.
+    let body = if size_hint(&msg) >= STREAM_AT {
+        Body::from_stream(body_chunks("", msg, ""))
+    } else {
+        Body::from(super::framed("", &msg, ""))
+    };
+    let mut r = Response::new(body);
     *r.status_mut() = status;
     r.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -140,7 +152,7 @@ async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) 
         Err(err) => {
             return json_response(
                 StatusCode::BAD_REQUEST,
-                &error_body(-32700, &format!("Parse error: {err}")),
+                error_body(-32700, &format!("Parse error: {err}")),
                 None,
             );
         }
@@ -148,7 +160,7 @@ async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) 
     if !msg.is_object() {
         return json_response(
             StatusCode::BAD_REQUEST,
-            &error_body(-32600, "Invalid Request: batches are not supported"),
+            error_body(-32600, "Invalid Request: batches are not supported"),
             None,
         );
     }
@@ -162,7 +174,7 @@ async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) 
     {
         let message =
             format!("Header mismatch: MCP-Protocol-Version is `{h}` but the body says `{b}`");
-        return json_response(StatusCode::BAD_REQUEST, &error_body(-32020, &message), None);
+        return json_response(StatusCode::BAD_REQUEST, error_body(-32020, &message), None);
     }
     let is_initialize = msg.get("method").and_then(Value::as_str) == Some("initialize");
     let (conn, session_id) = match header(&headers, SESSION) {
@@ -171,7 +183,7 @@ async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) 
             None => {
                 return json_response(
                     StatusCode::NOT_FOUND,
-                    &error_body(-32600, &format!("Session not found: {id}")),
+                    error_body(-32600, &format!("Session not found: {id}")),
                     None,
                 );
             }
@@ -242,7 +254,7 @@ fn finish(
         (s, _, _) => s,
     };
     match answer {
-        Some(a) => json_response(StatusCode::OK, &a, session_id.as_deref()),
+        Some(a) => json_response(StatusCode::OK, a, session_id.as_deref()),
         None => empty(StatusCode::ACCEPTED),
     }
 }
@@ -254,21 +266,16 @@ fn sse_response(
     last: Option<Value>,
     session: Option<&str>,
 ) -> Response {
-    let event = |m: &Value| {
-        Ok::<Bytes, Infallible>(Bytes::from(super::framed(
-            "event: message\ndata: ",
-            m,
-            "\n\n",
-        )))
-    };
-    let head: Vec<_> = first.iter().chain(last.iter()).map(event).collect();
-    let head = futures_util::stream::iter(head);
+    let head = futures_util::stream::iter(first.into_iter().chain(last));
     let tail = futures_util::stream::unfold(rest, move |rest| async move {
         let mut rx = rest?;
         let m = rx.recv().await?;
-        Some((event(&m), Some(rx)))
+        Some((m, Some(rx)))
     });
-    let mut r = Response::new(Body::from_stream(head.chain(tail)));
+    let events = head
+        .chain(tail)
+        .flat_map(|m| body_chunks("event: message\ndata: ", m, "\n\n"));
+    let mut r = Response::new(Body::from_stream(events));
     r.headers_mut().insert(
         header::CONTENT_TYPE,
         header::HeaderValue::from_static("text/event-stream"),
@@ -309,6 +316,39 @@ async fn delete_mcp(State(app): State<Arc<App>>, headers: HeaderMap) -> Response
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::body::HttpBody;
+
+    /// A large answer is sent without a length, in chunks that join into the same bytes as
+    /// a small one's single buffer; a small answer keeps its length.
+    #[tokio::test]
+    async fn a_large_answer_is_chunked_and_whole() {
+        let text = "quote\" and newline\n ".repeat(STREAM_AT / 8);
+        let large = json!({"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": text}]}});
+        let expected = super::super::framed("", &large, "");
+        let r = json_response(StatusCode::OK, large, Some("s-1"));
+        assert_eq!(
+            r.body().size_hint().exact(),
+            None,
+            "a large answer has no length"
+        );
+        assert_eq!(r.headers()[SESSION], "s-1");
+        let got = axum::body::to_bytes(r.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        assert!(
+            got == expected,
+            "the chunked body differs from the framed answer"
+        );
+
+        let small = error_body(-32600, "Invalid Request");
+        let expected = super::super::framed("", &small, "");
+        let r = json_response(StatusCode::BAD_REQUEST, small, None);
+        assert_eq!(r.body().size_hint().exact(), Some(expected.len() as u64));
+        let got = axum::body::to_bytes(r.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        assert_eq!(got, expected);
+    }
 
     #[test]
     fn only_loopback_hosts_and_origins_pass() {

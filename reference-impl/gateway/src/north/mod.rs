@@ -2,6 +2,7 @@
 //! ([`handle`]) answers every message; [`stdio`] and [`http`] only move bytes.
 
 pub mod http;
+mod pieces;
 pub mod stdio;
 
 use std::borrow::Cow;

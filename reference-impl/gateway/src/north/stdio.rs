@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use relaycheck_reference::Identity;
 use relaycheck_reference::member::Members;
-use relaycheck_reference::{Identity, json_write};
 use serde_json::{Value, json};
 use std::os::fd::AsFd;
 
@@ -15,6 +15,7 @@ use tokio::net::unix::pipe;
 use tokio::sync::{Mutex, mpsc};
 use tokio::task::JoinSet;
 
+use super::pieces::{STREAM_AT, serialize_in_pieces};
 use super::{ConnState, framed, handle, size_hint};
 use crate::error::ServeError;
 use crate::gateway::Gateway;
@@ -51,13 +52,6 @@ fn stdout() -> Box<dyn AsyncWrite + Send + Unpin> {
     }
 }
 
-/// Messages at least this large are written as they are serialized (see [`write_streamed`]).
-const STREAM_AT: usize = 1 << 20;
-
-/// The size of the pieces a large message is written in; at most [`PIECES_AHEAD`] wait.
-const PIECE: usize = 256 * 1024;
-const PIECES_AHEAD: usize = 2;
-
 async fn write(out: &Out, msg: Value) {
     if size_hint(&msg) >= STREAM_AT {
         return write_streamed(out, msg).await;
@@ -71,23 +65,10 @@ async fn write(out: &Out, msg: Value) {
     let _ = out.flush().await;
 }
 
-/// A large message is serialized on a blocking thread into a few pieces at a time, each
-/// written as it comes: the whole line in one buffer was a second copy of the result beside
-/// the value it was serialized from. The output stays locked from the first piece to the
-/// newline, so no other message lands inside this one.
+/// A large message is written piece by piece as it is serialized. The output stays locked
+/// from the first piece to the newline, so no other message lands inside this one.
 async fn write_streamed(out: &Out, msg: Value) {
-    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(PIECES_AHEAD);
-    let serializing = tokio::task::spawn_blocking(move || {
-        let mut pieces = PieceWriter {
-            piece: Vec::with_capacity(PIECE),
-            tx,
-        };
-        if json_write::write_value(&mut pieces, &msg).is_ok() {
-            drop(msg);
-            pieces.piece.push(b'\n');
-            let _ = pieces.send();
-        }
-    });
+    let (mut rx, serializing) = serialize_in_pieces("", msg, "\n");
     let mut out = out.lock().await;
     while let Some(piece) = rx.recv().await {
         // A failed write means the client is gone; closing the channel stops the serializer.
@@ -98,38 +79,6 @@ async fn write_streamed(out: &Out, msg: Value) {
     let _ = out.flush().await;
     drop(rx);
     let _ = serializing.await;
-}
-
-/// Collects serialized bytes into pieces and hands each full one to the writer.
-struct PieceWriter {
-    piece: Vec<u8>,
-    tx: mpsc::Sender<Vec<u8>>,
-}
-
-impl PieceWriter {
-    fn send(&mut self) -> std::io::Result<()> {
-        let piece = std::mem::replace(&mut self.piece, Vec::with_capacity(PIECE));
-        self.tx
-            .blocking_send(piece)
-            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the client is gone"))
-    }
-}
-
-impl std::io::Write for PieceWriter {
-    /// Takes at most what fills the current piece: a string without escapes is handed over in one
-    /// call, and a piece that took it whole would be the second copy again.
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        let take = bytes.len().min(PIECE - self.piece.len());
-        self.piece.extend_from_slice(&bytes[..take]);
-        if self.piece.len() >= PIECE {
-            self.send()?;
-        }
-        Ok(take)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 pub async fn serve(gw: Arc<Gateway>) -> Result<(), ServeError> {
