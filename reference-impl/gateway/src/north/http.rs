@@ -350,6 +350,25 @@ mod tests {
         assert_eq!(got, expected);
     }
 
+    /// An event stream carries the notifications, then the later ones, then the answer, each
+    /// framed as one event, a large answer included.
+    #[tokio::test]
+    async fn an_event_stream_keeps_its_order_and_a_large_answer_whole() {
+        let note = |n: u64| json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": n}});
+        let answer = json!({"jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", "text": "y".repeat(STREAM_AT * 2)}]}});
+        let event = |m: &Value| super::super::framed("event: message\ndata: ", m, "\n\n");
+        let expected = [event(&note(1)), event(&note(2)), event(&answer)].concat();
+        let (tx, rx) = mpsc::unbounded_channel();
+        tx.send(note(2)).unwrap();
+        tx.send(answer).unwrap();
+        drop(tx);
+        let r = sse_response(vec![note(1)], Some(rx), None, None);
+        let got = axum::body::to_bytes(r.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        assert!(got == expected, "the event stream differs");
+    }
+
     #[test]
     fn only_loopback_hosts_and_origins_pass() {
         let mut h = HeaderMap::new();
