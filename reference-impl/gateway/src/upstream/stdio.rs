@@ -226,7 +226,9 @@ impl Reader {
                     let keep = SNIFF_BYTES.saturating_sub(line.len()).min(chunk.len());
                     line.extend_from_slice(&chunk[..keep]);
                     self.oversized(&line);
-                    line.clear();
+                    // Freed, not cleared: a cleared buffer would keep the bound's worth of
+                    // memory until the next line came.
+                    line = Vec::new();
                     skipping = true;
                 } else {
                     line.extend_from_slice(chunk);
