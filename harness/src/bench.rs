@@ -169,13 +169,20 @@ pub async fn measure(
 }
 
 /// The bench report: one table of latencies and ratios, throughput and peak memory.
-pub fn render(target: &str, rows: &[Row], peak_memory: Option<u64>, command: &str) -> String {
+/// `baseline` names the profile the direct calls went through (`direct`, or `direct-http`).
+pub fn render(
+    baseline: &str,
+    target: &str,
+    rows: &[Row],
+    peak_memory: Option<u64>,
+    command: &str,
+) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "## `{target}` against `direct`\n");
+    let _ = writeln!(out, "## `{target}` against `{baseline}`\n");
     let _ = writeln!(out, "Command: `{command}`\n");
     let _ = writeln!(
         out,
-        "| result | direct p50 | p90 | p99 | {target} p50 | p90 | p99 | ratio p50 | throughput through {target} | failed calls (direct / {target}) |"
+        "| result | {baseline} p50 | p90 | p99 | {target} p50 | p90 | p99 | ratio p50 | throughput through {target} | failed calls ({baseline} / {target}) |"
     );
     let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|");
     for row in rows {
@@ -200,7 +207,7 @@ pub fn render(target: &str, rows: &[Row], peak_memory: Option<u64>, command: &st
             row.target.failures
         );
     }
-    failures(&mut out, target, rows);
+    failures(&mut out, baseline, target, rows);
     match peak_memory {
         Some(bytes) => {
             let _ = writeln!(
@@ -220,10 +227,10 @@ pub fn render(target: &str, rows: &[Row], peak_memory: Option<u64>, command: &st
 }
 
 /// Under the table, why calls failed: each size and side with failures, and its first reason.
-fn failures(out: &mut String, target: &str, rows: &[Row]) {
+fn failures(out: &mut String, baseline: &str, target: &str, rows: &[Row]) {
     let sides = rows.iter().flat_map(|row| {
         [
-            ("direct", &row.direct, &row.direct_failure, row.size),
+            (baseline, &row.direct, &row.direct_failure, row.size),
             (target, &row.target, &row.target_failure, row.size),
         ]
     });
@@ -286,6 +293,7 @@ mod tests {
         };
         assert_eq!(row.ratio(), 1.5);
         let text = render(
+            "direct",
             "reference",
             std::slice::from_ref(&row),
             Some(64 << 20),
@@ -295,7 +303,7 @@ mod tests {
             target: Percentiles::of(vec![], 3),
             ..row
         };
-        let text_failed = render("hangar", &[failed], None, "relaycheck bench");
+        let text_failed = render("direct", "hangar", &[failed], None, "relaycheck bench");
         assert!(
             text_failed.contains("| - | - | 0 / 3 |") && !text_failed.contains("NaN"),
             "{text_failed}"
@@ -335,7 +343,7 @@ mod tests {
             direct_failure: Some("timeout: no answer within 60 s".into()),
             target_failure: Some("batch entry error: too large".into()),
         };
-        let text = render("hangar", &[echo, big], None, "relaycheck bench");
+        let text = render("direct", "hangar", &[echo, big], None, "relaycheck bench");
         let listed = text
             .split("Failed calls (the first failure's reason):\n\n")
             .nth(1)
@@ -348,5 +356,36 @@ mod tests {
             "{text}"
         );
         assert!(!listed.contains("small (echo)"), "{text}");
+    }
+
+    /// With `--direct direct-http` the report names that baseline wherever it said `direct`.
+    #[test]
+    fn the_baseline_is_named_as_given() {
+        let row = Row {
+            size: Size { bytes: 0 },
+            direct: Percentiles::of(vec![1000.0], 1),
+            target: Percentiles::of(vec![1500.0], 0),
+            direct_failure: Some("closed".into()),
+            target_failure: None,
+        };
+        let text = render(
+            "direct-http",
+            "reference-http",
+            &[row],
+            None,
+            "relaycheck bench",
+        );
+        for expected in [
+            "## `reference-http` against `direct-http`",
+            "| result | direct-http p50 |",
+            "failed calls (direct-http / reference-http)",
+            "- `direct-http` small (echo), 1 of 2: closed",
+        ] {
+            assert!(text.contains(expected), "{expected} not in {text}");
+        }
+        assert!(
+            !text.contains("`direct`") && !text.contains(" direct p50"),
+            "{text}"
+        );
     }
 }

@@ -184,6 +184,11 @@ struct BenchArgs {
     /// Rounds of the comparison; each runs both builds, in alternating order.
     #[arg(long, default_value_t = 3)]
     rounds: usize,
+    /// The profile the direct calls go through (latency): `direct` (the canary over stdio), or
+    /// `direct-http` to compare a gateway served over HTTP with the canary over HTTP, so the
+    /// ratio is the gateway's own cost and not the change of transport.
+    #[arg(long, default_value = "direct")]
+    direct: String,
     /// Exit 1 when `--target` is slower than `--before` in every round for some size.
     #[arg(long)]
     fail_if_slower: bool,
@@ -900,7 +905,13 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let [target] = args.targets.as_slice() else {
         bail!("bench latency needs exactly one --target");
     };
-    let direct = Profile::load("direct")?;
+    let direct = Profile::load(&args.direct)?;
+    if !direct.routes.contains_key("flat") {
+        bail!(
+            "--direct `{}` has no flat route: the direct calls go to the canary's tools by name",
+            direct.name
+        );
+    }
     let profile = Profile::load(target)?;
     let before = args.before.as_deref().map(Profile::load).transpose()?;
     for p in std::iter::once(&profile).chain(&before) {
@@ -960,7 +971,13 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         let (text, slower) = match &before {
             None => {
                 let run = latency::run(&after).await.map_err(anyhow::Error::msg)?;
-                let text = render(&run.name, &run.rows, run.peak_memory, &command);
+                let text = render(
+                    &direct.name,
+                    &run.name,
+                    &run.rows,
+                    run.peak_memory,
+                    &command,
+                );
                 (text, false)
             }
             Some((before, before_script)) => {
@@ -969,7 +986,7 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
                     .await
                     .map_err(anyhow::Error::msg)?;
                 (
-                    compare::render(&rounds, &command),
+                    compare::render(&rounds, &direct.name, &command),
                     compare::any_slower(&rounds),
                 )
             }

@@ -125,7 +125,7 @@ fn spread(values: impl IntoIterator<Item = f64>, decimals: usize, unit: &str) ->
 }
 
 /// The comparison table, each round's ratios, and the peak memory of both builds.
-pub fn render(rounds: &[Round], command: &str) -> String {
+pub fn render(rounds: &[Round], baseline: &str, command: &str) -> String {
     let mut out = String::new();
     let (Some(first), n) = (rounds.first(), rounds.len()) else {
         return "No rounds were run.\n".into();
@@ -138,7 +138,7 @@ pub fn render(rounds: &[Round], command: &str) -> String {
     let _ = writeln!(out, "Command: `{command}`\n");
     let _ = writeln!(
         out,
-        "Each build's p50 through it over `direct`'s p50 measured beside it in the same run; median (min-max) over the rounds.\n"
+        "Each build's p50 through it over `{baseline}`'s p50 measured beside it in the same run; median (min-max) over the rounds.\n"
     );
     let _ = writeln!(
         out,
@@ -272,7 +272,7 @@ mod tests {
         let verdicts = verdicts(&rounds);
         assert_eq!(verdicts[0], (Size { bytes: 0 }, Verdict::Unclear));
         assert_eq!(verdicts[1], (Size { bytes: mib }, Verdict::Slower));
-        let text = render(&rounds, "relaycheck bench ...");
+        let text = render(&rounds, "direct", "relaycheck bench ...");
         assert!(
             text.contains("## `reference --mutant m` against `reference`, 2 alternating round(s)"),
             "{text}"

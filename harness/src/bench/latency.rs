@@ -85,8 +85,9 @@ pub async fn run(latency: &Latency<'_>) -> Result<Measured, String> {
     let mut rows = Vec::new();
     for size in latency.sizes {
         eprintln!(
-            "bench: {} x {} calls, direct and `{name}` alternating",
+            "bench: {} x {} calls, `{}` and `{name}` alternating",
             size.label(),
+            latency.direct.name,
             latency.calls,
         );
         rows.push(
