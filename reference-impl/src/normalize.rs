@@ -125,6 +125,10 @@ struct Sources {
     content: Option<String>,
     structured: Option<String>,
     apply_schema: bool,
+    /// The result-level `_meta` of `full` goes to the provenance. [`Builder::deliver`] reads
+    /// it, because only there is it known whether `full` is retained (then `_meta` is copied
+    /// and stays in it) or dropped (then it is moved out).
+    meta: bool,
 }
 
 impl<'c> Builder<'c> {
@@ -309,13 +313,13 @@ impl<'c> Builder<'c> {
         if r.member("structuredContent").is_some() {
             self.drop_mirrors(&mut r, "/content", "/structuredContent");
         }
-        self.take_meta(&r);
         let sources = Sources {
             content: Some("/content".into()),
             structured: r
                 .member("structuredContent")
                 .map(|_| "/structuredContent".into()),
             apply_schema: !is_error,
+            meta: true,
         };
         self.deliver(r, &sources);
         if is_error {
@@ -409,13 +413,13 @@ impl<'c> Builder<'c> {
         if let (Some(c), Some(s)) = (&cptr, &sptr) {
             self.drop_mirrors(&mut r, c, s);
         }
-        self.take_meta(&r);
         self.deliver(
             r,
             &Sources {
                 content: cptr,
                 structured: sptr,
                 apply_schema: !is_error,
+                meta: true,
             },
         );
         if is_error {
@@ -426,7 +430,6 @@ impl<'c> Builder<'c> {
 
     fn input_required(&mut self, r: Value) {
         self.shape.protocol_hint = Some("2026-07-28 (MRTR)".into());
-        self.take_meta(&r);
         let keys: Vec<String> = r
             .member("inputRequests")
             .and_then(Value::as_object)
@@ -445,6 +448,7 @@ impl<'c> Builder<'c> {
                 content: None,
                 structured: sptr,
                 apply_schema: false,
+                meta: true,
             },
         );
         let list = if keys.is_empty() {
@@ -485,6 +489,7 @@ impl<'c> Builder<'c> {
                     content: Some("/content".into()),
                     structured: None,
                     apply_schema: false,
+                    meta: false,
                 },
             );
         }
@@ -569,6 +574,7 @@ impl<'c> Builder<'c> {
                 content: Some("/content".into()),
                 structured: has_data.then(|| "/error/data".into()),
                 apply_schema: false,
+                meta: false,
             },
         );
         self.fail(
@@ -583,6 +589,15 @@ impl<'c> Builder<'c> {
         if let Some(m) = r.member("_meta") {
             self.server_info = m.member(SERVER_INFO_KEY).cloned();
             self.upstream_meta = Some(m.clone());
+        }
+    }
+
+    /// As [`Builder::take_meta`], for a result about to be dropped: `_meta` is moved out (a
+    /// null is left in its place) rather than copied.
+    fn move_meta(&mut self, r: &mut Value) {
+        if let Some(m) = r.member_mut("_meta").map(Value::take) {
+            self.server_info = m.member(SERVER_INFO_KEY).cloned();
+            self.upstream_meta = Some(m);
         }
     }
 
@@ -709,6 +724,14 @@ impl<'c> Builder<'c> {
         });
         let mut cuts = html_cuts;
         cuts.extend(reduced.cuts);
+        // `full` is retained exactly when something was cut, and then keeps its `_meta`.
+        if src.meta {
+            if cuts.is_empty() {
+                self.move_meta(&mut full);
+            } else {
+                self.take_meta(&full);
+            }
+        }
         let (mut content, mut structured) = match reduced.content {
             Some(c) => (c, reduced.structured),
             // Nothing cut and nothing retained: `full` is dropped below, so what it holds can
@@ -1130,5 +1153,66 @@ fn clip(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         Some((i, _)) => format!("{}…", &s[..i]),
         None => s.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::context::Identity;
+    use crate::store::Store;
+
+    /// `_meta` is moved out of a result that is dropped and copied out of one that is
+    /// retained; either way the provenance and the retained result read the same.
+    #[test]
+    fn result_meta_reaches_provenance_and_stays_in_the_retained_result() {
+        let meta = json!({"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}, "k": [1, {"a": null}]});
+        for (text, outputs) in [
+            ("short", false),
+            ("long", false),
+            ("short", true),
+            ("long", true),
+        ] {
+            let text = if text == "long" {
+                "x".repeat(5000)
+            } else {
+                text.to_string()
+            };
+            let blocks = json!([{"type": "text", "text": text}]);
+            let result = if outputs {
+                json!({"outputs": [{"audience": "assistant", "format": "content", "content": blocks}], "_meta": meta})
+            } else {
+                json!({"content": blocks, "_meta": meta})
+            };
+            let store = Arc::new(Store::new(1 << 20, Duration::from_secs(60)));
+            let ctx = Context::new("s", "t", "c", Identity::new("me"))
+                .with_budget(1024)
+                .with_store(store.clone());
+            let env = normalize_owned(
+                CallEnd::Response {
+                    body: result.clone(),
+                },
+                &ctx,
+            );
+            assert_eq!(env.meta.provenance.upstream_meta.as_ref(), Some(&meta));
+            assert_eq!(
+                env.meta.provenance.server_info,
+                Some(json!({"name": "s", "version": "1"}))
+            );
+            match env.meta.truncation.and_then(|t| t.handle) {
+                Some(h) => {
+                    let Retained::Result(full) = &*store.get(&h, &ctx.caller).unwrap() else {
+                        panic!("not a result")
+                    };
+                    assert_eq!(full.get("_meta"), Some(&meta));
+                }
+                None => assert!(text.len() < 100),
+            }
+        }
     }
 }
