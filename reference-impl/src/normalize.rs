@@ -8,6 +8,7 @@
 
 use crate::member::Members;
 use serde_json::{Value, json};
+use std::borrow::Cow;
 use time::format_description::well_known::Rfc3339;
 
 use crate::budget::{self, BlockIn, ReduceIn, marker};
@@ -122,8 +123,8 @@ struct Builder<'c> {
 
 /// Where in the (redacted) full result the payload comes from.
 struct Sources {
-    content: Option<String>,
-    structured: Option<String>,
+    content: Option<Cow<'static, str>>,
+    structured: Option<Cow<'static, str>>,
     apply_schema: bool,
     /// The result-level `_meta` of `full` goes to the provenance. [`Builder::deliver`] reads
     /// it, because only there is it known whether `full` is retained (then `_meta` is copied
@@ -416,8 +417,8 @@ impl<'c> Builder<'c> {
         self.deliver(
             r,
             &Sources {
-                content: cptr,
-                structured: sptr,
+                content: cptr.map(Cow::Owned),
+                structured: sptr.map(Cow::Owned),
                 apply_schema: !is_error,
                 meta: true,
             },
@@ -441,7 +442,7 @@ impl<'c> Builder<'c> {
         });
         let sptr = r
             .member("inputRequests")
-            .map(|_| "/inputRequests".to_string());
+            .map(|_| Cow::Borrowed("/inputRequests"));
         self.deliver(
             r,
             &Sources {
@@ -608,7 +609,7 @@ impl<'c> Builder<'c> {
         };
         for (i, b) in blocks.iter_mut().enumerate() {
             // Most blocks are neither invalid nor binary and need no path.
-            let path = || format!("{ptr}/{i}");
+            let path = || budget::index_path(ptr, i);
             if !crate::blocks::is_valid_block(b) {
                 let text = b.to_string();
                 *b = json!({"type": "text", "text": text});
@@ -685,24 +686,22 @@ impl<'c> Builder<'c> {
             .and_then(|p| crate::pointer::get(&full, p))
             .and_then(Value::as_array)
             .map_or(&empty[..], Vec::as_slice);
-        let base = src.content.clone().unwrap_or_default();
+        let base = src.content.as_deref().unwrap_or_default();
 
         // HTML to text, on references: only converted blocks are new values.
         let mut html_cuts = Vec::new();
         let mut converted: Vec<Option<(Value, usize)>> = Vec::with_capacity(blocks.len());
-        let mut paths = Vec::with_capacity(blocks.len());
         for (i, b) in blocks.iter().enumerate() {
-            let path = format!("{base}/{i}");
-            converted.push(self.convert_html(b, &path, &mut html_cuts));
-            paths.push(path);
+            converted.push(self.convert_html(b, base, i, &mut html_cuts));
         }
         let inputs: Vec<BlockIn<'_>> = blocks
             .iter()
             .zip(&converted)
-            .zip(paths)
-            .map(|((b, c), path)| BlockIn {
+            .enumerate()
+            .map(|(index, (b, c))| BlockIn {
                 block: c.as_ref().map_or(b, |(v, _)| v),
-                path,
+                base,
+                index,
                 html_rows_total: c.as_ref().map(|(_, rows)| *rows),
             })
             .collect();
@@ -713,7 +712,7 @@ impl<'c> Builder<'c> {
         let reduced = budget::reduce(ReduceIn {
             content: inputs,
             structured,
-            structured_path: src.structured.clone().unwrap_or_default(),
+            structured_path: src.structured.as_deref().unwrap_or_default(),
             schema: if src.apply_schema {
                 self.ctx.output_schema.as_ref()
             } else {
@@ -806,7 +805,8 @@ impl<'c> Builder<'c> {
     fn convert_html(
         &mut self,
         b: &Value,
-        path: &str,
+        base: &str,
+        index: usize,
         cuts: &mut Vec<Cut>,
     ) -> Option<(Value, usize)> {
         let ty = b.member("type").and_then(Value::as_str)?;
@@ -831,6 +831,7 @@ impl<'c> Builder<'c> {
         if !in_resource && !html::looks_like_html(src) {
             return None;
         }
+        let path = budget::index_path(base, index);
         // Only convert what could survive the budget; the rest stays in the retained result.
         let limit = (self.budget * 8).max(64 * 1024);
         let text_path = if in_resource {
@@ -876,7 +877,7 @@ impl<'c> Builder<'c> {
             m.insert("text".into(), Value::String(text));
         }
         self.transformations.push(Transformation {
-            path: path.to_string(),
+            path,
             kind: TransformKind::HtmlToText,
             detail: Some(format!(
                 "{} table row(s) rendered as markdown{}",
