@@ -45,10 +45,12 @@ struct Entry {
     expires: Instant,
 }
 
+/// Entries are keyed by the handle's 128 bits, not its text: the text is made once, for the
+/// caller, instead of three times (returned, keyed, queued), and a key hashes in one step.
 #[derive(Default)]
 struct Inner {
-    entries: HashMap<String, Entry>,
-    order: VecDeque<String>,
+    entries: HashMap<u128, Entry>,
+    order: VecDeque<u128>,
     bytes: usize,
 }
 
@@ -108,7 +110,7 @@ impl Store {
         }
         let now = (self.clock)();
         // Drawn before the lock is taken: nothing about it needs the lock.
-        let handle = new_handle();
+        let bits = new_bits();
         let mut inner = self.inner.lock().map_err(|_| StoreError::Poisoned)?;
         purge_expired(&mut inner, now);
         while inner.bytes + size > self.cap_bytes {
@@ -119,10 +121,10 @@ impl Store {
                 inner.bytes -= e.size;
             }
         }
-        inner.order.push_back(handle.clone());
+        inner.order.push_back(bits);
         inner.bytes += size;
         inner.entries.insert(
-            handle.clone(),
+            bits,
             Entry {
                 owner: owner.clone(),
                 item: Arc::new(item),
@@ -130,19 +132,21 @@ impl Store {
                 expires: now + self.ttl,
             },
         );
-        Ok(handle)
+        drop(inner);
+        Ok(handle_text(bits))
     }
 
     /// Reads a retained item. Another identity's handle yields `NotOwner`, never the data.
     pub fn get(&self, handle: &str, caller: &Identity) -> Result<Arc<Retained>, StoreError> {
         let now = (self.clock)();
         let mut inner = self.inner.lock().map_err(|_| StoreError::Poisoned)?;
-        let e = inner.entries.get(handle).ok_or(StoreError::NotFound)?;
+        let key = handle_bits(handle).ok_or(StoreError::NotFound)?;
+        let e = inner.entries.get(&key).ok_or(StoreError::NotFound)?;
         if e.owner != *caller {
             return Err(StoreError::NotOwner);
         }
         if e.expires <= now {
-            remove(&mut inner, handle);
+            remove(&mut inner, key);
             return Err(StoreError::Expired);
         }
         Ok(Arc::clone(&e.item))
@@ -151,11 +155,12 @@ impl Store {
     /// Deletes a retained item; only its owner may.
     pub fn delete(&self, handle: &str, caller: &Identity) -> Result<(), StoreError> {
         let mut inner = self.inner.lock().map_err(|_| StoreError::Poisoned)?;
-        let e = inner.entries.get(handle).ok_or(StoreError::NotFound)?;
+        let key = handle_bits(handle).ok_or(StoreError::NotFound)?;
+        let e = inner.entries.get(&key).ok_or(StoreError::NotFound)?;
         if e.owner != *caller {
             return Err(StoreError::NotOwner);
         }
-        remove(&mut inner, handle);
+        remove(&mut inner, key);
         Ok(())
     }
 
@@ -177,8 +182,8 @@ impl Store {
 }
 
 /// Removes the entry; its slot in `order` is skipped lazily by `purge_expired` and eviction.
-fn remove(inner: &mut Inner, handle: &str) {
-    if let Some(e) = inner.entries.remove(handle) {
+fn remove(inner: &mut Inner, key: u128) {
+    if let Some(e) = inner.entries.remove(&key) {
         inner.bytes -= e.size;
     }
 }
@@ -204,8 +209,27 @@ fn purge_expired(inner: &mut Inner, now: Instant) {
 }
 
 /// 128 bits from the thread-local CSPRNG (ChaCha, OS-seeded): not guessable, not sequential.
-fn new_handle() -> String {
-    handle_text(rand::rng().random())
+fn new_bits() -> u128 {
+    rand::rng().random()
+}
+
+/// The bits a handle's text spells, for exactly the texts [`handle_text`] makes (prefix, 32
+/// lowercase hex digits); any other text names no entry, as it did when the text was the key.
+fn handle_bits(handle: &str) -> Option<u128> {
+    let hex = handle.strip_prefix(HANDLE_PREFIX)?.as_bytes();
+    if hex.len() != 32 {
+        return None;
+    }
+    let mut bits = 0u128;
+    for &c in hex {
+        let d = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            _ => return None,
+        };
+        bits = bits << 4 | u128::from(d);
+    }
+    Some(bits)
 }
 
 fn handle_text(bits: u128) -> String {
@@ -222,6 +246,36 @@ fn handle_text(bits: u128) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn handle_bits_reads_exactly_the_texts_handle_text_makes() {
+        use super::{handle_bits, handle_text};
+        for bits in [
+            0u128,
+            1,
+            0xabc,
+            u128::MAX,
+            0x0123_4567_89ab_cdef_fedc_ba98_7654_3210,
+        ] {
+            let h = handle_text(bits);
+            assert_eq!(handle_bits(&h), Some(bits));
+            assert_eq!(handle_bits(&h.to_uppercase()), None);
+            assert_eq!(handle_bits(&format!("{h}0")), None);
+            assert_eq!(handle_bits(&h[..h.len() - 1]), None);
+            assert_eq!(handle_bits(&h[3..]), None);
+            assert_eq!(handle_bits(&format!(" {h}")), None);
+        }
+        for bad in [
+            "",
+            "rc_",
+            "rc_+0000000000000000000000000000000",
+            "rc_g0000000000000000000000000000000",
+            "rc_0000000000000000000000000000000é",
+            "RC_00000000000000000000000000000000",
+        ] {
+            assert_eq!(handle_bits(bad), None, "{bad}");
+        }
+    }
+
     #[test]
     fn handle_text_is_prefixed_padded_hex() {
         for bits in [
