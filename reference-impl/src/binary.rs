@@ -114,7 +114,7 @@ pub fn replacement_block(original: &Value, r: &ArtifactRef) -> Value {
     let uri = resource
         .and_then(|x| x.member("uri"))
         .and_then(Value::as_str)
-        .map_or_else(|| format!("artifact:sha256:{}", r.sha256), str::to_string);
+        .map_or_else(|| artifact_uri(&r.sha256), str::to_string);
     let name = uri
         .rsplit('/')
         .next()
@@ -150,6 +150,16 @@ pub fn replacement_block(original: &Value, r: &ArtifactRef) -> Value {
     meta.insert(META_KEY.into(), artifact_value(r));
     block.insert("_meta".into(), Value::Object(meta));
     Value::Object(block)
+}
+
+/// `format!("artifact:sha256:{sha256}")` in one allocation (`format!` guesses 32 bytes and
+/// grows for the 64 hex digits).
+fn artifact_uri(sha256: &str) -> String {
+    const PREFIX: &str = "artifact:sha256:";
+    let mut uri = String::with_capacity(PREFIX.len() + sha256.len());
+    uri.push_str(PREFIX);
+    uri.push_str(sha256);
+    uri
 }
 
 /// `serde_json::to_value(r)`, built directly: the generic serializer cost as much as the rest
@@ -191,6 +201,13 @@ mod tests {
                 serde_json::to_string(&artifact_value(&r)).unwrap(),
                 serde_json::to_string(&r).unwrap()
             );
+        }
+    }
+
+    #[test]
+    fn artifact_uri_is_the_formatted_uri() {
+        for sha in ["", "ab", &"0f".repeat(32)] {
+            assert_eq!(artifact_uri(sha), format!("artifact:sha256:{sha}"));
         }
     }
 

@@ -8,6 +8,7 @@
 
 use crate::member::Members;
 use serde_json::{Value, json};
+use std::borrow::Cow;
 use time::format_description::well_known::Rfc3339;
 
 use crate::budget::{self, BlockIn, ReduceIn, marker};
@@ -122,9 +123,13 @@ struct Builder<'c> {
 
 /// Where in the (redacted) full result the payload comes from.
 struct Sources {
-    content: Option<String>,
-    structured: Option<String>,
+    content: Option<Cow<'static, str>>,
+    structured: Option<Cow<'static, str>>,
     apply_schema: bool,
+    /// The result-level `_meta` of `full` goes to the provenance. [`Builder::deliver`] reads
+    /// it, because only there is it known whether `full` is retained (then `_meta` is copied
+    /// and stays in it) or dropped (then it is moved out).
+    meta: bool,
 }
 
 impl<'c> Builder<'c> {
@@ -309,13 +314,13 @@ impl<'c> Builder<'c> {
         if r.member("structuredContent").is_some() {
             self.drop_mirrors(&mut r, "/content", "/structuredContent");
         }
-        self.take_meta(&r);
         let sources = Sources {
             content: Some("/content".into()),
             structured: r
                 .member("structuredContent")
                 .map(|_| "/structuredContent".into()),
             apply_schema: !is_error,
+            meta: true,
         };
         self.deliver(r, &sources);
         if is_error {
@@ -409,13 +414,13 @@ impl<'c> Builder<'c> {
         if let (Some(c), Some(s)) = (&cptr, &sptr) {
             self.drop_mirrors(&mut r, c, s);
         }
-        self.take_meta(&r);
         self.deliver(
             r,
             &Sources {
-                content: cptr,
-                structured: sptr,
+                content: cptr.map(Cow::Owned),
+                structured: sptr.map(Cow::Owned),
                 apply_schema: !is_error,
+                meta: true,
             },
         );
         if is_error {
@@ -426,7 +431,6 @@ impl<'c> Builder<'c> {
 
     fn input_required(&mut self, r: Value) {
         self.shape.protocol_hint = Some("2026-07-28 (MRTR)".into());
-        self.take_meta(&r);
         let keys: Vec<String> = r
             .member("inputRequests")
             .and_then(Value::as_object)
@@ -438,13 +442,14 @@ impl<'c> Builder<'c> {
         });
         let sptr = r
             .member("inputRequests")
-            .map(|_| "/inputRequests".to_string());
+            .map(|_| Cow::Borrowed("/inputRequests"));
         self.deliver(
             r,
             &Sources {
                 content: None,
                 structured: sptr,
                 apply_schema: false,
+                meta: true,
             },
         );
         let list = if keys.is_empty() {
@@ -485,6 +490,7 @@ impl<'c> Builder<'c> {
                     content: Some("/content".into()),
                     structured: None,
                     apply_schema: false,
+                    meta: false,
                 },
             );
         }
@@ -569,6 +575,7 @@ impl<'c> Builder<'c> {
                 content: Some("/content".into()),
                 structured: has_data.then(|| "/error/data".into()),
                 apply_schema: false,
+                meta: false,
             },
         );
         self.fail(
@@ -586,6 +593,15 @@ impl<'c> Builder<'c> {
         }
     }
 
+    /// As [`Builder::take_meta`], for a result about to be dropped: `_meta` is moved out (a
+    /// null is left in its place) rather than copied.
+    fn move_meta(&mut self, r: &mut Value) {
+        if let Some(m) = r.member_mut("_meta").map(Value::take) {
+            self.server_info = m.member(SERVER_INFO_KEY).cloned();
+            self.upstream_meta = Some(m);
+        }
+    }
+
     /// Makes every entry a valid block and moves binary data out to artifacts.
     fn prepare_content(&mut self, r: &mut Value, ptr: &str) {
         let Some(Value::Array(blocks)) = crate::pointer::get_mut(r, ptr) else {
@@ -593,7 +609,7 @@ impl<'c> Builder<'c> {
         };
         for (i, b) in blocks.iter_mut().enumerate() {
             // Most blocks are neither invalid nor binary and need no path.
-            let path = || format!("{ptr}/{i}");
+            let path = || budget::index_path(ptr, i);
             if !crate::blocks::is_valid_block(b) {
                 let text = b.to_string();
                 *b = json!({"type": "text", "text": text});
@@ -670,24 +686,22 @@ impl<'c> Builder<'c> {
             .and_then(|p| crate::pointer::get(&full, p))
             .and_then(Value::as_array)
             .map_or(&empty[..], Vec::as_slice);
-        let base = src.content.clone().unwrap_or_default();
+        let base = src.content.as_deref().unwrap_or_default();
 
         // HTML to text, on references: only converted blocks are new values.
         let mut html_cuts = Vec::new();
         let mut converted: Vec<Option<(Value, usize)>> = Vec::with_capacity(blocks.len());
-        let mut paths = Vec::with_capacity(blocks.len());
         for (i, b) in blocks.iter().enumerate() {
-            let path = format!("{base}/{i}");
-            converted.push(self.convert_html(b, &path, &mut html_cuts));
-            paths.push(path);
+            converted.push(self.convert_html(b, base, i, &mut html_cuts));
         }
         let inputs: Vec<BlockIn<'_>> = blocks
             .iter()
             .zip(&converted)
-            .zip(paths)
-            .map(|((b, c), path)| BlockIn {
+            .enumerate()
+            .map(|(index, (b, c))| BlockIn {
                 block: c.as_ref().map_or(b, |(v, _)| v),
-                path,
+                base,
+                index,
                 html_rows_total: c.as_ref().map(|(_, rows)| *rows),
             })
             .collect();
@@ -698,7 +712,7 @@ impl<'c> Builder<'c> {
         let reduced = budget::reduce(ReduceIn {
             content: inputs,
             structured,
-            structured_path: src.structured.clone().unwrap_or_default(),
+            structured_path: src.structured.as_deref().unwrap_or_default(),
             schema: if src.apply_schema {
                 self.ctx.output_schema.as_ref()
             } else {
@@ -709,6 +723,14 @@ impl<'c> Builder<'c> {
         });
         let mut cuts = html_cuts;
         cuts.extend(reduced.cuts);
+        // `full` is retained exactly when something was cut, and then keeps its `_meta`.
+        if src.meta {
+            if cuts.is_empty() {
+                self.move_meta(&mut full);
+            } else {
+                self.take_meta(&full);
+            }
+        }
         let (mut content, mut structured) = match reduced.content {
             Some(c) => (c, reduced.structured),
             // Nothing cut and nothing retained: `full` is dropped below, so what it holds can
@@ -783,7 +805,8 @@ impl<'c> Builder<'c> {
     fn convert_html(
         &mut self,
         b: &Value,
-        path: &str,
+        base: &str,
+        index: usize,
         cuts: &mut Vec<Cut>,
     ) -> Option<(Value, usize)> {
         let ty = b.member("type").and_then(Value::as_str)?;
@@ -808,6 +831,7 @@ impl<'c> Builder<'c> {
         if !in_resource && !html::looks_like_html(src) {
             return None;
         }
+        let path = budget::index_path(base, index);
         // Only convert what could survive the budget; the rest stays in the retained result.
         let limit = (self.budget * 8).max(64 * 1024);
         let text_path = if in_resource {
@@ -853,7 +877,7 @@ impl<'c> Builder<'c> {
             m.insert("text".into(), Value::String(text));
         }
         self.transformations.push(Transformation {
-            path: path.to_string(),
+            path,
             kind: TransformKind::HtmlToText,
             detail: Some(format!(
                 "{} table row(s) rendered as markdown{}",
@@ -1130,5 +1154,66 @@ fn clip(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         Some((i, _)) => format!("{}…", &s[..i]),
         None => s.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::context::Identity;
+    use crate::store::Store;
+
+    /// `_meta` is moved out of a result that is dropped and copied out of one that is
+    /// retained; either way the provenance and the retained result read the same.
+    #[test]
+    fn result_meta_reaches_provenance_and_stays_in_the_retained_result() {
+        let meta = json!({"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}, "k": [1, {"a": null}]});
+        for (text, outputs) in [
+            ("short", false),
+            ("long", false),
+            ("short", true),
+            ("long", true),
+        ] {
+            let text = if text == "long" {
+                "x".repeat(5000)
+            } else {
+                text.to_string()
+            };
+            let blocks = json!([{"type": "text", "text": text}]);
+            let result = if outputs {
+                json!({"outputs": [{"audience": "assistant", "format": "content", "content": blocks}], "_meta": meta})
+            } else {
+                json!({"content": blocks, "_meta": meta})
+            };
+            let store = Arc::new(Store::new(1 << 20, Duration::from_secs(60)));
+            let ctx = Context::new("s", "t", "c", Identity::new("me"))
+                .with_budget(1024)
+                .with_store(store.clone());
+            let env = normalize_owned(
+                CallEnd::Response {
+                    body: result.clone(),
+                },
+                &ctx,
+            );
+            assert_eq!(env.meta.provenance.upstream_meta.as_ref(), Some(&meta));
+            assert_eq!(
+                env.meta.provenance.server_info,
+                Some(json!({"name": "s", "version": "1"}))
+            );
+            match env.meta.truncation.and_then(|t| t.handle) {
+                Some(h) => {
+                    let Retained::Result(full) = &*store.get(&h, &ctx.caller).unwrap() else {
+                        panic!("not a result")
+                    };
+                    assert_eq!(full.get("_meta"), Some(&meta));
+                }
+                None => assert!(text.len() < 100),
+            }
+        }
     }
 }

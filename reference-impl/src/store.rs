@@ -39,17 +39,26 @@ impl Retained {
 pub type Clock = Arc<dyn Fn() -> Instant + Send + Sync>;
 
 struct Entry {
-    owner: Identity,
+    owner: Arc<Identity>,
     item: Arc<Retained>,
     size: usize,
     expires: Instant,
 }
 
+/// Entries are keyed by the handle's 128 bits, not its text: the text is made once, for the
+/// caller, instead of three times (returned, keyed, queued), and a key hashes in one step.
 #[derive(Default)]
 struct Inner {
-    entries: HashMap<String, Entry>,
-    order: VecDeque<String>,
+    entries: HashMap<u128, Entry>,
+    /// Keys in insertion order, each with its entry's expiry: with no stale keys, `put` sees
+    /// that the oldest entry is live without looking it up (in a large store, a cache miss).
+    order: VecDeque<(u128, Instant)>,
     bytes: usize,
+    /// Keys in `order` whose entry was removed out of turn (deleted, or read after expiry).
+    stale: usize,
+    /// The last owner's identity, shared by its entries: one caller's results are usually
+    /// stored one after another, and each entry would otherwise hold its own copy.
+    last_owner: Option<Arc<Identity>>,
 }
 
 /// Byte-capped, TTL-bounded, owner-checked store. Oldest entries are evicted to make room.
@@ -108,41 +117,53 @@ impl Store {
         }
         let now = (self.clock)();
         // Drawn before the lock is taken: nothing about it needs the lock.
-        let handle = new_handle();
+        let bits = new_bits();
         let mut inner = self.inner.lock().map_err(|_| StoreError::Poisoned)?;
         purge_expired(&mut inner, now);
         while inner.bytes + size > self.cap_bytes {
-            let Some(oldest) = inner.order.pop_front() else {
+            let Some((oldest, _)) = inner.order.pop_front() else {
                 break;
             };
-            if let Some(e) = inner.entries.remove(&oldest) {
-                inner.bytes -= e.size;
+            match inner.entries.remove(&oldest) {
+                Some(e) => inner.bytes -= e.size,
+                None => inner.stale -= 1,
             }
         }
-        inner.order.push_back(handle.clone());
+        let owner = match &inner.last_owner {
+            Some(o) if **o == *owner => Arc::clone(o),
+            _ => {
+                let o = Arc::new(owner.clone());
+                inner.last_owner = Some(Arc::clone(&o));
+                o
+            }
+        };
+        let expires = now + self.ttl;
+        inner.order.push_back((bits, expires));
         inner.bytes += size;
         inner.entries.insert(
-            handle.clone(),
+            bits,
             Entry {
-                owner: owner.clone(),
+                owner,
                 item: Arc::new(item),
                 size,
-                expires: now + self.ttl,
+                expires,
             },
         );
-        Ok(handle)
+        drop(inner);
+        Ok(handle_text(bits))
     }
 
     /// Reads a retained item. Another identity's handle yields `NotOwner`, never the data.
     pub fn get(&self, handle: &str, caller: &Identity) -> Result<Arc<Retained>, StoreError> {
         let now = (self.clock)();
         let mut inner = self.inner.lock().map_err(|_| StoreError::Poisoned)?;
-        let e = inner.entries.get(handle).ok_or(StoreError::NotFound)?;
-        if e.owner != *caller {
+        let key = handle_bits(handle).ok_or(StoreError::NotFound)?;
+        let e = inner.entries.get(&key).ok_or(StoreError::NotFound)?;
+        if *e.owner != *caller {
             return Err(StoreError::NotOwner);
         }
         if e.expires <= now {
-            remove(&mut inner, handle);
+            remove(&mut inner, key);
             return Err(StoreError::Expired);
         }
         Ok(Arc::clone(&e.item))
@@ -151,11 +172,12 @@ impl Store {
     /// Deletes a retained item; only its owner may.
     pub fn delete(&self, handle: &str, caller: &Identity) -> Result<(), StoreError> {
         let mut inner = self.inner.lock().map_err(|_| StoreError::Poisoned)?;
-        let e = inner.entries.get(handle).ok_or(StoreError::NotFound)?;
-        if e.owner != *caller {
+        let key = handle_bits(handle).ok_or(StoreError::NotFound)?;
+        let e = inner.entries.get(&key).ok_or(StoreError::NotFound)?;
+        if *e.owner != *caller {
             return Err(StoreError::NotOwner);
         }
-        remove(&mut inner, handle);
+        remove(&mut inner, key);
         Ok(())
     }
 
@@ -177,35 +199,60 @@ impl Store {
 }
 
 /// Removes the entry; its slot in `order` is skipped lazily by `purge_expired` and eviction.
-fn remove(inner: &mut Inner, handle: &str) {
-    if let Some(e) = inner.entries.remove(handle) {
+fn remove(inner: &mut Inner, key: u128) {
+    if let Some(e) = inner.entries.remove(&key) {
         inner.bytes -= e.size;
+        inner.stale += 1;
     }
 }
 
 /// Every entry gets the same TTL, so expiry order is insertion order: purging from the
 /// front is enough, and keeps `put` O(1) amortized however many entries are held.
 fn purge_expired(inner: &mut Inner, now: Instant) {
-    while let Some(front) = inner.order.front() {
-        match inner.entries.get(front) {
+    while let Some(&(key, expires)) = inner.order.front() {
+        // No stale keys: the front's entry exists and expires as its slot says.
+        if inner.stale == 0 && expires > now {
+            break;
+        }
+        match inner.entries.get(&key) {
             Some(e) if e.expires > now => break,
             Some(e) => {
                 let size = e.size;
-                let h = inner.order.pop_front().unwrap_or_default();
-                inner.entries.remove(&h);
+                inner.order.pop_front();
+                inner.entries.remove(&key);
                 inner.bytes -= size;
             }
             // Already removed (deleted or read after expiry): drop the stale order entry.
             None => {
                 inner.order.pop_front();
+                inner.stale -= 1;
             }
         }
     }
 }
 
 /// 128 bits from the thread-local CSPRNG (ChaCha, OS-seeded): not guessable, not sequential.
-fn new_handle() -> String {
-    handle_text(rand::rng().random())
+fn new_bits() -> u128 {
+    rand::rng().random()
+}
+
+/// The bits a handle's text spells, for exactly the texts [`handle_text`] makes (prefix, 32
+/// lowercase hex digits); any other text names no entry, as it did when the text was the key.
+fn handle_bits(handle: &str) -> Option<u128> {
+    let hex = handle.strip_prefix(HANDLE_PREFIX)?.as_bytes();
+    if hex.len() != 32 {
+        return None;
+    }
+    let mut bits = 0u128;
+    for &c in hex {
+        let d = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            _ => return None,
+        };
+        bits = bits << 4 | u128::from(d);
+    }
+    Some(bits)
 }
 
 fn handle_text(bits: u128) -> String {
@@ -222,6 +269,178 @@ fn handle_text(bits: u128) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::{HashMap, VecDeque};
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
+    use super::{Retained, Store};
+    use crate::context::Identity;
+    use crate::error::StoreError;
+
+    /// A deleted oldest entry does not stop the purge from reaching expired ones behind it
+    /// (with a clock that went back, a later entry can expire first).
+    #[test]
+    fn stale_front_does_not_hide_expired_entries() {
+        let t0 = Instant::now();
+        let clock = Arc::new(Mutex::new(t0 + Duration::from_secs(10)));
+        let c = Arc::clone(&clock);
+        let s = Store::with_clock(
+            1000,
+            Duration::from_secs(10),
+            Arc::new(move || *c.lock().unwrap()),
+        );
+        let me = Identity::new("me");
+        let item = || Retained::Artifact {
+            mime_type: None,
+            bytes: Vec::new(),
+        };
+        let a = s.put_sized(&me, item(), 10).unwrap();
+        *clock.lock().unwrap() = t0;
+        s.put_sized(&me, item(), 20).unwrap();
+        s.delete(&a, &me).unwrap();
+        *clock.lock().unwrap() = t0 + Duration::from_secs(15);
+        s.put_sized(&me, item(), 40).unwrap();
+        assert_eq!((s.len(), s.bytes_used()), (1, 40));
+    }
+
+    /// The store against the plain algorithm it replaced (text keys in the queue, each purge
+    /// step looked up), on random puts, reads, deletes and clock moves, backwards included.
+    #[test]
+    fn store_matches_the_plain_algorithm() {
+        struct Model {
+            owner: usize,
+            size: usize,
+            expires: Instant,
+        }
+        const CAP: usize = 1000;
+        let ttl = Duration::from_secs(10);
+        let t0 = Instant::now();
+        let clock = Arc::new(Mutex::new(t0));
+        let c = Arc::clone(&clock);
+        let s = Store::with_clock(CAP, ttl, Arc::new(move || *c.lock().unwrap()));
+        let ids = [Identity::new("a"), Identity::new("b")];
+        let mut entries: HashMap<String, Model> = HashMap::new();
+        let mut order: VecDeque<String> = VecDeque::new();
+        let mut bytes = 0usize;
+        let mut handles: Vec<String> = Vec::new();
+        let mut offset = 0u64;
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut rnd = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for _ in 0..20_000 {
+            let now = *clock.lock().unwrap();
+            let who = rnd(2) as usize;
+            match rnd(12) {
+                0..=4 => {
+                    let size = rnd(320) as usize + 1;
+                    let item = Retained::Artifact {
+                        mime_type: None,
+                        bytes: Vec::new(),
+                    };
+                    let h = s.put_sized(&ids[who], item, size).unwrap();
+                    while let Some(front) = order.front() {
+                        match entries.get(front) {
+                            Some(e) if e.expires > now => break,
+                            Some(e) => {
+                                bytes -= e.size;
+                                let f = order.pop_front().unwrap();
+                                entries.remove(&f);
+                            }
+                            None => {
+                                order.pop_front();
+                            }
+                        }
+                    }
+                    while bytes + size > CAP {
+                        let Some(oldest) = order.pop_front() else {
+                            break;
+                        };
+                        if let Some(e) = entries.remove(&oldest) {
+                            bytes -= e.size;
+                        }
+                    }
+                    order.push_back(h.clone());
+                    bytes += size;
+                    let expires = now + ttl;
+                    entries.insert(
+                        h.clone(),
+                        Model {
+                            owner: who,
+                            size,
+                            expires,
+                        },
+                    );
+                    handles.push(h);
+                }
+                5..=7 if !handles.is_empty() => {
+                    let h = handles[rnd(handles.len() as u64) as usize].clone();
+                    let read = rnd(3) > 0;
+                    let want = match entries.get(&h) {
+                        None => Err(StoreError::NotFound),
+                        Some(e) if e.owner != who => Err(StoreError::NotOwner),
+                        Some(e) if read && e.expires <= now => {
+                            bytes -= e.size;
+                            entries.remove(&h);
+                            Err(StoreError::Expired)
+                        }
+                        Some(e) => {
+                            if !read {
+                                bytes -= e.size;
+                                entries.remove(&h);
+                            }
+                            Ok(())
+                        }
+                    };
+                    let got = if read {
+                        s.get(&h, &ids[who]).map(|_| ())
+                    } else {
+                        s.delete(&h, &ids[who])
+                    };
+                    assert_eq!(got, want);
+                }
+                8..=10 => offset += rnd(4),
+                _ => offset = offset.saturating_sub(rnd(24)),
+            }
+            *clock.lock().unwrap() = t0 + Duration::from_secs(offset);
+            assert_eq!(s.len(), entries.len());
+            assert_eq!(s.bytes_used(), bytes);
+        }
+    }
+
+    #[test]
+    fn handle_bits_reads_exactly_the_texts_handle_text_makes() {
+        use super::{handle_bits, handle_text};
+        for bits in [
+            0u128,
+            1,
+            0xabc,
+            u128::MAX,
+            0x0123_4567_89ab_cdef_fedc_ba98_7654_3210,
+        ] {
+            let h = handle_text(bits);
+            assert_eq!(handle_bits(&h), Some(bits));
+            assert_eq!(handle_bits(&h.to_uppercase()), None);
+            assert_eq!(handle_bits(&format!("{h}0")), None);
+            assert_eq!(handle_bits(&h[..h.len() - 1]), None);
+            assert_eq!(handle_bits(&h[3..]), None);
+            assert_eq!(handle_bits(&format!(" {h}")), None);
+        }
+        for bad in [
+            "",
+            "rc_",
+            "rc_+0000000000000000000000000000000",
+            "rc_g0000000000000000000000000000000",
+            "rc_0000000000000000000000000000000é",
+            "RC_00000000000000000000000000000000",
+        ] {
+            assert_eq!(handle_bits(bad), None, "{bad}");
+        }
+    }
+
     #[test]
     fn handle_text_is_prefixed_padded_hex() {
         for bits in [

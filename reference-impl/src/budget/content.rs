@@ -81,7 +81,7 @@ pub fn fit_content(
                 .iter()
                 .zip(&keep)
                 .find(|(_, k)| k.is_none())
-                .map_or_else(String::new, |(b, _)| b.path.clone()),
+                .map_or_else(String::new, |(b, _)| b.path()),
             kind: CutKind::BlocksDropped,
             kept: count as u64,
             total: n as u64,
@@ -99,9 +99,9 @@ fn cut_text_block(b: &BlockIn<'_>, rem: usize, cuts: &mut Vec<Cut>) -> Option<Va
         return None;
     }
     let text_path = if in_resource {
-        format!("{}/resource/text", b.path)
+        format!("{}/{}/resource/text", b.base, b.index)
     } else {
-        format!("{}/text", b.path)
+        format!("{}/{}/text", b.base, b.index)
     };
     let new_text = cut_json_text(text, text_budget, &text_path, cuts)
         .unwrap_or_else(|| cut_plain_text(text, text_budget, &text_path, b.html_rows_total, cuts));

@@ -26,16 +26,36 @@ pub const MIN_BUDGET: usize = 1024;
 /// One content block as the reducer sees it.
 pub struct BlockIn<'a> {
     pub block: &'a Value,
-    /// Pointer of the block in the upstream result, for cut paths.
-    pub path: String,
+    /// Pointer of the content array in the upstream result; with `index`, the block's own
+    /// pointer (see [`BlockIn::path`]), which only a cut needs, so it is not made otherwise.
+    pub base: &'a str,
+    pub index: usize,
     /// For blocks converted from HTML: table rows in the whole source.
     pub html_rows_total: Option<usize>,
+}
+
+impl BlockIn<'_> {
+    /// Pointer of the block in the upstream result, for cut paths.
+    pub fn path(&self) -> String {
+        index_path(self.base, self.index)
+    }
+}
+
+/// `format!("{base}/{i}")` in one allocation: `format!` starts from an empty string when the
+/// format begins with an argument, and grows it twice for a path like `/content/1`.
+pub fn index_path(base: &str, i: usize) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(base.len() + 1 + 20);
+    s.push_str(base);
+    s.push('/');
+    let _ = write!(s, "{i}");
+    s
 }
 
 pub struct ReduceIn<'a> {
     pub content: Vec<BlockIn<'a>>,
     pub structured: Option<&'a Value>,
-    pub structured_path: String,
+    pub structured_path: &'a str,
     pub schema: Option<&'a Value>,
     pub policy: &'a ReductionPolicy,
     pub budget: usize,
@@ -115,7 +135,7 @@ pub fn reduce(inp: ReduceIn<'_>) -> Reduced {
     let mut projected_used = false;
     let structured: Option<&Value> = match (inp.policy, inp.structured) {
         (ReductionPolicy::Project { keep }, Some(s)) => {
-            projected = project::project(s, keep, root, &inp.structured_path, &mut cuts);
+            projected = project::project(s, keep, root, inp.structured_path, &mut cuts);
             projected_used = true;
             Some(&projected)
         }
@@ -181,7 +201,7 @@ pub fn reduce(inp: ReduceIn<'_>) -> Reduced {
             s,
             root,
             s_budget,
-            &inp.structured_path,
+            inp.structured_path,
             false,
             Some(s_size),
             field_sizes.as_deref(),
@@ -211,7 +231,7 @@ pub fn reduce(inp: ReduceIn<'_>) -> Reduced {
             );
         }
         cuts.push(Cut {
-            path: inp.structured_path.clone(),
+            path: inp.structured_path.to_string(),
             kind: crate::envelope::CutKind::ReplacedByMarker,
             kept: 0,
             total: s_total as u64,
@@ -224,5 +244,17 @@ pub fn reduce(inp: ReduceIn<'_>) -> Reduced {
         cuts,
         structured_replaced,
         over_budget: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn index_path_is_the_formatted_path() {
+        for base in ["", "/content", "/outputs/12/content", &"x".repeat(40)] {
+            for i in [0, 1, 9, 10, 12345, usize::MAX] {
+                assert_eq!(super::index_path(base, i), format!("{base}/{i}"));
+            }
+        }
     }
 }
