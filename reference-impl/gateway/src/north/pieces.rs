@@ -40,7 +40,11 @@ pub(crate) fn serialize_in_pieces(
         if json_write::write_value(&mut pieces, &msg).is_ok() {
             drop(msg);
             pieces.piece.extend_from_slice(suffix.as_bytes());
-            let _ = pieces.send();
+            // A message that ended on a piece's edge has nothing left: an empty HTTP chunk
+            // would read as the end of the body.
+            if !pieces.piece.is_empty() {
+                let _ = pieces.send();
+            }
         }
     });
     (rx, serializing)
