@@ -19,8 +19,8 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
-use super::pieces::{STREAM_AT, body_chunks};
-use super::{ConnState, handle, size_hint};
+use super::pieces::{Framed, frame};
+use super::{ConnState, handle};
 use crate::error::ServeError;
 use crate::gateway::{Gateway, META_VERSION};
 
@@ -90,10 +90,9 @@ fn foreign(headers: &HeaderMap) -> bool {
 
 fn json_response(status: StatusCode, msg: Value, session: Option<&str>) -> Response {
     // A large answer goes out in chunks as it is serialized; a small one with its length.
-    let body = if size_hint(&msg) >= STREAM_AT {
-        Body::from_stream(body_chunks("", msg, ""))
-    } else {
-        Body::from(super::framed("", &msg, ""))
+    let body = match frame("", msg, "") {
+        Framed::Whole(bytes) => Body::from(bytes),
+        large => Body::from_stream(large.into_chunks()),
     };
     let mut r = Response::new(body);
     *r.status_mut() = status;
@@ -274,7 +273,7 @@ fn sse_response(
     });
     let events = head
         .chain(tail)
-        .flat_map(|m| body_chunks("event: message\ndata: ", m, "\n\n"));
+        .flat_map(|m| frame("event: message\ndata: ", m, "\n\n").into_chunks());
     let mut r = Response::new(Body::from_stream(events));
     r.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -315,6 +314,7 @@ async fn delete_mcp(State(app): State<Arc<App>>, headers: HeaderMap) -> Response
 
 #[cfg(test)]
 mod tests {
+    use super::super::pieces::STREAM_AT;
     use super::*;
     use axum::body::HttpBody;
 

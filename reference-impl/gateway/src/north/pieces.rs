@@ -22,63 +22,72 @@ pub(crate) const STREAM_AT: usize = 1 << 20;
 const PIECE: usize = 256 * 1024;
 const PIECES_AHEAD: usize = 2;
 
-/// `prefix`, the compact JSON of `msg`, then `suffix`, in pieces of [`PIECE`] bytes. The
-/// serializer stops when the receiver is dropped (the client went away), so a closed
-/// connection never leaves a thread writing into nothing.
-pub(crate) fn serialize_in_pieces(
-    prefix: &'static str,
-    msg: Value,
-    suffix: &'static str,
-) -> (mpsc::Receiver<Vec<u8>>, JoinHandle<()>) {
-    let (tx, rx) = mpsc::channel::<Vec<u8>>(PIECES_AHEAD);
+/// One framed message as a transport sends it: whole below [`STREAM_AT`], else in pieces
+/// while it is serialized. Both transports decide here, so the threshold is applied once.
+pub(crate) enum Framed {
+    Whole(Vec<u8>),
+    /// The serializer stops when `pieces` is dropped (the client went away), so a closed
+    /// connection never leaves a thread writing into nothing.
+    Pieces {
+        pieces: mpsc::Receiver<Vec<u8>>,
+        serializing: JoinHandle<()>,
+    },
+}
+
+/// `prefix`, the compact JSON of `msg`, then `suffix`. The value is dropped as soon as it is
+/// serialized: the bytes are the only copy the transport waits on.
+pub(crate) fn frame(prefix: &'static str, msg: Value, suffix: &'static str) -> Framed {
+    if size_hint(&msg) < STREAM_AT {
+        return Framed::Whole(framed(prefix, &msg, suffix));
+    }
+    let (tx, pieces) = mpsc::channel::<Vec<u8>>(PIECES_AHEAD);
     let serializing = tokio::task::spawn_blocking(move || {
-        let mut pieces = PieceWriter {
+        let mut writer = PieceWriter {
             piece: Vec::with_capacity(PIECE),
             tx,
         };
-        pieces.piece.extend_from_slice(prefix.as_bytes());
-        if json_write::write_value(&mut pieces, &msg).is_ok() {
+        writer.piece.extend_from_slice(prefix.as_bytes());
+        if json_write::write_value(&mut writer, &msg).is_ok() {
             drop(msg);
-            pieces.piece.extend_from_slice(suffix.as_bytes());
+            writer.piece.extend_from_slice(suffix.as_bytes());
             // A message that ended on a piece's edge has nothing left: an empty HTTP chunk
             // would read as the end of the body.
-            if !pieces.piece.is_empty() {
-                let _ = pieces.send();
+            if !writer.piece.is_empty() {
+                let _ = writer.send();
             }
         }
     });
-    (rx, serializing)
+    Framed::Pieces {
+        pieces,
+        serializing,
+    }
 }
 
-/// An HTTP body's chunks for one framed message: a small one as a single chunk, a large one
-/// as its pieces while they are serialized.
-pub(crate) fn body_chunks(
-    prefix: &'static str,
-    msg: Value,
-    suffix: &'static str,
-) -> impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static {
-    enum Chunks {
-        One(Vec<u8>),
-        Pieces(mpsc::Receiver<Vec<u8>>),
-        Done,
-    }
-    let start = if size_hint(&msg) >= STREAM_AT {
-        // The serializer's handle is not awaited: it ends when the last piece is taken or the
-        // body (and with it the receiver) is dropped.
-        Chunks::Pieces(serialize_in_pieces(prefix, msg, suffix).0)
-    } else {
-        Chunks::One(framed(prefix, &msg, suffix))
-    };
-    futures_util::stream::unfold(start, |state| async move {
-        match state {
-            Chunks::One(bytes) => Some((Ok(Bytes::from(bytes)), Chunks::Done)),
-            Chunks::Pieces(mut rx) => {
-                let piece = rx.recv().await?;
-                Some((Ok(Bytes::from(piece)), Chunks::Pieces(rx)))
-            }
-            Chunks::Done => None,
+impl Framed {
+    /// An HTTP body's chunks: the whole message as one, or each piece as it is serialized.
+    /// The serializer's handle is not awaited: it ends when the last piece is taken or the
+    /// body (and with it the receiver) is dropped.
+    pub(crate) fn into_chunks(self) -> impl Stream<Item = Result<Bytes, Infallible>> + Send {
+        enum Chunks {
+            One(Vec<u8>),
+            Pieces(mpsc::Receiver<Vec<u8>>),
+            Done,
         }
-    })
+        let start = match self {
+            Framed::Whole(bytes) => Chunks::One(bytes),
+            Framed::Pieces { pieces, .. } => Chunks::Pieces(pieces),
+        };
+        futures_util::stream::unfold(start, |state| async move {
+            match state {
+                Chunks::One(bytes) => Some((Ok(Bytes::from(bytes)), Chunks::Done)),
+                Chunks::Pieces(mut rx) => {
+                    let piece = rx.recv().await?;
+                    Some((Ok(Bytes::from(piece)), Chunks::Pieces(rx)))
+                }
+                Chunks::Done => None,
+            }
+        })
+    }
 }
 
 /// Collects serialized bytes into pieces and hands each full one to the transport.
@@ -125,7 +134,8 @@ mod tests {
     }
 
     async fn collect(prefix: &'static str, msg: Value, suffix: &'static str) -> (usize, Vec<u8>) {
-        let chunks: Vec<Bytes> = body_chunks(prefix, msg, suffix)
+        let chunks: Vec<Bytes> = frame(prefix, msg, suffix)
+            .into_chunks()
             .map(|c| c.unwrap())
             .collect()
             .await;
@@ -153,7 +163,13 @@ mod tests {
     #[tokio::test]
     async fn a_dropped_body_stops_the_serializer() {
         let msg = json!({"text": "x".repeat(STREAM_AT * 4)});
-        let (mut rx, serializing) = serialize_in_pieces("", msg, "");
+        let Framed::Pieces {
+            pieces: mut rx,
+            serializing,
+        } = frame("", msg, "")
+        else {
+            panic!("a large message is framed in pieces");
+        };
         assert_eq!(rx.recv().await.map(|p| p.len()), Some(PIECE));
         drop(rx);
         tokio::time::timeout(std::time::Duration::from_secs(10), serializing)

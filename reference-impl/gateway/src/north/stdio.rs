@@ -15,8 +15,8 @@ use tokio::net::unix::pipe;
 use tokio::sync::{Mutex, mpsc};
 use tokio::task::JoinSet;
 
-use super::pieces::{STREAM_AT, serialize_in_pieces};
-use super::{ConnState, framed, handle, size_hint};
+use super::pieces::{Framed, frame};
+use super::{ConnState, handle};
 use crate::error::ServeError;
 use crate::gateway::Gateway;
 use crate::progress;
@@ -52,33 +52,33 @@ fn stdout() -> Box<dyn AsyncWrite + Send + Unpin> {
     }
 }
 
+/// Writes one message as a line. A large one is written piece by piece as it is serialized,
+/// and the output stays locked from the first piece to the newline, so no other message lands
+/// inside it.
 async fn write(out: &Out, msg: Value) {
-    if size_hint(&msg) >= STREAM_AT {
-        return write_streamed(out, msg).await;
-    }
-    let line = framed("", &msg, "\n");
-    // The message is all in `line` now: do not hold it twice while the client reads.
-    drop(msg);
-    let mut out = out.lock().await;
     // A failed write means the client is gone; stdin closes next and ends the loop.
-    let _ = out.write_all(&line).await;
-    let _ = out.flush().await;
-}
-
-/// A large message is written piece by piece as it is serialized. The output stays locked
-/// from the first piece to the newline, so no other message lands inside this one.
-async fn write_streamed(out: &Out, msg: Value) {
-    let (mut rx, serializing) = serialize_in_pieces("", msg, "\n");
-    let mut out = out.lock().await;
-    while let Some(piece) = rx.recv().await {
-        // A failed write means the client is gone; closing the channel stops the serializer.
-        if out.write_all(&piece).await.is_err() {
-            break;
+    match frame("", msg, "\n") {
+        Framed::Whole(line) => {
+            let mut out = out.lock().await;
+            let _ = out.write_all(&line).await;
+            let _ = out.flush().await;
+        }
+        Framed::Pieces {
+            mut pieces,
+            serializing,
+        } => {
+            let mut out = out.lock().await;
+            while let Some(piece) = pieces.recv().await {
+                // Closing the channel (below) stops the serializer.
+                if out.write_all(&piece).await.is_err() {
+                    break;
+                }
+            }
+            let _ = out.flush().await;
+            drop(pieces);
+            let _ = serializing.await;
         }
     }
-    let _ = out.flush().await;
-    drop(rx);
-    let _ = serializing.await;
 }
 
 pub async fn serve(gw: Arc<Gateway>) -> Result<(), ServeError> {
@@ -148,6 +148,8 @@ pub async fn serve(gw: Arc<Gateway>) -> Result<(), ServeError> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::pieces::STREAM_AT;
+    use super::super::size_hint;
     use super::*;
     use tokio::io::AsyncReadExt;
 
