@@ -750,12 +750,10 @@ impl<'c> Builder<'c> {
             let bytes_total = self.raw_len.unwrap_or_else(|| json_size(&full));
             let (handle, handle_note) = match &self.ctx.store {
                 None => (None, Some("no result store configured".to_string())),
-                Some(store) => {
-                    match store.put_sized(&self.ctx.caller, Retained::Result(full), bytes_total) {
-                        Ok(h) => (Some(h), None),
-                        Err(e) => (None, Some(e.to_string())),
-                    }
-                }
+                Some(store) => match store.put(&self.ctx.caller, Retained::Result(full)) {
+                    Ok(h) => (Some(h), None),
+                    Err(e) => (None, Some(e.to_string())),
+                },
             };
             if reduced.structured_replaced {
                 let total = cuts

@@ -13,7 +13,8 @@ use serde_json::Value;
 
 use crate::context::Identity;
 use crate::error::StoreError;
-use crate::jsonsize::json_size;
+
+mod packed;
 
 /// What a handle resolves to.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,11 +27,41 @@ pub enum Retained {
     },
 }
 
-impl Retained {
-    fn size(&self) -> usize {
+/// An item as the store holds it. A result is packed (see [`packed`]), not kept as a
+/// `Value`: the cap is a promise about memory, and a parsed result takes several times its
+/// text, so a 256 MiB store of trees held over 2 GB. Packed, the bytes counted are the bytes
+/// held, and a read, which is rare, pays for rebuilding the tree.
+#[derive(Clone)]
+enum Held {
+    /// Shared, so that a read unpacks it after the store's lock is released.
+    Packed(Arc<Vec<u8>>),
+    Artifact(Arc<Retained>),
+}
+
+impl Held {
+    fn from_item(item: Retained) -> (Self, usize) {
+        match item {
+            Retained::Result(v) => {
+                let packed = packed::pack(&v);
+                // The tree is freed here, before the lock is taken, not at eviction.
+                drop(v);
+                let size = packed.len();
+                (Held::Packed(Arc::new(packed)), size)
+            }
+            Retained::Artifact { mime_type, bytes } => {
+                let size = bytes.len();
+                let item = Retained::Artifact { mime_type, bytes };
+                (Held::Artifact(Arc::new(item)), size)
+            }
+        }
+    }
+
+    fn read(&self) -> Arc<Retained> {
         match self {
-            Retained::Result(v) => json_size(v),
-            Retained::Artifact { bytes, .. } => bytes.len(),
+            Held::Packed(b) => Arc::new(Retained::Result(
+                packed::unpack(b).expect("the store unpacks what it packed"),
+            )),
+            Held::Artifact(a) => Arc::clone(a),
         }
     }
 }
@@ -40,7 +71,9 @@ pub type Clock = Arc<dyn Fn() -> Instant + Send + Sync>;
 
 struct Entry {
     owner: Arc<Identity>,
-    item: Arc<Retained>,
+    item: Held,
+    /// The bytes the item holds; the entry's own bookkeeping (about 150 bytes: the map slot,
+    /// the queue slot, the owner's `Arc`) is not counted.
     size: usize,
     expires: Instant,
 }
@@ -95,20 +128,14 @@ impl Store {
         }
     }
 
-    /// Retains `item` for `owner`; returns its handle.
+    /// Retains `item` for `owner`; returns its handle. A result is counted, and held, as its
+    /// packed bytes, about as many as its JSON text.
     pub fn put(&self, owner: &Identity, item: Retained) -> Result<String, StoreError> {
-        let size = item.size();
-        self.put_sized(owner, item, size)
+        let (held, size) = Held::from_item(item);
+        self.insert(owner, held, size)
     }
 
-    /// As [`Store::put`] when the caller already knows the item's size (saves a walk over a
-    /// large result).
-    pub(crate) fn put_sized(
-        &self,
-        owner: &Identity,
-        item: Retained,
-        size: usize,
-    ) -> Result<String, StoreError> {
+    fn insert(&self, owner: &Identity, item: Held, size: usize) -> Result<String, StoreError> {
         if size > self.cap_bytes {
             return Err(StoreError::TooLarge {
                 size,
@@ -144,7 +171,7 @@ impl Store {
             bits,
             Entry {
                 owner,
-                item: Arc::new(item),
+                item,
                 size,
                 expires,
             },
@@ -166,7 +193,9 @@ impl Store {
             remove(&mut inner, key);
             return Err(StoreError::Expired);
         }
-        Ok(Arc::clone(&e.item))
+        let held = e.item.clone();
+        drop(inner);
+        Ok(held.read())
     }
 
     /// Deletes a retained item; only its owner may.
@@ -273,9 +302,17 @@ mod tests {
     use std::sync::{Arc, Mutex};
     use std::time::{Duration, Instant};
 
-    use super::{Retained, Store};
+    use super::{Held, Retained, Store};
     use crate::context::Identity;
     use crate::error::StoreError;
+
+    /// An item counted at whatever size a test gives it.
+    fn empty_item() -> Held {
+        Held::Artifact(Arc::new(Retained::Artifact {
+            mime_type: None,
+            bytes: Vec::new(),
+        }))
+    }
 
     /// A deleted oldest entry does not stop the purge from reaching expired ones behind it
     /// (with a clock that went back, a later entry can expire first).
@@ -290,16 +327,12 @@ mod tests {
             Arc::new(move || *c.lock().unwrap()),
         );
         let me = Identity::new("me");
-        let item = || Retained::Artifact {
-            mime_type: None,
-            bytes: Vec::new(),
-        };
-        let a = s.put_sized(&me, item(), 10).unwrap();
+        let a = s.insert(&me, empty_item(), 10).unwrap();
         *clock.lock().unwrap() = t0;
-        s.put_sized(&me, item(), 20).unwrap();
+        s.insert(&me, empty_item(), 20).unwrap();
         s.delete(&a, &me).unwrap();
         *clock.lock().unwrap() = t0 + Duration::from_secs(15);
-        s.put_sized(&me, item(), 40).unwrap();
+        s.insert(&me, empty_item(), 40).unwrap();
         assert_eq!((s.len(), s.bytes_used()), (1, 40));
     }
 
@@ -337,11 +370,7 @@ mod tests {
             match rnd(12) {
                 0..=4 => {
                     let size = rnd(320) as usize + 1;
-                    let item = Retained::Artifact {
-                        mime_type: None,
-                        bytes: Vec::new(),
-                    };
-                    let h = s.put_sized(&ids[who], item, size).unwrap();
+                    let h = s.insert(&ids[who], empty_item(), size).unwrap();
                     while let Some(front) = order.front() {
                         match entries.get(front) {
                             Some(e) if e.expires > now => break,

@@ -1,0 +1,79 @@
+//! The store's cap bounds the memory its retained results take, not only a count.
+//!
+//! A test binary of its own: it counts every live heap byte through its global allocator,
+//! and another test running beside it would be counted too.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use relaycheck_reference::{Identity, Retained, Store};
+use serde_json::{Value, json};
+
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call is passed to `System` unchanged; only a counter is kept beside it.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+        // SAFETY: the caller's contract for `alloc` is passed on as is.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: as for `alloc`.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        LIVE.fetch_add(new_size, Ordering::Relaxed);
+        // SAFETY: as for `alloc`.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Rows like a database tool's answer: many small objects, the shape whose parsed form is
+/// largest against its text.
+fn rows(n: usize, seed: usize) -> Value {
+    let rows: Vec<Value> = (0..n)
+        .map(|i| {
+            json!({"id": format!("ord-{seed}-{i}"), "amount": i * 37 % 10_000, "currency": "EUR",
+                   "status": if i % 3 == 0 { "open" } else { "shipped" }, "note": "leave at the door"})
+        })
+        .collect();
+    json!({"content": [{"type": "text", "text": format!("{n} rows")}], "structuredContent": {"rows": rows}})
+}
+
+#[test]
+fn retained_results_take_about_the_memory_the_cap_allows() {
+    const CAP: usize = 4 << 20;
+    let store = Store::new(CAP, Duration::from_secs(60));
+    let me = Identity::new("me");
+    let before = LIVE.load(Ordering::Relaxed);
+    let mut handles = Vec::new();
+    // About 100 KB of text each: the store fills, then evicts, many times over.
+    for seed in 0..200 {
+        handles.push(store.put(&me, Retained::Result(rows(1000, seed))).unwrap());
+    }
+    let held = LIVE.load(Ordering::Relaxed) - before;
+    assert!(store.bytes_used() <= CAP);
+    // Counted bytes plus the handles' text and each entry's bookkeeping; a parsed tree of
+    // these rows is several times its text, so holding trees would be far above this.
+    assert!(
+        held <= CAP + CAP / 4,
+        "the store holds {held} heap bytes under a cap of {CAP}"
+    );
+    // What is held reads back as what was put.
+    let last = handles.last().unwrap();
+    match &*store.get(last, &me).unwrap() {
+        Retained::Result(v) => assert_eq!(*v, rows(1000, 199)),
+        Retained::Artifact { .. } => panic!("a result read back as an artifact"),
+    }
+}
