@@ -498,3 +498,19 @@ fn oversized_200mb_over_stdio_stays_under_64mb_rss() {
         1
     );
 }
+
+/// The canary widens its stdout pipe to 1 MiB (or the system's limit), so that a large result
+/// is not written 64 KiB at a time, the reader woken between each.
+#[test]
+fn stdout_pipe_is_widened() {
+    let mut c = StdioCanary::start(&[]);
+    c.initialize("2025-06-18");
+    let fd = c.stdout_fd();
+    // SAFETY: F_GETPIPE_SZ on a descriptor this process holds open; no memory is touched.
+    let size = unsafe { libc::fcntl(fd, libc::F_GETPIPE_SZ) };
+    let limit: i32 = std::fs::read_to_string("/proc/sys/fs/pipe-max-size")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(1 << 20);
+    assert_eq!(size, limit.min(1 << 20));
+}

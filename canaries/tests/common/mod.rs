@@ -112,6 +112,8 @@ pub struct StdioCanary {
     pub group: Group,
     stdin: ChildStdin,
     lines: mpsc::Receiver<Line>,
+    /// Open while the reader thread holds the pipe, that is until the canary exits.
+    stdout_fd: std::os::fd::RawFd,
     next_id: i64,
 }
 
@@ -126,14 +128,21 @@ impl StdioCanary {
         let mut group = Group::spawn(&all, envs);
         let stdin = group.child.stdin.take().expect("stdin");
         let stdout = group.child.stdout.take().expect("stdout");
+        let stdout_fd = std::os::fd::AsRawFd::as_raw_fd(&stdout);
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || read_lines(stdout, tx));
         StdioCanary {
             group,
             stdin,
             lines: rx,
+            stdout_fd,
             next_id: 100,
         }
+    }
+
+    /// The read end of the canary's stdout pipe.
+    pub fn stdout_fd(&self) -> std::os::fd::RawFd {
+        self.stdout_fd
     }
 
     pub fn send(&mut self, msg: &Value) {
