@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use relaycheck_reference::store::ENTRY_BYTES;
 use relaycheck_reference::{Identity, Retained, Store, StoreError};
 use serde_json::json;
 
@@ -62,10 +63,14 @@ fn ttl_expires() {
 
 #[test]
 fn byte_cap_evicts_oldest_and_refuses_oversized() {
-    let s = Store::new(100, Duration::from_secs(60));
+    // Each entry counts its bytes and ENTRY_BYTES: room for two of 40 bytes, not three.
+    let per_item = 40 + ENTRY_BYTES;
+    let cap = 2 * per_item + 20;
+    let s = Store::new(cap, Duration::from_secs(60));
     let a = Identity::new("a");
     let h1 = s.put(&a, item(40)).unwrap();
     let h2 = s.put(&a, item(40)).unwrap();
+    assert_eq!(s.bytes_used(), 2 * per_item);
     let h3 = s.put(&a, item(40)).unwrap();
     assert_eq!(
         s.get(&h1, &a).unwrap_err(),
@@ -73,13 +78,27 @@ fn byte_cap_evicts_oldest_and_refuses_oversized() {
         "oldest evicted"
     );
     assert!(s.get(&h2, &a).is_ok() && s.get(&h3, &a).is_ok());
-    assert!(s.bytes_used() <= 100);
+    assert!(s.bytes_used() <= cap);
+    let too_large = cap - ENTRY_BYTES + 1;
     assert_eq!(
-        s.put(&a, item(101)).unwrap_err(),
-        StoreError::TooLarge {
-            size: 101,
-            cap: 100
-        }
+        s.put(&a, item(too_large)).unwrap_err(),
+        StoreError::TooLarge { size: cap + 1, cap }
+    );
+}
+
+/// A result counts its packed bytes, which are about its JSON text (within a fifth: a small
+/// number takes nine bytes, a quote or escape none), and the entry.
+#[test]
+fn a_result_counts_about_its_json_text() {
+    let s = Store::new(1 << 20, Duration::from_secs(60));
+    let v = json!({"rows": (0..100).map(|i| json!({"id": format!("ord-{i}"), "n": i})).collect::<Vec<_>>()});
+    s.put(&Identity::new("a"), Retained::Result(v.clone()))
+        .unwrap();
+    let text = v.to_string().len();
+    let counted = s.bytes_used() - ENTRY_BYTES;
+    assert!(
+        counted * 10 <= text * 12 && counted * 10 >= text * 8,
+        "counted {counted} for {text} bytes of JSON"
     );
 }
 

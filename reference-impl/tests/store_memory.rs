@@ -51,18 +51,30 @@ fn rows(n: usize, seed: usize) -> Value {
     json!({"content": [{"type": "text", "text": format!("{n} rows")}], "structuredContent": {"rows": rows}})
 }
 
+/// The heap bytes `fill` leaves live.
+fn held_by(fill: impl FnOnce()) -> usize {
+    let before = LIVE.load(Ordering::Relaxed);
+    fill();
+    LIVE.load(Ordering::Relaxed) - before
+}
+
 #[test]
-fn retained_results_take_about_the_memory_the_cap_allows() {
+fn retained_items_take_about_the_memory_the_cap_allows() {
+    results_are_held_as_counted();
+    small_artifacts_are_held_as_counted();
+}
+
+fn results_are_held_as_counted() {
     const CAP: usize = 4 << 20;
     let store = Store::new(CAP, Duration::from_secs(60));
     let me = Identity::new("me");
-    let before = LIVE.load(Ordering::Relaxed);
     let mut handles = Vec::new();
     // About 100 KB of text each: the store fills, then evicts, many times over.
-    for seed in 0..200 {
-        handles.push(store.put(&me, Retained::Result(rows(1000, seed))).unwrap());
-    }
-    let held = LIVE.load(Ordering::Relaxed) - before;
+    let held = held_by(|| {
+        for seed in 0..200 {
+            handles.push(store.put(&me, Retained::Result(rows(1000, seed))).unwrap());
+        }
+    });
     assert!(store.bytes_used() <= CAP);
     // Counted bytes plus the handles' text and each entry's bookkeeping; a parsed tree of
     // these rows is several times its text, so holding trees would be far above this.
@@ -76,4 +88,28 @@ fn retained_results_take_about_the_memory_the_cap_allows() {
         Retained::Result(v) => assert_eq!(*v, rows(1000, 199)),
         Retained::Artifact { .. } => panic!("a result read back as an artifact"),
     }
+}
+
+/// Many small items, where each entry's own bookkeeping is most of what it holds: it is
+/// counted too ([`relaycheck_reference::store::ENTRY_BYTES`]).
+fn small_artifacts_are_held_as_counted() {
+    const CAP: usize = 4 << 20;
+    let store = Store::new(CAP, Duration::from_secs(60));
+    let me = Identity::new("me");
+    let held = held_by(|| {
+        for i in 0..100_000u32 {
+            let item = Retained::Artifact {
+                mime_type: Some("image/png".into()),
+                bytes: i.to_le_bytes().repeat(16),
+            };
+            // The handles are dropped: only what the store holds stays live.
+            store.put(&me, item).unwrap();
+        }
+    });
+    assert!(store.bytes_used() <= CAP);
+    assert!(
+        held <= CAP + CAP / 4,
+        "the store holds {held} heap bytes of {} small artifacts under a cap of {CAP}",
+        store.len()
+    );
 }
