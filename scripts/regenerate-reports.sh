@@ -3,8 +3,8 @@
 # Slow parts (the mutation table, the Hangar runs) can be skipped:
 #   scripts/regenerate-reports.sh [--skip-mutants] [--skip-hangar] [--skip-bench] [--skip-gateways] [--with-bench]
 # (--skip-gateways: the supergateway, mcp-proxy and FastMCP runs, installed on first use.)
-# --with-bench also runs `relaycheck bench suite|scaling|stream` and scripts/retention-memory.py
-# (a few minutes on 2 cores)
+# --with-bench also runs `relaycheck bench suite|scaling|stream|retention` (a few minutes on 2
+# cores)
 # with the commands reports/benchmarks.md names, into reports/bench-modes/; the figures in
 # reports/benchmarks.md are copied from those files by hand, with the load they ran at.
 set -euo pipefail
@@ -107,5 +107,7 @@ if $with_bench; then
   $rc bench suite --repeat 3 --out reports/bench-modes/suite.md
   $rc bench scaling --cases-per-size 5 --out reports/bench-modes/scaling.md
   $rc bench stream --repeat 3 --out reports/bench-modes/stream.md
-  scripts/retention-memory.py --relaycheck "$rc" > reports/bench-modes/retention-memory.md
+  $rc bench retention --target reference --out reports/bench-modes/retention.md
+  $skip_hangar || $rc bench retention --target harness/targets/hangar.toml --calls 400 \
+    --size 65536 --out reports/bench-modes/retention-hangar-2.34.4.md
 fi

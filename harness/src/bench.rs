@@ -7,6 +7,7 @@ pub mod failure;
 pub mod latency;
 pub mod machine;
 pub mod modes;
+pub mod retention;
 pub mod scaling;
 pub mod stream;
 pub mod suite;

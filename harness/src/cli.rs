@@ -159,6 +159,9 @@ enum BenchMode {
     Scaling,
     /// The canary serving one `oversized` result, read and discarded: MB/s and its peak RSS.
     Stream,
+    /// The target's resident memory while it retains the results it cuts: many large results
+    /// through its batch route, memory read as they pile up.
+    Retention,
 }
 
 #[derive(clap::Args)]
@@ -166,8 +169,8 @@ struct BenchArgs {
     /// What to measure.
     #[arg(value_enum, default_value = "latency")]
     mode: BenchMode,
-    /// The target (latency: required, one); suite and scaling: targets besides `direct`
-    /// (repeatable; default `reference`).
+    /// The target (latency and retention: required, one); suite and scaling: targets besides
+    /// `direct` (repeatable; default `reference`).
     #[arg(long = "target")]
     targets: Vec<String>,
     /// Start the target with this deliberate defect (latency), so a regression shows as a ratio.
@@ -192,11 +195,13 @@ struct BenchArgs {
     /// Exit 1 when `--target` is slower than `--before` in every round for some size.
     #[arg(long)]
     fail_if_slower: bool,
-    /// Measured calls per size and side (after one warm-up call each).
-    #[arg(long, default_value_t = 50)]
-    calls: usize,
+    /// Measured calls per size and side, after one warm-up call each (latency; default 50), or
+    /// calls in all (retention; default 600).
+    #[arg(long)]
+    calls: Option<usize>,
     /// Result sizes in bytes (repeatable); 0 is a small echo. Default: latency 0, 1 MiB and
-    /// 20 MiB; scaling 1 KB to 100 MB by tens; stream 1 GB.
+    /// 20 MiB; scaling 1 KB to 100 MB by tens; stream 1 GB; retention 512 KiB of rows sent,
+    /// answered twice.
     #[arg(long = "size")]
     sizes: Vec<u64>,
     /// Suite runs per target, or streamed results per transport.
@@ -899,8 +904,10 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let Some(catalogue) = require_catalogue(args.specs.clone())? else {
         return Ok(ExitCode::from(2));
     };
-    if args.mode != BenchMode::Latency {
-        return bench_mode(args, catalogue);
+    match args.mode {
+        BenchMode::Latency => {}
+        BenchMode::Retention => return bench_retention(args, catalogue),
+        _ => return bench_mode(args, catalogue),
     }
     let [target] = args.targets.as_slice() else {
         bail!("bench latency needs exactly one --target");
@@ -953,7 +960,7 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         profile,
         mutant,
         sizes: &sizes,
-        calls: args.calls,
+        calls: args.calls.unwrap_or(50),
         shape: args.shape,
         canary_cmd: &canary,
         relaycheck: &exe,
@@ -1010,6 +1017,53 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// `relaycheck bench retention`: see [`relaycheck::bench::retention`].
+fn bench_retention(args: BenchArgs, catalogue: Catalogue) -> anyhow::Result<ExitCode> {
+    use relaycheck::bench::retention;
+    let [target] = args.targets.as_slice() else {
+        bail!("bench retention needs exactly one --target");
+    };
+    let profile = Profile::load(target)?;
+    let bytes = match args.sizes.as_slice() {
+        [] => 512 * 1024,
+        [bytes] => *bytes,
+        _ => bail!("bench retention takes one --size"),
+    };
+    let workdir = std::env::temp_dir().join(format!("relaycheck-bench-{}", std::process::id()));
+    let script = relaycheck::run::write_script_for(&catalogue, &profile, &workdir)
+        .map_err(anyhow::Error::msg)?;
+    let canary = canary_command()?;
+    let exe = std::env::current_exe().context("cannot find this executable")?;
+    let runtime = relaycheck::bench::modes::runtime()?;
+    let command = invocation();
+    let result: anyhow::Result<String> = runtime.block_on(async {
+        relaycheck::provision::provision(&profile)
+            .await
+            .map_err(anyhow::Error::msg)?;
+        let run = retention::Retention {
+            profile: &profile,
+            mutant: args.mutant.as_deref(),
+            calls: args.calls.unwrap_or(600).max(1),
+            bytes,
+            shape: args.shape,
+            canary_cmd: &canary,
+            relaycheck: &exe,
+            script: &script,
+            workdir: &workdir,
+        };
+        let measured = retention::run(&run).await.map_err(anyhow::Error::msg)?;
+        Ok(retention::render(&measured, bytes, &command))
+    });
+    relaycheck::bench::modes::finish(runtime);
+    let _ = std::fs::remove_dir_all(&workdir);
+    let text = result?;
+    if let Some(out) = &args.out {
+        write_file(out, &text)?;
+    }
+    println!("{text}");
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `relaycheck bench suite|scaling|stream`: see [`relaycheck::bench::modes`].
 fn bench_mode(args: BenchArgs, catalogue: Catalogue) -> anyhow::Result<ExitCode> {
     use relaycheck::bench::modes;
@@ -1051,7 +1105,10 @@ fn bench_mode(args: BenchArgs, catalogue: Catalogue) -> anyhow::Result<ExitCode>
         match args.mode {
             BenchMode::Suite => modes::suite(&options).await,
             BenchMode::Scaling => modes::scaling(&options).await,
-            BenchMode::Stream | BenchMode::Latency => modes::stream(&options).await,
+            BenchMode::Stream => modes::stream(&options).await,
+            BenchMode::Latency | BenchMode::Retention => {
+                unreachable!("`bench` runs latency and retention itself")
+            }
         }
     });
     modes::finish(runtime);

@@ -109,9 +109,18 @@ impl Target {
     /// Peak resident memory of the target process (its leader), in bytes, while it runs:
     /// VmHWM from /proc. `None` where the target has no process of its own or /proc is absent.
     pub fn peak_memory(&self) -> Option<u64> {
+        self.memory_field("VmHWM:")
+    }
+
+    /// Resident memory of the target process now (VmRSS), as [`Target::peak_memory`].
+    pub fn resident_memory(&self) -> Option<u64> {
+        self.memory_field("VmRSS:")
+    }
+
+    fn memory_field(&self, field: &str) -> Option<u64> {
         let pid = self.gateway.as_ref().or(self.canaries.first())?.pid()?;
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+        let line = status.lines().find(|l| l.starts_with(field))?;
         let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
         Some(kib * 1024)
     }

@@ -290,6 +290,48 @@ fn bench_stream_reports_the_canary_rate_and_memory() {
     );
 }
 
+/// Retention through the reference gateway: every cut result is retained under a handle, and
+/// memory is read at each checkpoint; a target without a batch route is refused by name.
+#[test]
+fn bench_retention_counts_handles_and_reads_memory() {
+    let out = relaycheck(
+        &[
+            "bench",
+            "retention",
+            "--target",
+            "reference",
+            "--calls",
+            "8",
+            "--size",
+            "60000",
+        ],
+        &repo(),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("## Memory while `reference` retains cut results"),
+        "{text}"
+    );
+    // Checkpoints 1, 2, 4, 8; a handle for every call, and memory read.
+    assert!(text.contains("\n| 8 | 8 | "), "{text}");
+    assert!(text.contains(" MiB |"), "{text}");
+    assert!(text.contains("From call 4 to call 8: resident "), "{text}");
+    assert!(!text.contains("Failed calls"), "{text}");
+
+    let out = relaycheck(&["bench", "retention", "--target", "direct"], &repo());
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("target `direct` has no batch route"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn bench_latency_needs_exactly_one_target() {
     let out = relaycheck(&["bench"], &repo());
