@@ -195,6 +195,10 @@ struct BenchArgs {
     /// Exit 1 when `--target` is slower than `--before` in every round for some size.
     #[arg(long)]
     fail_if_slower: bool,
+    /// Retention: exit 1 when resident memory grew by more than this many MB per MB of results
+    /// given over the second half of the run (a bounded store at its bound grows by about 0).
+    #[arg(long)]
+    max_growth: Option<f64>,
     /// Measured calls per size and side, after one warm-up call each (latency; default 50), or
     /// calls in all (retention; default 600).
     #[arg(long)]
@@ -904,6 +908,9 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let Some(catalogue) = require_catalogue(args.specs.clone())? else {
         return Ok(ExitCode::from(2));
     };
+    if args.max_growth.is_some() && args.mode != BenchMode::Retention {
+        bail!("--max-growth is for bench retention");
+    }
     match args.mode {
         BenchMode::Latency => {}
         BenchMode::Retention => return bench_retention(args, catalogue),
@@ -1036,7 +1043,7 @@ fn bench_retention(args: BenchArgs, catalogue: Catalogue) -> anyhow::Result<Exit
     let exe = std::env::current_exe().context("cannot find this executable")?;
     let runtime = relaycheck::bench::modes::runtime()?;
     let command = invocation();
-    let result: anyhow::Result<String> = runtime.block_on(async {
+    let result: anyhow::Result<(String, Option<retention::Growth>)> = runtime.block_on(async {
         relaycheck::provision::provision(&profile)
             .await
             .map_err(anyhow::Error::msg)?;
@@ -1052,16 +1059,30 @@ fn bench_retention(args: BenchArgs, catalogue: Catalogue) -> anyhow::Result<Exit
             workdir: &workdir,
         };
         let measured = retention::run(&run).await.map_err(anyhow::Error::msg)?;
-        Ok(retention::render(&measured, bytes, &command))
+        let growth = retention::growth(&measured, bytes);
+        Ok((retention::render(&measured, bytes, &command), growth))
     });
     relaycheck::bench::modes::finish(runtime);
     let _ = std::fs::remove_dir_all(&workdir);
-    let text = result?;
+    let (text, growth) = result?;
     if let Some(out) = &args.out {
         write_file(out, &text)?;
     }
     println!("{text}");
-    Ok(ExitCode::SUCCESS)
+    let Some(max) = args.max_growth else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    match growth {
+        Some(g) if g.per_given() <= max => Ok(ExitCode::SUCCESS),
+        Some(g) => {
+            eprintln!(
+                "relaycheck: resident memory grew by {:.2} MB per MB of results given, over --max-growth {max}",
+                g.per_given()
+            );
+            Ok(ExitCode::from(1))
+        }
+        None => bail!("--max-growth needs memory readings at half the run and at its end"),
+    }
 }
 
 /// `relaycheck bench suite|scaling|stream`: see [`relaycheck::bench::modes`].

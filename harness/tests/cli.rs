@@ -304,6 +304,9 @@ fn bench_retention_counts_handles_and_reads_memory() {
             "8",
             "--size",
             "60000",
+            // No memory can grow by a thousand times what it was given.
+            "--max-growth",
+            "1000",
         ],
         &repo(),
     );
@@ -322,6 +325,34 @@ fn bench_retention_counts_handles_and_reads_memory() {
     assert!(text.contains(" MiB |"), "{text}");
     assert!(text.contains("From call 4 to call 8: resident "), "{text}");
     assert!(!text.contains("Failed calls"), "{text}");
+
+    // Nor shrink by a thousand times: the gate fails, and says why.
+    let out = relaycheck(
+        &[
+            "bench",
+            "retention",
+            "--target",
+            "reference",
+            "--calls",
+            "4",
+            "--size",
+            "20000",
+            "--max-growth=-1000",
+        ],
+        &repo(),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("over --max-growth -1000"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = relaycheck(&["bench", "stream", "--max-growth", "1"], &repo());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--max-growth is for bench retention"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     let out = relaycheck(&["bench", "retention", "--target", "direct"], &repo());
     assert!(!out.status.success());

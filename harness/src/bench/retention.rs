@@ -213,8 +213,8 @@ pub fn render(m: &Measured, bytes: u64, command: &str) -> String {
             mib(s.peak)
         );
     }
-    if let Some(line) = growth(m, bytes) {
-        let _ = writeln!(out, "\n{line}");
+    if let Some(g) = growth(m, bytes) {
+        let _ = writeln!(out, "\n{}", growth_line(&g));
     }
     if m.failures > 0 {
         let _ = writeln!(
@@ -227,10 +227,28 @@ pub fn render(m: &Measured, bytes: u64, command: &str) -> String {
     out
 }
 
-/// Resident growth from the sample nearest half the run to the last, per MB of results the
-/// target was given in between (each result carries the rows twice). Near zero when what the
-/// target retains is bounded and already at its bound.
-fn growth(m: &Measured, bytes: u64) -> Option<String> {
+/// Resident growth over the second half of a run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Growth {
+    pub from_call: usize,
+    pub to_call: usize,
+    /// Bytes, negative when memory was given back.
+    pub grown: f64,
+    /// Bytes of results the target was given in between (each result carries the rows twice).
+    pub given: u64,
+}
+
+impl Growth {
+    /// Bytes held per byte given: near zero when what the target retains is bounded and at
+    /// its bound, about the retained form's size over the text's when it is not bounded.
+    pub fn per_given(&self) -> f64 {
+        self.grown / self.given as f64
+    }
+}
+
+/// From the sample nearest half the run to the last; `None` with too few samples or no
+/// memory readings.
+pub fn growth(m: &Measured, bytes: u64) -> Option<Growth> {
     let last = m.samples.last()?;
     let half = m
         .samples
@@ -238,20 +256,27 @@ fn growth(m: &Measured, bytes: u64) -> Option<String> {
         .rev()
         .find(|s| s.calls <= last.calls / 2 && s.calls < last.calls)?;
     let (from, to) = (half.resident?, last.resident?);
-    let given = 2 * bytes * (last.calls - half.calls) as u64;
-    let grown = to as f64 - from as f64;
+    Some(Growth {
+        from_call: half.calls,
+        to_call: last.calls,
+        grown: to as f64 - from as f64,
+        given: 2 * bytes * (last.calls - half.calls) as u64,
+    })
+}
+
+fn growth_line(g: &Growth) -> String {
     // Rounded before printing, and `+ 0.0` turns a rounded -0 into 0: a few pages given back
     // would otherwise read "-0.0".
     let round = |x: f64, places: i32| (x * 10f64.powi(places)).round() / 10f64.powi(places) + 0.0;
-    Some(format!(
+    format!(
         "From call {} to call {}: resident {:+.1} MiB for {:.1} MB of results given, {:.2} MB \
          held per MB given.",
-        half.calls,
-        last.calls,
-        round(grown / f64::from(1 << 20), 1),
-        given as f64 / 1e6,
-        round(grown / given as f64, 2)
-    ))
+        g.from_call,
+        g.to_call,
+        round(g.grown / f64::from(1 << 20), 1),
+        g.given as f64 / 1e6,
+        round(g.per_given(), 2)
+    )
 }
 
 #[cfg(test)]
