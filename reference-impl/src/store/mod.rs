@@ -27,10 +27,6 @@ pub enum Retained {
     },
 }
 
-/// An item as the store holds it. A result is packed (see [`packed`]), not kept as a
-/// `Value`: the cap is a promise about memory, and a parsed result takes several times its
-/// text, so a 256 MiB store of trees held over 2 GB. Packed, the bytes counted are the bytes
-/// held, and a read, which is rare, pays for rebuilding the tree.
 /// What an entry costs beyond its item's bytes, counted against the cap with them: the map
 /// slot, the queue slot and the shared item's allocation, at the tables' usual load. Measured
 /// at about 300 heap bytes an entry (the `store_memory` test), before the allocator's own
@@ -38,6 +34,10 @@ pub enum Retained {
 /// it counted.
 pub const ENTRY_BYTES: usize = 320;
 
+/// An item as the store holds it. A result is packed (see [`packed`]), not kept as a
+/// `Value`: the cap is a promise about memory, and a parsed result takes several times its
+/// text, so a 256 MiB store of trees held over 2 GB. Packed, the bytes counted are the bytes
+/// held, and a read, which is rare, pays for rebuilding the tree.
 #[derive(Clone)]
 enum Held {
     /// Shared, so that a read unpacks it after the store's lock is released.
