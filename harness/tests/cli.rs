@@ -363,6 +363,48 @@ fn bench_retention_counts_handles_and_reads_memory() {
     );
 }
 
+/// A target whose batch calls all fail ends the run after three in a row, saying so, rather
+/// than making every call (against a hanging target, a minute each).
+#[test]
+fn bench_retention_stops_after_failures_in_a_row() {
+    let dir = scratch("retention-failing");
+    let targets = repo().join("harness/targets");
+    let profile = std::fs::read_to_string(targets.join("reference.toml"))
+        .unwrap()
+        .replace("tool = \"relay_batch\"", "tool = \"relay_no_such_tool\"");
+    assert!(profile.contains("relay_no_such_tool"));
+    std::fs::write(dir.join("failing.toml"), profile).unwrap();
+    std::fs::copy(
+        targets.join("reference.config.toml"),
+        dir.join("reference.config.toml"),
+    )
+    .unwrap();
+    let out = relaycheck(
+        &[
+            "bench",
+            "retention",
+            "--target",
+            dir.join("failing.toml").to_str().unwrap(),
+            "--calls",
+            "50",
+            "--size",
+            "1000",
+        ],
+        &repo(),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("Failed calls: 50 (the first: "), "{text}");
+    assert!(
+        text.contains("The run ended early: stopped after 3 call(s), the last 3 failed in a row."),
+        "{text}"
+    );
+}
+
 #[test]
 fn bench_latency_needs_exactly_one_target() {
     let out = relaycheck(&["bench"], &repo());

@@ -19,6 +19,10 @@ use crate::profile::Profile;
 /// How long one call may take before it counts as failed.
 const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Failed calls in a row after which the run stops: a target that hangs would otherwise hold
+/// a run of hundreds of calls for a minute each.
+const MAX_FAILED_IN_A_ROW: usize = 3;
+
 /// What one run needs.
 pub struct Retention<'a> {
     pub profile: &'a Profile,
@@ -53,6 +57,8 @@ pub struct Measured {
     pub samples: Vec<Sample>,
     pub failures: usize,
     pub first_failure: Option<String>,
+    /// Why the run ended before its last call, if it did.
+    pub stopped: Option<String>,
 }
 
 /// After which calls memory is read: the first, then each doubling from an eighth of the run,
@@ -122,8 +128,9 @@ pub async fn run(r: &Retention<'_>) -> Result<Measured, String> {
         .is_some_and(|route| route.fields.contains_key("handle"));
     let at = checkpoints(r.calls);
     let extra = Map::new();
+    let mut stopped = None;
     let mut samples = Vec::new();
-    let (mut handles, mut failures, mut first_failure) = (0, 0, None);
+    let (mut handles, mut failures, mut in_a_row, mut first_failure) = (0, 0, 0, None);
     for call in 1..=r.calls {
         let arguments = rows_arguments(r.bytes, call);
         let request = Request {
@@ -138,9 +145,11 @@ pub async fn run(r: &Retention<'_>) -> Result<Measured, String> {
         match failure::reason(&done.exchange, &done.view, &done.route, CALL_TIMEOUT, 0) {
             Some(reason) => {
                 failures += 1;
+                in_a_row += 1;
                 first_failure.get_or_insert(reason);
             }
             None => {
+                in_a_row = 0;
                 if let Ok(Some(Value::String(_))) = done.view.field(&done.route, "handle") {
                     handles += 1;
                 }
@@ -161,10 +170,17 @@ pub async fn run(r: &Retention<'_>) -> Result<Measured, String> {
             );
             samples.push(sample);
         }
-        if let Some(gone) = target.gone() {
-            first_failure
-                .get_or_insert_with(|| format!("after {call} call(s) the target is gone: {gone}"));
+        let stop = match target.gone() {
+            Some(gone) => Some(format!("after {call} call(s) the target is gone: {gone}")),
+            None if in_a_row >= MAX_FAILED_IN_A_ROW => Some(format!(
+                "stopped after {call} call(s), the last {in_a_row} failed in a row"
+            )),
+            None => None,
+        };
+        if let Some(why) = stop {
+            // The calls not made count as failed, and the reason says why they were not.
             failures += r.calls - call;
+            stopped = Some(why);
             break;
         }
     }
@@ -175,6 +191,7 @@ pub async fn run(r: &Retention<'_>) -> Result<Measured, String> {
         samples,
         failures,
         first_failure,
+        stopped,
     })
 }
 
@@ -223,6 +240,9 @@ pub fn render(m: &Measured, bytes: u64, command: &str) -> String {
             m.failures,
             m.first_failure.as_deref().unwrap_or("no reason recorded")
         );
+    }
+    if let Some(why) = &m.stopped {
+        let _ = writeln!(out, "\nThe run ended early: {why}.");
     }
     out
 }
@@ -317,6 +337,7 @@ mod tests {
             samples,
             failures: 0,
             first_failure: None,
+            stopped: None,
         }
     }
 
@@ -368,6 +389,15 @@ mod tests {
         assert!(text.contains("| 1 | not shown | 30.0 MiB |"), "{text}");
         assert!(
             text.contains("Failed calls: 3 (the first: timeout: no answer within 60 s)"),
+            "{text}"
+        );
+        assert!(!text.contains("ended early"), "{text}");
+        m.stopped = Some("stopped after 5 call(s), the last 3 failed in a row".into());
+        let text = render(&m, 1000, "c");
+        assert!(
+            text.contains(
+                "The run ended early: stopped after 5 call(s), the last 3 failed in a row."
+            ),
             "{text}"
         );
     }
