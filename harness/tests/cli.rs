@@ -290,32 +290,31 @@ fn bench_stream_reports_the_canary_rate_and_memory() {
     );
 }
 
+/// `relaycheck bench retention ARGS`: the exit code, stdout and stderr.
+fn retention(args: &[&str]) -> (Option<i32>, String, String) {
+    let mut all = vec!["bench", "retention"];
+    all.extend_from_slice(args);
+    let out = relaycheck(&all, &repo());
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code(), text(&out.stdout), text(&out.stderr))
+}
+
 /// Retention through the reference gateway: every cut result is retained under a handle, and
 /// memory is read at each checkpoint; a target without a batch route is refused by name.
 #[test]
 fn bench_retention_counts_handles_and_reads_memory() {
-    let out = relaycheck(
-        &[
-            "bench",
-            "retention",
-            "--target",
-            "reference",
-            "--calls",
-            "8",
-            "--size",
-            "60000",
-            // No memory can grow by a thousand times what it was given.
-            "--max-growth",
-            "1000",
-        ],
-        &repo(),
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    // No memory can grow by a thousand times what it was given.
+    let (code, text, stderr) = retention(&[
+        "--target",
+        "reference",
+        "--calls",
+        "8",
+        "--size",
+        "60000",
+        "--max-growth",
+        "1000",
+    ]);
+    assert_eq!(code, Some(0), "{text}\n{stderr}");
     assert!(
         text.contains("## Memory while `reference` retains cut results"),
         "{text}"
@@ -327,39 +326,30 @@ fn bench_retention_counts_handles_and_reads_memory() {
     assert!(!text.contains("Failed calls"), "{text}");
 
     // Nor shrink by a thousand times: the gate fails, and says why.
-    let out = relaycheck(
-        &[
-            "bench",
-            "retention",
-            "--target",
-            "reference",
-            "--calls",
-            "4",
-            "--size",
-            "20000",
-            "--max-growth=-1000",
-        ],
-        &repo(),
-    );
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("over --max-growth -1000"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (code, _, stderr) = retention(&[
+        "--target",
+        "reference",
+        "--calls",
+        "4",
+        "--size",
+        "20000",
+        "--max-growth=-1000",
+    ]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("over --max-growth -1000"), "{stderr}");
+
     let out = relaycheck(&["bench", "stream", "--max-growth", "1"], &repo());
+    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("--max-growth is for bench retention"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        stderr.contains("--max-growth is for bench retention"),
+        "{stderr}"
     );
 
-    let out = relaycheck(&["bench", "retention", "--target", "direct"], &repo());
-    assert!(!out.status.success());
+    let (code, _, stderr) = retention(&["--target", "direct"]);
+    assert_ne!(code, Some(0));
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("target `direct` has no batch route"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        stderr.contains("target `direct` has no batch route"),
+        "{stderr}"
     );
 }
 
@@ -379,25 +369,16 @@ fn bench_retention_stops_after_failures_in_a_row() {
         dir.join("reference.config.toml"),
     )
     .unwrap();
-    let out = relaycheck(
-        &[
-            "bench",
-            "retention",
-            "--target",
-            dir.join("failing.toml").to_str().unwrap(),
-            "--calls",
-            "50",
-            "--size",
-            "1000",
-        ],
-        &repo(),
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let failing = dir.join("failing.toml");
+    let (code, text, stderr) = retention(&[
+        "--target",
+        failing.to_str().unwrap(),
+        "--calls",
+        "50",
+        "--size",
+        "1000",
+    ]);
+    assert_eq!(code, Some(0), "{text}\n{stderr}");
     assert!(text.contains("Failed calls: 50 (the first: "), "{text}");
     assert!(
         text.contains("The run ended early: stopped after 3 call(s), the last 3 failed in a row."),
