@@ -968,11 +968,13 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         mutant,
         sizes: &sizes,
         calls: args.calls.unwrap_or(50),
-        shape: args.shape,
-        canary_cmd: &canary,
-        relaycheck: &exe,
-        script,
-        workdir: &workdir,
+        starting: latency::Starting {
+            shape: args.shape,
+            canary_cmd: &canary,
+            relaycheck: &exe,
+            script,
+            workdir: &workdir,
+        },
     };
     let after = setting(&profile, args.mutant.as_deref(), &after_script);
     let result: anyhow::Result<(String, bool)> = runtime.block_on(async {
@@ -1052,11 +1054,13 @@ fn bench_retention(args: BenchArgs, catalogue: Catalogue) -> anyhow::Result<Exit
             mutant: args.mutant.as_deref(),
             calls: args.calls.unwrap_or(600).max(1),
             bytes,
-            shape: args.shape,
-            canary_cmd: &canary,
-            relaycheck: &exe,
-            script: &script,
-            workdir: &workdir,
+            starting: relaycheck::bench::latency::Starting {
+                shape: args.shape,
+                canary_cmd: &canary,
+                relaycheck: &exe,
+                script: &script,
+                workdir: &workdir,
+            },
         };
         let measured = retention::run(&run).await.map_err(anyhow::Error::msg)?;
         let growth = retention::growth(&measured, bytes);

@@ -12,6 +12,38 @@ use crate::profile::Profile;
 /// How long one bench call may take before it counts as failed.
 const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How a bench starts a target, the same in every mode that starts one.
+#[derive(Clone, Copy)]
+pub struct Starting<'a> {
+    pub shape: Shape,
+    pub canary_cmd: &'a [String],
+    pub relaycheck: &'a Path,
+    pub script: &'a Path,
+    /// Each start gets its own directory below this one.
+    pub workdir: &'a Path,
+}
+
+impl<'a> Starting<'a> {
+    /// The launch of `profile` (started with `mutant`) in a fresh directory named after `label`.
+    pub fn launch(
+        &self,
+        profile: &'a Profile,
+        mutant: Option<&'a str>,
+        label: &str,
+    ) -> crate::target::Launch<'a> {
+        crate::target::Launch {
+            profile,
+            shape: self.shape,
+            forced: false,
+            canary_cmd: self.canary_cmd,
+            relaycheck: self.relaycheck,
+            script_path: self.script,
+            workdir: crate::run::start_dir(self.workdir, label, self.shape),
+            mutant,
+        }
+    }
+}
+
 /// What one run needs: which target, how it starts, what to measure.
 pub struct Latency<'a> {
     pub direct: &'a Profile,
@@ -19,12 +51,7 @@ pub struct Latency<'a> {
     pub mutant: Option<&'a str>,
     pub sizes: &'a [Size],
     pub calls: usize,
-    pub shape: Shape,
-    pub canary_cmd: &'a [String],
-    pub relaycheck: &'a Path,
-    pub script: &'a Path,
-    /// Each start gets its own directory below this one.
-    pub workdir: &'a Path,
+    pub starting: Starting<'a>,
 }
 
 /// One run's figures under the name the report gives the target (`reference --mutant m`).
@@ -60,16 +87,7 @@ pub fn name_of(profile: &Profile, mutant: Option<&str>) -> String {
 
 pub async fn run(latency: &Latency<'_>) -> Result<Measured, String> {
     let route = route_of(latency.profile)?;
-    let launch = |profile, mutant| crate::target::Launch {
-        profile,
-        shape: latency.shape,
-        forced: false,
-        canary_cmd: latency.canary_cmd,
-        relaycheck: latency.relaycheck,
-        script_path: latency.script,
-        workdir: crate::run::start_dir(latency.workdir, "bench", latency.shape),
-        mutant,
-    };
+    let launch = |profile, mutant| latency.starting.launch(profile, mutant, "bench");
     let direct = crate::target::start(launch(latency.direct, None)).await?;
     let target = match crate::target::start(launch(latency.profile, latency.mutant)).await {
         Ok(target) => target,

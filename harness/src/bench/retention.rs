@@ -5,14 +5,12 @@
 //! route and reads the target's memory as they pile up.
 
 use std::fmt::Write;
-use std::path::Path;
 use std::time::Duration;
 
-use relaycheck_model::Shape;
 use serde_json::{Map, Value, json};
 
 use super::failure;
-use super::latency::name_of;
+use super::latency::{Starting, name_of};
 use crate::drive::{Request, drive};
 use crate::profile::Profile;
 
@@ -31,11 +29,7 @@ pub struct Retention<'a> {
     /// Bytes of order rows sent as the `echo` canary's arguments; it answers with them twice
     /// (as text and as structuredContent).
     pub bytes: u64,
-    pub shape: Shape,
-    pub canary_cmd: &'a [String],
-    pub relaycheck: &'a Path,
-    pub script: &'a Path,
-    pub workdir: &'a Path,
+    pub starting: Starting<'a>,
 }
 
 /// The target's memory after a number of calls.
@@ -78,18 +72,13 @@ pub fn checkpoints(calls: usize) -> Vec<usize> {
 }
 
 /// Arguments for the `echo` canary: about `bytes` of order rows as JSON, the first row's id
-/// naming the call so that no two results are alike.
+/// naming the call (see [`mark_call`]).
 pub fn rows_arguments(bytes: u64, call: usize) -> Map<String, Value> {
     let mut rows = Vec::new();
     let mut size = 0u64;
     let mut i = 0usize;
     while size < bytes {
-        let id = if i == 0 {
-            format!("call-{call}")
-        } else {
-            format!("ord-{i}")
-        };
-        let row = json!({"id": id, "amount": (i * 37) % 10_000, "currency": "EUR",
+        let row = json!({"id": format!("ord-{i}"), "amount": (i * 37) % 10_000, "currency": "EUR",
             "status": if i.is_multiple_of(3) { "open" } else { "shipped" },
             "note": "standard delivery, leave at the door"});
         // Each row, with the comma after it.
@@ -99,7 +88,16 @@ pub fn rows_arguments(bytes: u64, call: usize) -> Map<String, Value> {
     }
     let mut arguments = Map::new();
     arguments.insert("rows".into(), Value::Array(rows));
+    mark_call(&mut arguments, call);
     arguments
+}
+
+/// Names `call` in the first row's id, so that no two results are alike: the rows are built
+/// once a run, not once a call.
+fn mark_call(arguments: &mut Map<String, Value>, call: usize) {
+    if let Some(first) = arguments.get_mut("rows").and_then(|rows| rows.get_mut(0)) {
+        first["id"] = Value::String(format!("call-{call}"));
+    }
 }
 
 pub async fn run(r: &Retention<'_>) -> Result<Measured, String> {
@@ -110,16 +108,7 @@ pub async fn run(r: &Retention<'_>) -> Result<Measured, String> {
             r.profile.name
         ));
     }
-    let launch = crate::target::Launch {
-        profile: r.profile,
-        shape: r.shape,
-        forced: false,
-        canary_cmd: r.canary_cmd,
-        relaycheck: r.relaycheck,
-        script_path: r.script,
-        workdir: crate::run::start_dir(r.workdir, "bench-retention", r.shape),
-        mutant: r.mutant,
-    };
+    let launch = r.starting.launch(r.profile, r.mutant, "bench-retention");
     let target = crate::target::start(launch).await?;
     let routed = r.profile.for_upstream(None);
     let handles_shown = routed
@@ -131,8 +120,9 @@ pub async fn run(r: &Retention<'_>) -> Result<Measured, String> {
     let mut stopped = None;
     let mut samples = Vec::new();
     let (mut handles, mut failures, mut in_a_row, mut first_failure) = (0, 0, 0, None);
+    let mut arguments = rows_arguments(r.bytes, 1);
     for call in 1..=r.calls {
-        let arguments = rows_arguments(r.bytes, call);
+        mark_call(&mut arguments, call);
         let request = Request {
             tool: "echo",
             arguments: &arguments,

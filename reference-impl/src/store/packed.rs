@@ -21,9 +21,9 @@ const STRING: u8 = 6;
 const ARRAY: u8 = 7;
 const OBJECT: u8 = 8;
 
-/// `v` encoded, in a buffer of exactly its length. Sized by a walk first: a buffer grown by
-/// doubling and then shrunk left the allocator holding about a third more than was counted
-/// (a gateway that retained 180 MB of results was 270 MB above its base).
+/// `v` encoded, in a buffer of exactly its length, so that what the store counts is what the
+/// allocation holds. Sized by a walk first: the buffer is neither copied as it grows nor
+/// shrunk after.
 pub(super) fn pack(v: &Value) -> Vec<u8> {
     let mut out = Vec::with_capacity(packed_len(v));
     write(&mut out, v);
