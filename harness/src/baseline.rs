@@ -16,16 +16,107 @@ use crate::result::CaseResult;
 #[serde(deny_unknown_fields)]
 struct File {
     #[serde(default)]
-    server: Vec<String>,
+    server: Vec<RawEntry>,
     /// Accepted for compatibility with the official grammar; relaycheck has no client cases.
     #[serde(default)]
-    client: Vec<String>,
+    client: Vec<RawEntry>,
+}
+
+/// An entry as written: the official grammar's bare string, or a map that also says why.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+enum RawEntry {
+    Id(String),
+    Explained(Explained),
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Explained {
+    case: String,
+    #[serde(default)]
+    shape: Option<String>,
+    #[serde(default)]
+    kind: Option<Kind>,
+    #[serde(default)]
+    reason: Option<String>,
+    #[serde(default)]
+    reference: Option<String>,
+}
+
+/// Why a failure is known, so a reader of the baseline can tell a defect to fix from a
+/// behaviour the vendor chose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// The target breaks the requirement: a defect to fix.
+    Defect,
+    /// The target does this on purpose, and says so.
+    ByDesign,
+    /// The target does not claim the feature the case needs.
+    NotClaimed,
+    /// relaycheck cannot show the case on this target.
+    HarnessLimit,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Defect => "defect",
+            Kind::ByDesign => "by-design",
+            Kind::NotClaimed => "not-claimed",
+            Kind::HarnessLimit => "harness-limit",
+        }
+    }
+}
+
+/// One expected failure: a case, in one shape or all, and what the file says of it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Entry {
+    /// A case id (or, for `relaycheck official`, a scenario name).
+    pub case: String,
+    pub shape: Option<String>,
+    pub kind: Option<Kind>,
+    pub reason: Option<String>,
+    pub reference: Option<String>,
+    /// The 1-based line of the entry in its file, when it can be found.
+    pub line: Option<usize>,
+}
+
+impl Entry {
+    /// The entry as the official grammar writes it: `<case>` or `<case>@<shape>`.
+    pub fn text(&self) -> String {
+        match &self.shape {
+            Some(shape) => format!("{}@{shape}", self.case),
+            None => self.case.clone(),
+        }
+    }
+
+    fn matches(&self, result: &CaseResult) -> bool {
+        self.case == result.case
+            && self
+                .shape
+                .as_deref()
+                .is_none_or(|shape| shape == result.shape.as_str())
+    }
+}
+
+impl PartialEq<str> for Entry {
+    fn eq(&self, other: &str) -> bool {
+        self.text() == other
+    }
+}
+
+impl PartialEq<String> for Entry {
+    fn eq(&self, other: &String) -> bool {
+        self.text() == *other
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Baseline {
     pub path: PathBuf,
-    pub entries: Vec<String>,
+    pub entries: Vec<Entry>,
 }
 
 #[derive(Debug)]
@@ -59,26 +150,96 @@ impl Baseline {
             })?
         };
         let _ = file.client;
+        let mut entries = Vec::new();
+        for raw in file.server {
+            let entry = match raw {
+                RawEntry::Id(text) => {
+                    let (case, shape) = match text.split_once('@') {
+                        Some((case, shape)) => (case.to_string(), Some(shape.to_string())),
+                        None => (text.clone(), None),
+                    };
+                    Entry {
+                        case,
+                        shape,
+                        ..Entry::default()
+                    }
+                }
+                RawEntry::Explained(explained) => Entry {
+                    line: None,
+                    case: explained.case,
+                    shape: explained.shape,
+                    kind: explained.kind,
+                    reason: explained.reason,
+                    reference: explained.reference,
+                },
+            };
+            entries.push(entry);
+        }
+        // Lines, found in the text once the entries are known (the YAML parser keeps none).
+        let mut from = 0;
+        for entry in &mut entries {
+            entry.line = find_entry_line(text, entry, &mut from);
+        }
         Ok(Baseline {
             path: path.to_path_buf(),
-            entries: file.server,
+            entries,
         })
     }
 
-    fn matches(entry: &str, result: &CaseResult) -> bool {
-        match entry.split_once('@') {
-            Some((case, shape)) => case == result.case && shape == result.shape.as_str(),
-            None => entry == result.case,
-        }
+    /// Entries that name no case of the catalogue, or a shape that does not exist: each one a
+    /// line naming the file, the line and the entry. A baseline that lists what cannot run
+    /// could only ever hide something.
+    pub fn unknown_entries(&self, known_case: impl Fn(&str) -> bool) -> Vec<String> {
+        self.entries
+            .iter()
+            .filter_map(|entry| {
+                let at = match entry.line {
+                    Some(line) => format!("{}:{line}", self.path.display()),
+                    None => self.path.display().to_string(),
+                };
+                if !known_case(&entry.case) {
+                    return Some(format!(
+                        "{at}: expected failure `{}` names no case of the catalogue",
+                        entry.text()
+                    ));
+                }
+                match &entry.shape {
+                    Some(shape) if shape.parse::<relaycheck_model::Shape>().is_err() => {
+                        Some(format!(
+                            "{at}: expected failure `{}` names no shape (`{shape}`)",
+                            entry.text()
+                        ))
+                    }
+                    _ => None,
+                }
+            })
+            .collect()
     }
 
-    /// Turns failures the baseline lists into `expected-fail`.
+    /// The entry that lists this result, if one does.
+    pub fn entry_for(&self, result: &CaseResult) -> Option<&Entry> {
+        self.entries.iter().find(|e| e.matches(result))
+    }
+
+    /// Turns failures the baseline lists into `expected-fail`, saying why when the entry does.
     pub fn apply(&self, result: &mut CaseResult) {
-        if result.outcome.is_failure() && self.entries.iter().any(|e| Baseline::matches(e, result))
-        {
-            result.message = format!("expected to fail ({}): {}", result.outcome, result.message);
-            result.outcome = Outcome::ExpectedFail;
+        if !result.outcome.is_failure() {
+            return;
         }
+        let Some(entry) = self.entry_for(result) else {
+            return;
+        };
+        let why = match (&entry.kind, &entry.reason) {
+            (Some(kind), Some(reason)) => format!("{}: {reason}; ", kind.as_str()),
+            (Some(kind), None) => format!("{}; ", kind.as_str()),
+            (None, Some(reason)) => format!("{reason}; "),
+            (None, None) => String::new(),
+        };
+        result.message = format!(
+            "expected to fail ({why}{}): {}",
+            result.outcome, result.message
+        );
+        result.outcome = Outcome::ExpectedFail;
     }
 
     /// Entries that matched results of this run, none of which failed.
@@ -86,19 +247,35 @@ impl Baseline {
         self.entries
             .iter()
             .filter(|entry| {
-                let matched: Vec<&CaseResult> = results
+                let ran: Vec<&CaseResult> = results
                     .iter()
-                    .filter(|r| Baseline::matches(entry, r))
-                    .collect();
-                let ran: Vec<&&CaseResult> = matched
-                    .iter()
+                    .filter(|r| entry.matches(r))
                     .filter(|r| !matches!(r.outcome, Outcome::Skip | Outcome::NotApplicable))
                     .collect();
                 !ran.is_empty() && ran.iter().all(|r| r.outcome != Outcome::ExpectedFail)
             })
-            .cloned()
+            .map(Entry::text)
             .collect()
     }
+}
+
+/// The line of `entry` in the file's text, searching from the line after the previous entry's:
+/// a `- <text>` item, or the `case: <id>` of a map item.
+fn find_entry_line(text: &str, entry: &Entry, from: &mut usize) -> Option<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    let bare = entry.text();
+    for (index, line) in lines.iter().enumerate().skip(*from) {
+        let item = line.trim_start().trim_start_matches("- ").trim();
+        let item = item.trim_matches(|c| c == '"' || c == '\'');
+        let named = item
+            .strip_prefix("case:")
+            .map(|rest| rest.trim().trim_matches(|c| c == '"' || c == '\''));
+        if item == bare || named == Some(entry.case.as_str()) {
+            *from = index + 1;
+            return Some(index + 1);
+        }
+    }
+    None
 }
 
 #[cfg(test)]

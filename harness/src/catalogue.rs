@@ -85,7 +85,7 @@ pub struct LoadedCase {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Catalogue {
     pub surfaces: Vec<Surface>,
-    pub shapes: Vec<crate::impact::ShapeSpec>,
+    pub shapes: Vec<crate::shapes::ShapeSpec>,
     pub cases: Vec<LoadedCase>,
 }
 
@@ -94,7 +94,7 @@ impl Catalogue {
     pub fn load(specs_dir: &Path) -> Result<Catalogue, SpecErrors> {
         let mut errors = Vec::new();
         let surfaces = load_surfaces(&specs_dir.join("surfaces.yaml"), &mut errors);
-        let shapes = crate::impact::load_shapes(&specs_dir.join("shapes"), &mut errors);
+        let shapes = crate::shapes::load_shapes(&specs_dir.join("shapes"), &mut errors);
         let cases_dir = specs_dir.join("cases");
         let mut files: Vec<PathBuf> = match std::fs::read_dir(&cases_dir) {
             Ok(entries) => entries
@@ -157,6 +157,16 @@ impl Catalogue {
                 report(problem);
             }
         }
+    }
+
+    /// How values compare in `shape`: its defaults and answering-server keys. A catalogue
+    /// without the shape's file compares strictly.
+    pub fn rules(&self, shape: relaycheck_model::Shape) -> crate::checks::Equivalence {
+        self.shapes
+            .iter()
+            .find(|spec| spec.id == shape)
+            .map(crate::shapes::ShapeSpec::equivalence)
+            .unwrap_or_default()
     }
 
     /// The static impact of each shape on each surface.

@@ -113,6 +113,9 @@ struct SmokeArgs {
     /// Start the target with this deliberate defect (a target with `[mutants]`).
     #[arg(long)]
     mutant: Option<String>,
+    /// The specs directory, for the shapes' comparison rules (default: `specs/` here or above).
+    #[arg(long)]
+    specs: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -257,7 +260,8 @@ struct RunArgs {
     /// A built-in profile name (direct, direct-http) or a profile file.
     #[arg(long)]
     target: String,
-    /// Shapes to run (repeatable; `all` for every shape). Default: the target's claimed shapes.
+    /// Shapes to run (repeatable; `all` for the released revisions, `proposals` for SEP-2200 and
+    /// SEP-3279). Default: the released shapes the target claims.
     #[arg(long = "shape")]
     shapes: Vec<String>,
     /// Have the canary answer in the shape whatever was negotiated (redesign impact).
@@ -339,7 +343,20 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             relaycheck::init_target::command(&args.name, args.transport, args.out.as_deref())
         }
         Command::Smoke(args) => {
-            relaycheck::smoke::command(&args.target, args.shape, args.timeout_ms, args.mutant)
+            let dir = specs_dir(args.specs.clone())?.join("shapes");
+            let mut errors = Vec::new();
+            let shapes = relaycheck::shapes::load_shapes(&dir, &mut errors);
+            if !errors.is_empty() {
+                eprintln!("{}", relaycheck::catalogue::SpecErrors(errors));
+                return Ok(ExitCode::from(2));
+            }
+            relaycheck::smoke::command(
+                &args.target,
+                args.shape,
+                args.timeout_ms,
+                args.mutant,
+                &shapes,
+            )
         }
         Command::Official(args) => relaycheck::official::command(args, canary_command()?),
     }
@@ -429,26 +446,32 @@ fn list(json: bool, specs: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The shapes to run: none given or `all` means the shapes the profile claims (every shape
-/// when it claims none); a shape named outright runs even when unclaimed, with a notice.
+/// The shapes to run: none given or `all` means the released revisions the profile claims
+/// (all three when it claims none); `proposals` the drafts and closed proposals (SEP-2200,
+/// SEP-3279); a shape named outright runs even when unclaimed, with a notice.
 fn parse_shapes(given: &[String], profile: &Profile) -> anyhow::Result<Vec<Shape>> {
     if given.is_empty() {
         return Ok(profile.shapes());
     }
     let mut shapes = Vec::new();
+    let mut named = Vec::new();
     for name in given {
-        if name == "all" {
-            shapes.extend(profile.shapes());
-        } else {
-            let shape = name.parse::<Shape>()?;
-            if !profile.claims_shape(shape) {
-                eprintln!(
-                    "relaycheck: target `{}` does not claim shape {shape}; running it because it was asked for",
-                    profile.name
-                );
-            }
-            shapes.push(shape);
+        match name.as_str() {
+            "all" => shapes.extend(profile.shapes()),
+            "proposals" => named.extend(Shape::PROPOSALS),
+            name => named.push(name.parse::<Shape>().map_err(|err| {
+                anyhow::anyhow!("{err}, or `all` (the released ones) or `proposals`")
+            })?),
         }
+    }
+    for shape in named {
+        if !profile.claims_shape(shape) {
+            eprintln!(
+                "relaycheck: target `{}` does not claim shape {shape}; running it because it was asked for",
+                profile.name
+            );
+        }
+        shapes.push(shape);
     }
     shapes.sort();
     shapes.dedup();
@@ -481,6 +504,16 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         .as_deref()
         .map(Baseline::load)
         .transpose()?;
+    if let Some(baseline) = &baseline {
+        let unknown =
+            baseline.unknown_entries(|case| catalogue.cases.iter().any(|c| c.spec.id == case));
+        if !unknown.is_empty() {
+            for problem in unknown {
+                eprintln!("{problem}");
+            }
+            return Ok(ExitCode::from(2));
+        }
+    }
     for glob in &args.cases {
         if !catalogue
             .cases
@@ -613,11 +646,21 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
             "STALE baseline entry `{entry}`: it passes now; remove it from the expected failures"
         );
     }
+    for (shape, answer) in relaycheck::result::refused_shapes(&results) {
+        let _ = writeln!(
+            stderr,
+            "not-applicable: the target does not speak {shape}: {answer}"
+        );
+    }
     drop(stderr);
 
     let surfaces = catalogue.surface_ids();
-    let summary = report::summary::render(&info, &results, &surfaces, &catalogue.impact())
-        + &relaycheck::restart::markdown(&target_events);
+    let notes = report::RunNotes {
+        target_events: &target_events,
+        stale: &stale,
+    };
+    let summary =
+        report::summary::render_with(&info, &results, &surfaces, &catalogue.impact(), &notes);
     if let Some(dir) = &args.out {
         if let Some(writer) = writer.as_mut() {
             writer.write(&Event::Footer(Footer {
@@ -630,19 +673,19 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         write_file(
             &dir.join("junit.xml"),
-            &report::junit::render(&info, &results),
+            &report::junit::render_with(&info, &results, &notes),
         )?;
         write_file(&dir.join("summary.md"), &summary)?;
         let cases: Vec<CaseEvent> = catalogue.cases.iter().map(CaseEvent::of).collect();
         write_file(
             &dir.join("report.html"),
-            &report::html::render_with_restarts(
+            &report::html::render_with(
                 &info,
                 &results,
                 &cases,
                 &surfaces,
                 &catalogue.impact(),
-                &target_events,
+                &notes,
             ),
         )?;
     }

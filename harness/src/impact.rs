@@ -2,55 +2,11 @@
 //! predicted to move with it. The matrix shows this prediction beside the measured results.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 
 use relaycheck_model::Shape;
-use serde::{Deserialize, Serialize};
 
-use crate::catalogue::{SpecError, Surface, parse_yaml};
-
-/// A shape as `specs/shapes/<id>.yaml` describes it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ShapeSpec {
-    pub id: Shape,
-    pub title: String,
-    pub status: String,
-    pub protocol_version: String,
-    pub description: String,
-    /// Result fields whose place, type or meaning differs from the 2025-06-18 baseline.
-    pub moves: Vec<String>,
-    pub source: String,
-}
-
-/// Loads every shape file; each of [`Shape::ALL`] must have one, named after its id.
-pub fn load_shapes(dir: &Path, errors: &mut Vec<SpecError>) -> Vec<ShapeSpec> {
-    let mut shapes = Vec::new();
-    for shape in Shape::ALL {
-        let path = dir.join(format!("{}.yaml", shape.as_str()));
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(err) => {
-                errors.push(SpecError {
-                    file: path,
-                    line: None,
-                    message: format!("cannot read the shape file: {err}"),
-                });
-                continue;
-            }
-        };
-        match parse_yaml::<ShapeSpec>(&path, &text) {
-            Ok(spec) if spec.id == shape => shapes.push(spec),
-            Ok(spec) => errors.push(SpecError {
-                file: path,
-                line: Some(1),
-                message: format!("id `{}` does not match the file name", spec.id),
-            }),
-            Err(error) => errors.push(error),
-        }
-    }
-    shapes
-}
+use crate::catalogue::Surface;
+use crate::shapes::ShapeSpec;
 
 /// Which shapes move which surfaces, and through which fields.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -94,6 +50,7 @@ impl Impact {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn surface(id: &str, reads: &[&str]) -> Surface {
         Surface {
@@ -117,6 +74,8 @@ mod tests {
             description: "d".into(),
             moves: vec!["content".into(), "outputs".into()],
             source: "s".into(),
+            defaults: vec![],
+            own_meta: vec![],
         }];
         let impact = Impact::new(
             &[
@@ -135,7 +94,7 @@ mod tests {
     fn the_repository_shapes_load() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs/shapes");
         let mut errors = Vec::new();
-        let shapes = load_shapes(&dir, &mut errors);
+        let shapes = crate::shapes::load_shapes(&dir, &mut errors);
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(shapes.len(), Shape::ALL.len());
         assert!(

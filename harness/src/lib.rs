@@ -27,6 +27,7 @@ pub mod routes;
 pub mod run;
 pub mod schema;
 pub mod session;
+pub mod shapes;
 pub mod side_channel;
 pub mod smoke;
 pub mod suite;

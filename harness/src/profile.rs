@@ -892,12 +892,24 @@ impl Profile {
         spawned || reached
     }
 
-    /// Shapes this run covers: the claimed ones, or all.
+    /// The released shapes this target claims (all of them when it claims none): what a run
+    /// covers by default and under `--shape all`. Proposals run only when named.
     pub fn shapes(&self) -> Vec<Shape> {
         if self.claims.shapes.is_empty() {
-            Shape::ALL.to_vec()
+            Shape::RELEASED.to_vec()
         } else {
-            self.claims.shapes.clone()
+            let mut shapes: Vec<Shape> = self
+                .claims
+                .shapes
+                .iter()
+                .copied()
+                .filter(|shape| shape.is_released())
+                .collect();
+            if shapes.is_empty() {
+                // A target that claims only proposals runs them.
+                shapes = self.claims.shapes.clone();
+            }
+            shapes
         }
     }
 

@@ -110,6 +110,42 @@ pub(crate) fn note_death(result: &mut CaseResult, gone: Option<String>) -> bool 
     }
 }
 
+/// The shapes a run's targets refused, so the batches that start later do not start a target
+/// again only to hear the same answer.
+#[derive(Debug, Default)]
+pub(crate) struct Refused(std::sync::Mutex<std::collections::BTreeMap<Shape, String>>);
+
+impl Refused {
+    fn get(&self, shape: Shape) -> Option<String> {
+        let known = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        known.get(&shape).cloned()
+    }
+
+    fn set(&self, shape: Shape, why: &str) {
+        let mut known = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        known.entry(shape).or_insert_with(|| why.to_string());
+    }
+}
+
+/// Every item of a refused shape is not applicable, each saying what the target answered.
+fn report_refused(
+    shape: Shape,
+    why: &str,
+    items: Vec<(&LoadedCase, String)>,
+    report: &mut dyn FnMut(CaseResult),
+) {
+    let message = format!("{}{shape}: {why}", crate::result::SHAPE_REFUSED);
+    for (case, route) in items {
+        report(CaseResult::without_run(
+            case,
+            &route,
+            shape,
+            Outcome::NotApplicable,
+            message.clone(),
+        ));
+    }
+}
+
 /// Runs `items` on a target started for them, starting it again once if it dies, and reports
 /// a result for every item whatever happens.
 pub(crate) async fn run_batch(
@@ -119,9 +155,14 @@ pub(crate) async fn run_batch(
     mut items: Vec<(&LoadedCase, String)>,
     report: &mut dyn FnMut(CaseResult),
     events: &mut Vec<TargetEvent>,
+    refused: &Refused,
 ) {
     let mut deaths = 0;
     loop {
+        if let Some(why) = refused.get(shape) {
+            report_refused(shape, &why, items, report);
+            return;
+        }
         let launch = Launch {
             profile: plan.profile,
             shape,
@@ -166,6 +207,14 @@ pub(crate) async fn run_batch(
                 return;
             }
         };
+        if let Some(why) = target.session.refusal() {
+            refused.set(shape, &why);
+            if let Ok(target) = Arc::try_unwrap(target) {
+                target.stop().await;
+            }
+            report_refused(shape, &why, items, report);
+            return;
+        }
         let driven = drive_items(plan, shape, &target, items, report).await;
         let gone = target.gone_settled().await;
         if let Ok(target) = Arc::try_unwrap(target) {

@@ -65,6 +65,27 @@ impl CaseResult {
     }
 }
 
+/// How the message of every result of a shape the target refused begins: the report says
+/// once per shape what the target answered, from the results that carry it.
+pub const SHAPE_REFUSED: &str = "the target does not speak ";
+
+/// The shapes the target refused in these results, each with its answer, in shape order.
+pub fn refused_shapes(results: &[CaseResult]) -> Vec<(Shape, String)> {
+    let mut refused: std::collections::BTreeMap<Shape, String> = Default::default();
+    for result in results {
+        if result.outcome == Outcome::NotApplicable
+            && let Some(rest) = result.message.strip_prefix(SHAPE_REFUSED)
+        {
+            refused.entry(result.shape).or_insert_with(|| {
+                rest.split_once(": ")
+                    .map_or(rest, |(_, answer)| answer)
+                    .to_string()
+            });
+        }
+    }
+    refused.into_iter().collect()
+}
+
 /// A unified diff of two JSON values, pretty-printed, for a person to read.
 pub fn json_diff(expected: &Option<Value>, actual: &Option<Value>) -> String {
     let render = |value: &Option<Value>| match value {

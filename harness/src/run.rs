@@ -18,7 +18,7 @@ use crate::checks::{self, Evidence, Reach};
 use crate::client::Exchange;
 use crate::drive::{Request, drive};
 use crate::profile::Profile;
-use crate::restart::{Driven, TargetEvent, note_death, run_batch};
+use crate::restart::{Driven, Refused, TargetEvent, note_death, run_batch};
 use crate::result::{CaseResult, json_diff};
 use crate::session::preview;
 use crate::target::Target;
@@ -126,10 +126,11 @@ pub async fn run(
     // isolated cases mostly wait out a target's upstream timeout. They all run in this one
     // task, so `report` still gets one result at a time, each as it ends.
     let report = std::cell::RefCell::new(report);
+    let refused = Refused::default();
     let batch_events: Vec<Vec<_>> =
         futures_util::StreamExt::collect(futures_util::StreamExt::buffer_unordered(
             futures_util::stream::iter(batches.into_iter().map(|(shape, items)| {
-                let (report, script_path) = (&report, &script_path);
+                let (report, script_path, refused) = (&report, &script_path, &refused);
                 async move {
                     let mut events = Vec::new();
                     let mut report_one = |result: CaseResult| (*report.borrow_mut())(result);
@@ -140,6 +141,7 @@ pub async fn run(
                         items,
                         &mut report_one,
                         &mut events,
+                        refused,
                     )
                     .await;
                     events
@@ -234,13 +236,12 @@ pub(crate) async fn drive_items<'c>(
     items: Vec<(&'c LoadedCase, String)>,
     report: &mut dyn FnMut(CaseResult),
 ) -> Driven<'c> {
-    let run_case = move |case: LoadedCase,
-                         route: String,
-                         profile: Profile,
-                         target: Arc<Target>,
-                         timeout| async move {
-        run_one(&case, &route, &profile, shape, &target, timeout).await
-    };
+    let rules = Arc::new(plan.catalogue.rules(shape));
+    let run_case =
+        move |case: LoadedCase, route: String, profile: Profile, target: Arc<Target>, timeout| {
+            let rules = rules.clone();
+            async move { run_one(&case, &route, &profile, shape, &rules, &target, timeout).await }
+        };
     drive_items_with(plan, shape, target, items, report, run_case).await
 }
 
@@ -417,6 +418,7 @@ pub async fn run_one(
     route: &str,
     profile: &Profile,
     shape: Shape,
+    rules: &checks::Equivalence,
     target: &Target,
     timeout: Duration,
 ) -> CaseResult {
@@ -490,6 +492,7 @@ pub async fn run_one(
     let arguments = Value::Object(arguments);
     let evidence = Evidence {
         shape,
+        rules,
         arguments: &arguments,
         exchange: &drive.exchange,
         view: &drive.view,

@@ -30,6 +30,10 @@ pub struct Session {
     next_id: AtomicU64,
     /// The version the server answered `initialize` with, for handshake shapes.
     negotiated: Option<String>,
+    /// The server's `initialize` result, for handshake shapes (its capabilities).
+    initialized: Option<Value>,
+    /// Why the target does not speak this session's shape, when its answers say so.
+    refusal: Mutex<Option<String>>,
 }
 
 /// A request as sent, and what came back.
@@ -57,6 +61,8 @@ impl Session {
             shape,
             next_id: AtomicU64::new(1),
             negotiated: None,
+            initialized: None,
+            refusal: Mutex::new(None),
         };
         if !shape.is_stateless() {
             let call = session
@@ -73,6 +79,16 @@ impl Session {
             let version = match &call.exchange {
                 Exchange::Reply(reply) => match reply.message.pointer("/result/protocolVersion") {
                     Some(Value::String(version)) => version.clone(),
+                    _ if version_refused(&reply.message) => {
+                        // The lifecycle's answer to a version the server does not support is
+                        // another version; some servers answer an invalid-params error instead.
+                        session.refuse(format!(
+                            "`initialize` for {} was answered {}",
+                            shape.protocol_version(),
+                            preview(&reply.raw)
+                        ));
+                        return Ok(session);
+                    }
                     _ => {
                         return Err(format!(
                             "`initialize` was not answered with a result: {}",
@@ -82,6 +98,17 @@ impl Session {
                 },
                 other => return Err(describe("initialize", other)),
             };
+            session.initialized = call
+                .exchange
+                .reply()
+                .and_then(|r| r.message.get("result"))
+                .cloned();
+            if version != shape.protocol_version() {
+                session.refuse(format!(
+                    "it answered `initialize` for {} with protocolVersion {version}",
+                    shape.protocol_version()
+                ));
+            }
             session.negotiated = Some(version);
             session
                 .notify("notifications/initialized", json!({}), timeout)
@@ -96,6 +123,25 @@ impl Session {
 
     pub fn negotiated(&self) -> Option<&str> {
         self.negotiated.as_deref()
+    }
+
+    /// The server's `initialize` result (handshake shapes only).
+    pub fn initialized(&self) -> Option<&Value> {
+        self.initialized.as_ref()
+    }
+
+    /// Why the target does not speak this session's shape, if its answers said so.
+    pub fn refusal(&self) -> Option<String> {
+        self.refusal
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Records that the target does not speak this session's shape.
+    pub fn refuse(&self, why: String) {
+        let mut slot = self.refusal.lock().unwrap_or_else(|p| p.into_inner());
+        slot.get_or_insert(why);
     }
 
     /// Builds a request of this session's shape: stateless shapes carry the envelope in
@@ -280,6 +326,26 @@ impl Session {
         }
     }
 }
+
+/// Whether a JSON-RPC error answer says the request's protocol version is not spoken:
+/// `UnsupportedProtocolVersion` (2026-07-28), or invalid params naming the version (the
+/// lifecycle's example answer to an unsupported `initialize`).
+pub fn version_refused(message: &Value) -> bool {
+    let Some(error) = message.get("error") else {
+        return false;
+    };
+    match error.get("code").and_then(Value::as_i64) {
+        Some(UNSUPPORTED_PROTOCOL_VERSION) => true,
+        Some(-32602 | -32600) => {
+            let text = error.to_string().to_ascii_lowercase();
+            text.contains("version")
+        }
+        _ => false,
+    }
+}
+
+/// 2026-07-28's `UnsupportedProtocolVersionError` code.
+pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
 /// The `Mcp-Name` value of a stateless request.
 fn routing_name(method: &str, params: Option<&Value>) -> Option<String> {

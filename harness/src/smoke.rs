@@ -60,6 +60,9 @@ pub struct Smoke<'a> {
     pub call_timeout: Duration,
     /// Start the target with this deliberate defect (`{mutant_args}`).
     pub mutant: Option<String>,
+    /// How values compare in `shape`: the same rules `run` judges by, so smoke and run never
+    /// disagree on what "unchanged" means.
+    pub rules: crate::checks::Equivalence,
 }
 
 /// The routes that make the first call of a case.
@@ -223,8 +226,15 @@ pub async fn smoke(smoke: &Smoke<'_>) -> Vec<Step> {
                 });
                 continue;
             }
-            let (verdict, message) =
-                relay(&routed, route, &target, smoke.call_timeout, &trial).await;
+            let (verdict, message) = relay(
+                &routed,
+                route,
+                &target,
+                smoke.call_timeout,
+                &smoke.rules,
+                &trial,
+            )
+            .await;
             steps.push(Step {
                 name,
                 verdict,
@@ -563,6 +573,7 @@ async fn relay(
     route: &str,
     target: &Target,
     timeout: Duration,
+    rules: &crate::checks::Equivalence,
     trial: &Trial,
 ) -> (Verdict, String) {
     let arguments = &trial.arguments;
@@ -671,14 +682,16 @@ async fn relay(
     }
     let expected = &trial.expected;
     let got = driven.view.result.clone().unwrap_or(Value::Null);
+    // The members smoke judges, as `run` reads them: the shape's defaults filled in.
     let essentials = |value: &Value| {
-        json!({
-            "content": value.get("content").cloned().unwrap_or(Value::Null),
-            "structuredContent": value.get("structuredContent").cloned().unwrap_or(Value::Null),
-            "isError": value.get("isError").cloned().filter(|v| v != &json!(false)).unwrap_or(Value::Null),
-        })
+        let value = rules.canonical(value);
+        let kept: Map<String, Value> = ["content", "structuredContent", "isError"]
+            .into_iter()
+            .filter_map(|member| Some((member.to_string(), value.get(member)?.clone())))
+            .collect();
+        Value::Object(kept)
     };
-    if essentials(&got) == essentials(expected) {
+    if crate::checks::same(&essentials(&got), &essentials(expected)) {
         (
             Verdict::Pass,
             format!("the `{}` result reached the client unchanged", trial.tool),
@@ -776,6 +789,7 @@ pub fn command(
     shape: Option<Shape>,
     timeout_ms: u64,
     mutant: Option<String>,
+    shapes: &[crate::shapes::ShapeSpec],
 ) -> anyhow::Result<ExitCode> {
     let profile = match Profile::load(target) {
         Ok(profile) => profile,
@@ -820,6 +834,11 @@ pub fn command(
         workdir: workdir.clone(),
         call_timeout: Duration::from_millis(timeout_ms),
         mutant,
+        rules: shapes
+            .iter()
+            .find(|spec| spec.id == shape)
+            .map(crate::shapes::ShapeSpec::equivalence)
+            .unwrap_or_default(),
     }));
     runtime.shutdown_timeout(Duration::from_secs(2));
     print!("{}", render(&profile, &steps));

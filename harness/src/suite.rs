@@ -38,11 +38,16 @@ impl Trial {
     }
 }
 
-/// Every trial of the catalogue against `profile`.
+/// Every trial of the catalogue against `profile`, in every shape it claims, the proposals
+/// included: the catalogue must hold in each shape a case runs in.
 pub fn trials(catalogue: &Catalogue, profile: &Profile) -> Vec<Trial> {
     let mut trials = Vec::new();
+    let shapes: Vec<Shape> = Shape::ALL
+        .into_iter()
+        .filter(|shape| profile.claims_shape(*shape))
+        .collect();
     for case in &catalogue.cases {
-        for shape in profile.shapes() {
+        for shape in shapes.iter().copied() {
             if !case.spec.applies_to(shape) {
                 continue;
             }
@@ -130,11 +135,20 @@ impl Pool {
             .timeout_ms
             .map(Duration::from_millis)
             .unwrap_or(Duration::from_secs(10));
+        let rules = self.catalogue.rules(trial.shape);
         self.runtime.block_on(async {
             if is_isolated(&profile, case) {
                 let target = self.start(&profile, trial.shape, mutant).await?;
-                let result =
-                    run_one(case, &trial.route, &profile, trial.shape, &target, timeout).await;
+                let result = run_one(
+                    case,
+                    &trial.route,
+                    &profile,
+                    trial.shape,
+                    &rules,
+                    &target,
+                    timeout,
+                )
+                .await;
                 target.stop().await;
                 return Ok(result);
             }
@@ -167,8 +181,16 @@ impl Pool {
                 };
                 target = fresh.get_or_init(start).await.clone()?;
             }
-            let mut result =
-                run_one(case, &trial.route, &profile, trial.shape, &target, timeout).await;
+            let mut result = run_one(
+                case,
+                &trial.route,
+                &profile,
+                trial.shape,
+                &rules,
+                &target,
+                timeout,
+            )
+            .await;
             note_death(&mut result, target.gone());
             Ok(result)
         })

@@ -268,13 +268,19 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
     let session = Session::open(north, speak, start_timeout)
         .await
         .map_err(|err| stderr_context(&workdir, format!("{err}{endpoint}")))?;
-    // The first request after the handshake proves the target serves calls at all.
-    let probe = session.call("tools/list", json!({}), start_timeout).await;
-    if probe.exchange.reply().is_none() {
-        return Err(stderr_context(
-            &workdir,
-            format!("{}{endpoint}", describe("tools/list", &probe.exchange)),
-        ));
+    // The first request after the handshake proves the target serves calls at all, and for
+    // a stateless shape whether it speaks the shape: a target that refuses it is started, and
+    // its refusal stands for every case of the shape.
+    if session.refusal().is_none() {
+        let probe = session.call("tools/list", json!({}), start_timeout).await;
+        if let Some(why) = stateless_refusal(speak, &probe.exchange) {
+            session.refuse(why);
+        } else if probe.exchange.reply().is_none() {
+            return Err(stderr_context(
+                &workdir,
+                format!("{}{endpoint}", describe("tools/list", &probe.exchange)),
+            ));
+        }
     }
     let session = std::sync::Arc::new(session);
     let exit = std::sync::Arc::new(std::sync::Mutex::new(None));
@@ -300,6 +306,42 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
         canaries,
         watcher,
         exit,
+    })
+}
+
+/// Why a target does not speak the stateless shape `speak`, read from its answer to a
+/// `tools/list` with that shape's envelope: a request valid in the shape that a target answers
+/// with a JSON-RPC error or an HTTP client error (no session, no initialize, unsupported
+/// version) is one it does not serve in that shape.
+fn stateless_refusal(speak: Shape, exchange: &crate::client::Exchange) -> Option<String> {
+    use crate::client::Exchange;
+    if !speak.is_stateless() {
+        return None;
+    }
+    let refused = match exchange {
+        Exchange::Reply(reply) => {
+            reply.message.get("error").is_some()
+                || reply
+                    .http_status
+                    .is_some_and(|status| (400..500).contains(&status))
+        }
+        Exchange::Malformed { problem, .. } => problem.starts_with("HTTP 4"),
+        Exchange::Closed { detail } => detail.starts_with("HTTP 4"),
+        Exchange::Timeout => false,
+    };
+    refused.then(|| {
+        format!(
+            "`tools/list` with the {} envelope was answered {}",
+            speak.protocol_version(),
+            match exchange {
+                Exchange::Reply(reply) => crate::session::preview(&reply.raw),
+                Exchange::Malformed { raw, problem } => {
+                    format!("{problem}: {}", crate::session::preview(raw))
+                }
+                Exchange::Closed { detail } => detail.clone(),
+                Exchange::Timeout => String::new(),
+            }
+        )
     })
 }
 

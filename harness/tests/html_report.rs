@@ -100,13 +100,16 @@ fn a_failing_cell_opens_its_diff_in_chromium() {
         not_run: 0,
         restart_failed: None,
     };
-    let page = html::render_with_restarts(
+    let page = html::render_with(
         &info,
         &results,
         &cases,
         &["content-fidelity".into(), "is-error".into()],
         &Impact::default(),
-        &[restart],
+        &relaycheck::report::RunNotes {
+            target_events: &[restart],
+            stale: &["content-fidelity/fixed-since".to_string()],
+        },
     );
     let dir = std::env::temp_dir().join(format!("relaycheck-html-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

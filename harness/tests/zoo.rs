@@ -280,6 +280,69 @@ fn broken_gateways_get_the_outcome_they_earn_and_leave_nothing_behind() {
     assert_clean(&got);
 }
 
+/// A gateway that speaks 2025-06-18 only: it downgrades `initialize` for 2025-11-25 and answers
+/// the 2026-07-28 envelope with the unsupported-version error. Each refused shape is said once,
+/// with the target's answer, and costs no failure; `--shape all` is the three released shapes.
+#[test]
+fn a_gateway_that_refuses_a_shape_gets_one_line_for_it_and_no_failure() {
+    let _serial = serial();
+    let got = run_with(
+        "refuse-versions",
+        &relaying("refuse-versions", &["2025-11-25,2026-07-28"]),
+        &TWO_CASES,
+        &["--shape", "all"],
+    );
+    let shapes: std::collections::BTreeSet<&str> = got
+        .results
+        .iter()
+        .map(|r| r["shape"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        shapes.into_iter().collect::<Vec<_>>(),
+        ["2025-06-18", "2025-11-25", "2026-07-28"],
+        "--shape all runs the released revisions"
+    );
+    assert_eq!(got.code, 0, "{}", got.stderr);
+    for result in &got.results {
+        let (shape, outcome) = (
+            result["shape"].as_str().unwrap(),
+            result["outcome"].as_str().unwrap(),
+        );
+        let message = result["message"].as_str().unwrap();
+        match shape {
+            "2025-06-18" => assert_eq!(outcome, "pass", "{message}"),
+            refused => {
+                assert_eq!(outcome, "not-applicable", "{refused}: {message}");
+                assert!(
+                    message.starts_with(&format!("the target does not speak {refused}: ")),
+                    "{message}"
+                );
+            }
+        }
+    }
+    let lines: Vec<&str> = got
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("not-applicable: the target does not speak"))
+        .collect();
+    assert_eq!(lines.len(), 2, "one line per refused shape: {lines:?}");
+    assert!(
+        lines[0].contains("2025-11-25") && lines[0].contains("protocolVersion 2025-06-18"),
+        "{lines:?}"
+    );
+    assert!(
+        lines[1].contains("2026-07-28") && lines[1].contains("-32022"),
+        "{lines:?}"
+    );
+    assert!(
+        got.summary.contains("## Shapes the target does not speak"),
+        "{}",
+        got.summary
+    );
+    assert!(!got.stderr.contains("FAIL"), "{}", got.stderr);
+    assert_clean(&got);
+}
+
 /// The ten results of `is-error/*` in 2025-11-25 (one case has two routes), all passing on a
 /// gateway that relays them faithfully.
 const IS_ERROR: [&str; 1] = ["is-error/*"];

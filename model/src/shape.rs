@@ -29,6 +29,17 @@ impl Shape {
         Shape::Sep3279,
     ];
 
+    /// The released revisions: what `--shape all` runs.
+    pub const RELEASED: [Shape; 3] = [Shape::V2025_06_18, Shape::V2025_11_25, Shape::V2026_07_28];
+
+    /// Drafts and closed proposals (`--shape proposals`): run only when named.
+    pub const PROPOSALS: [Shape; 2] = [Shape::Sep2200, Shape::Sep3279];
+
+    /// Whether this is a released revision of MCP, rather than a proposal.
+    pub fn is_released(self) -> bool {
+        Shape::RELEASED.contains(&self)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Shape::V2025_06_18 => "2025-06-18",

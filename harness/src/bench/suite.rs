@@ -201,6 +201,7 @@ pub async fn overhead(
             })
             .await?;
             let mut costs = Vec::new();
+            let rules = catalogue.rules(shape);
             for case in catalogue.cases.iter().filter(|c| c.spec.applies_to(shape)) {
                 if is_isolated(profile, case) {
                     continue;
@@ -211,8 +212,10 @@ pub async fn overhead(
                     }
                     let timeout = Duration::from_millis(case.spec.timeout_ms.unwrap_or(10_000));
                     let started = Instant::now();
-                    let (_, target_time) =
-                        measured(run_one(case, route, profile, shape, &target, timeout)).await;
+                    let (_, target_time) = measured(run_one(
+                        case, route, profile, shape, &rules, &target, timeout,
+                    ))
+                    .await;
                     let total = started.elapsed();
                     costs.push(CaseCost {
                         case: case.spec.id.clone(),

@@ -79,7 +79,15 @@ pub const EXCHANGE_KINDS: &[&str] = &[
 pub const CHECKS: &[CheckDef] = &[
     CheckDef {
         name: "relayed-unchanged",
-        asserts: "the client got exactly the result or error the upstream sent, but for the pointers listed in `ignore` (and, with `ignore-link-uris`, the URIs of links, which a gateway may rewrite)",
+        asserts: "the client got the result or error the upstream sent, the same in value as the shape defines it (absent defaults read as their default, numbers by exact value, member order free, the answering server's own `_meta` left out), but for the pointers listed in `ignore` (and, with `ignore-link-uris`, the URIs of links, which a gateway may rewrite)",
+        params: &[
+            ("ignore", ParamKind::Pointers, false),
+            ("ignore-link-uris", ParamKind::Bool, false),
+        ],
+    },
+    CheckDef {
+        name: "relayed-verbatim",
+        asserts: "the client got the upstream's result in form too: no default written out or left out, no number written another way, members in the upstream's order (for `observe` cases: a difference of form is never a failure)",
         params: &[
             ("ignore", ParamKind::Pointers, false),
             ("ignore-link-uris", ParamKind::Bool, false),

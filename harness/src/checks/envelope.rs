@@ -126,7 +126,7 @@ pub fn provenance_kept(name: &str, evidence: &Evidence<'_>) -> Verdict {
         .and_then(|answer| answer.pointer("/result/_meta"));
     if let Some(sent) = upstream_meta {
         match field(name, evidence, "provenance_meta") {
-            Ok(kept) if kept == sent => {}
+            Ok(kept) if super::same(kept, sent) => {}
             Ok(kept) => {
                 return Verdict::fail(name, "the upstream's _meta is not kept in the provenance")
                     .compared(Some(sent.clone()), Some(kept.clone()));
@@ -204,7 +204,11 @@ pub fn serialized_once(name: &str, evidence: &Evidence<'_>) -> Verdict {
         .into_iter()
         .flatten()
         .filter_map(|block| block.get("text").and_then(Value::as_str))
-        .any(|text| serde_json::from_str::<Value>(text).ok().as_ref() == Some(structured));
+        .any(|text| {
+            serde_json::from_str::<Value>(text)
+                .ok()
+                .is_some_and(|parsed| super::same(&parsed, structured))
+        });
     if duplicated {
         Verdict::fail(
             name,

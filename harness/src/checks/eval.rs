@@ -4,7 +4,7 @@ use relaycheck_model::case::Expectation;
 use relaycheck_model::render::read_result;
 use serde_json::{Map, Value};
 
-use super::{Evidence, Verdict, envelope, follow};
+use super::{Evidence, Verdict, envelope, follow, form_changes, same, same_opt};
 use crate::client::Exchange;
 
 pub fn evaluate(expectation: &Expectation, evidence: &Evidence<'_>) -> Verdict {
@@ -71,6 +71,7 @@ pub fn evaluate(expectation: &Expectation, evidence: &Evidence<'_>) -> Verdict {
     }
     match name {
         "relayed-unchanged" => relayed_unchanged(name, params, evidence),
+        "relayed-verbatim" => relayed_verbatim(name, params, evidence),
         "is-error" => is_error(name, params, evidence),
         "protocol-error" => protocol_error(name, params, evidence),
         "text-kept" => text_kept(name, evidence),
@@ -107,9 +108,21 @@ fn missing_upstream(name: &str) -> Verdict {
     )
 }
 
-fn relayed_unchanged(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+/// The upstream's answer member and the client's, as a relay comparison reads them: the
+/// case's declared rewrites taken out of both.
+struct Relayed {
+    member: &'static str,
+    expected: Option<Value>,
+    actual: Option<Value>,
+}
+
+fn relayed(
+    name: &str,
+    params: &Map<String, Value>,
+    evidence: &Evidence<'_>,
+) -> Result<Relayed, Box<Verdict>> {
     let Some(answer) = evidence.upstream_answer() else {
-        return missing_upstream(name);
+        return Err(Box::new(missing_upstream(name)));
     };
     let ignore: Vec<&str> = params
         .get("ignore")
@@ -120,30 +133,103 @@ fn relayed_unchanged(name: &str, params: &Map<String, Value>, evidence: &Evidenc
         (Some(_), _) => ("result", evidence.view.result.as_ref()),
         (None, Some(_)) => ("error", evidence.view.error.as_ref()),
         (None, None) => {
-            return Verdict::fail(name, "the upstream's answer had neither result nor error");
+            return Err(Box::new(Verdict::fail(
+                name,
+                "the upstream's answer had neither result nor error",
+            )));
         }
     };
     let mut expected = without(answer.get(member), &ignore);
     let mut actual = without(got, &ignore);
-    if evidence.shape.is_stateless()
-        && let (Some(expected), Some(actual)) = (expected.as_ref(), actual.as_mut())
-    {
-        forgive_stateless_additions(expected, actual);
-    }
     if params.get("ignore-link-uris").and_then(Value::as_bool) == Some(true) {
         for value in [&mut expected, &mut actual].into_iter().flatten() {
             strip_link_uris(value);
         }
     }
-    if expected == actual {
+    Ok(Relayed {
+        member,
+        expected,
+        actual,
+    })
+}
+
+fn relayed_unchanged(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+    let Relayed {
+        member,
+        expected,
+        actual,
+    } = match relayed(name, params, evidence) {
+        Ok(relayed) => relayed,
+        Err(verdict) => return *verdict,
+    };
+    let same_value = match (&expected, &actual) {
+        // A result reads with the shape's defaults; an error has none.
+        (Some(sent), Some(got)) if member == "result" => evidence.rules.same_result(sent, got),
+        (sent, got) => same_opt(sent.as_ref(), got.as_ref()),
+    };
+    if !same_value {
+        return Verdict::fail(
+            name,
+            format!("the client's {member} differs from what the upstream sent"),
+        )
+        .compared(expected, actual);
+    }
+    let form = match (&expected, &actual) {
+        (Some(sent), Some(got)) => form_changes(evidence.rules, sent, got),
+        _ => Vec::new(),
+    };
+    if form.is_empty() {
         Verdict::pass(
             name,
             format!("the upstream's {member} reached the client unchanged"),
         )
     } else {
+        Verdict::pass(
+            name,
+            format!(
+                "the upstream's {member} reached the client unchanged in value; in form: {}",
+                form.join("; ")
+            ),
+        )
+    }
+}
+
+/// The client's result is the upstream's in form too. Never a failure at `must` or `should`:
+/// every case that uses it observes.
+fn relayed_verbatim(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+    let Relayed {
+        member,
+        expected,
+        actual,
+    } = match relayed(name, params, evidence) {
+        Ok(relayed) => relayed,
+        Err(verdict) => return *verdict,
+    };
+    let (Some(sent), Some(got)) = (&expected, &actual) else {
+        return Verdict::fail(name, format!("the client got no {member} to compare"))
+            .compared(expected, actual);
+    };
+    let changes = form_changes(evidence.rules, sent, got);
+    let same_value = if member == "result" {
+        evidence.rules.same_result(sent, got)
+    } else {
+        same(sent, got)
+    };
+    if !same_value {
         Verdict::fail(
             name,
-            format!("the client's {member} differs from what the upstream sent"),
+            format!("the client's {member} differs from the upstream's in value, not only in form"),
+        )
+        .compared(expected, actual)
+    } else if changes.is_empty() {
+        Verdict::pass(
+            name,
+            format!("the upstream's {member} reached the client as it was written"),
+        )
+    } else {
+        Verdict::fail(
+            name,
+            format!("the same value, written otherwise: {}", changes.join("; ")),
         )
         .compared(expected, actual)
     }
@@ -229,7 +315,7 @@ fn protocol_error(name: &str, params: &Map<String, Value>, evidence: &Evidence<'
             let Some(upstream) = upstream else {
                 return missing_upstream(name);
             };
-            if upstream.get(member) != error.get(member) {
+            if !same_opt(upstream.get(member), error.get(member)) {
                 return Verdict::fail(
                     name,
                     format!("the error's `{member}` differs from the upstream's"),
@@ -294,10 +380,24 @@ fn kept(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Ver
         Ok(result) => result,
         Err(verdict) => return *verdict,
     };
-    let (upstream, mut result) = (read_result(upstream), read_result(result));
-    if evidence.shape.is_stateless() {
-        forgive_stateless_additions(&upstream, &mut result);
-    }
+    let raw = (read_result(upstream), read_result(result));
+    // Defaults filled in, so `kept` at `/isError` reads an absent member as the spec does; a
+    // pointer into an answering-server `_meta` key reads it as written, since there it is
+    // the subject of the case.
+    let canonical = (
+        evidence.rules.canonical(&raw.0),
+        evidence.rules.canonical(&raw.1),
+    );
+    let (upstream, result) = if evidence.rules.own_meta.iter().any(|key| {
+        pointer.starts_with(&format!(
+            "/_meta/{}",
+            key.replace('~', "~0").replace('/', "~1")
+        ))
+    }) {
+        (&raw.0, &raw.1)
+    } else {
+        (&canonical.0, &canonical.1)
+    };
     let sent = upstream.pointer(pointer);
     let got = result.pointer(pointer);
     if sent.is_none() {
@@ -306,7 +406,7 @@ fn kept(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Ver
             format!("the upstream sent nothing at `{pointer}`: the case is wrong"),
         );
     }
-    if sent == got {
+    if same_opt(sent, got) {
         Verdict::pass(name, format!("`{pointer}` kept"))
     } else {
         Verdict::fail(name, format!("`{pointer}` differs from the upstream's"))
@@ -322,7 +422,7 @@ fn equals(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> V
         Err(verdict) => return *verdict,
     };
     let got = result.pointer(pointer);
-    if got == Some(&want) {
+    if same_opt(got, Some(&want)) {
         Verdict::pass(name, format!("`{pointer}` is {want}"))
     } else {
         Verdict::fail(name, format!("`{pointer}` is not {want}")).compared(Some(want), got.cloned())
@@ -432,7 +532,7 @@ fn arguments_kept(name: &str, evidence: &Evidence<'_>) -> Verdict {
         return missing_upstream(name);
     };
     let got = call.params.as_ref().and_then(|p| p.get("arguments"));
-    if got == Some(evidence.arguments) {
+    if same_opt(got, Some(evidence.arguments)) {
         Verdict::pass(name, "the upstream got the arguments unchanged")
     } else {
         Verdict::fail(name, "the upstream's arguments differ from the caller's")
@@ -682,7 +782,7 @@ fn mirror_consistent(name: &str, evidence: &Evidence<'_>) -> Verdict {
     for text in texts(&result) {
         if let Ok(parsed) = serde_json::from_str::<Value>(text)
             && parsed.is_object()
-            && &parsed != structured
+            && !same(&parsed, structured)
         {
             return Verdict::fail(
                 name,
@@ -789,31 +889,5 @@ fn strip_link_uris(value: &mut Value) {
         }
         Value::Array(items) => items.iter_mut().for_each(strip_link_uris),
         _ => {}
-    }
-}
-
-/// What a 2026-07-28 gateway adds to a result from an older upstream, as the shape requires or
-/// recommends: `resultType: "complete"` (required) and `_meta["io.modelcontextprotocol/serverInfo"]`
-/// (SHOULD, on every result). Removed from `actual` when the upstream did not send them, so they
-/// do not count as changes.
-fn forgive_stateless_additions(expected: &Value, actual: &mut Value) {
-    const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
-    let Some(fields) = actual.as_object_mut() else {
-        return;
-    };
-    if expected.get("resultType").is_none()
-        && fields.get("resultType") == Some(&Value::from("complete"))
-    {
-        fields.shift_remove("resultType");
-    }
-    if expected
-        .pointer("/_meta/io.modelcontextprotocol~1serverInfo")
-        .is_none()
-        && let Some(Value::Object(meta)) = fields.get_mut("_meta")
-    {
-        meta.shift_remove(SERVER_INFO);
-        if meta.is_empty() && expected.get("_meta").is_none() {
-            fields.shift_remove("_meta");
-        }
     }
 }

@@ -4,7 +4,7 @@
 use relaycheck_model::observation::Direction;
 use serde_json::{Map, Value};
 
-use super::{Evidence, Verdict};
+use super::{Evidence, Verdict, same_opt};
 use crate::client::Exchange;
 
 fn upstream_result<'a>(evidence: &'a Evidence<'_>) -> Option<&'a Value> {
@@ -22,7 +22,7 @@ pub fn continuation_returns_original(name: &str, evidence: &Evidence<'_>) -> Ver
         );
     };
     match &fetch.view.result {
-        Some(got) if got == sent => {
+        Some(got) if evidence.rules.same_result(sent, got) => {
             Verdict::pass(name, "the continuation returned the original result")
         }
         got => Verdict::fail(name, "the continuation did not return the original result")
@@ -139,7 +139,7 @@ pub fn task_completes(name: &str, params: &Map<String, Value>, evidence: &Eviden
         return Verdict::pass(name, format!("the task ended `{status}`"));
     }
     match (upstream_final(evidence), final_result(evidence)) {
-        (Some(sent), Some(got)) if sent == got => Verdict::pass(
+        (Some(sent), Some(got)) if evidence.rules.same_result(sent, got) => Verdict::pass(
             name,
             "the task completed and its result reached the client unchanged",
         ),
@@ -210,7 +210,7 @@ pub fn tool_listed(name: &str, params: &Map<String, Value>, evidence: &Evidence<
         return Verdict::fail(name, format!("tools/list does not list `{wanted_name}`"));
     };
     if let Some(declared) = evidence.tool.and_then(|t| t.output_schema.as_ref())
-        && tool.get("outputSchema") != Some(declared)
+        && !same_opt(tool.get("outputSchema"), Some(declared))
     {
         return Verdict::fail(name, "the listed outputSchema differs from the upstream's")
             .compared(Some(declared.clone()), tool.get("outputSchema").cloned());

@@ -5,6 +5,7 @@
 
 mod defs;
 mod envelope;
+mod equal;
 mod eval;
 mod follow;
 mod reach;
@@ -21,6 +22,7 @@ use crate::client::Exchange;
 use crate::routes::View;
 
 pub use defs::{CHECKS, CheckDef, ParamKind};
+pub use equal::{Equivalence, form_changes, same, same_number, same_opt};
 
 /// One follow-up request of a multi-step route (a continuation fetch, a task poll, a link
 /// read) and its answer.
@@ -37,6 +39,9 @@ pub struct FollowUp {
 /// What one call left behind, for the checks to judge.
 pub struct Evidence<'a> {
     pub shape: Shape,
+    /// What the shape says about values the wire leaves out: every comparison of results
+    /// goes through it.
+    pub rules: &'a Equivalence,
     /// The arguments the case asked the upstream tool to get (nonce included).
     pub arguments: &'a Value,
     pub exchange: &'a Exchange,

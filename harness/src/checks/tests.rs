@@ -12,6 +12,23 @@ use super::{CHECKS, Evidence, evaluate, validate};
 use crate::client::{Exchange, Reply};
 use crate::routes::View;
 
+/// The repository's rules for `shape` (`specs/shapes/<shape>.yaml`), as a run uses them.
+fn rules_for(shape: Shape) -> super::Equivalence {
+    static SHAPES: std::sync::OnceLock<Vec<crate::shapes::ShapeSpec>> = std::sync::OnceLock::new();
+    let shapes = SHAPES.get_or_init(|| {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs/shapes");
+        let mut errors = Vec::new();
+        let shapes = crate::shapes::load_shapes(&dir, &mut errors);
+        assert!(errors.is_empty(), "{errors:?}");
+        shapes
+    });
+    shapes
+        .iter()
+        .find(|spec| spec.id == shape)
+        .map(crate::shapes::ShapeSpec::equivalence)
+        .expect("every shape has a file")
+}
+
 fn observation(direction: Direction, params: Option<Value>, message: Option<Value>) -> Observation {
     Observation {
         seq: 1,
@@ -156,10 +173,12 @@ impl Fixture {
             .iter()
             .map(|(name, lines)| (name.clone(), lines.clone().into()))
             .collect();
+        let rules = rules_for(self.shape);
         evaluate(
             &expectation,
             &Evidence {
                 shape: self.shape,
+                rules: &rules,
                 arguments: &self.arguments,
                 exchange: &self.exchange,
                 view: &self.view,
@@ -230,15 +249,80 @@ fn a_stateless_gateway_may_add_result_type_and_server_info() {
     let added = json!({"resultType": "complete", "content": [text("a")],
         "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "gw", "version": "1"}}});
     let mut fixture = Fixture::results(sent.clone(), added.clone());
-    fails(&fixture, "relayed-unchanged", json!({}));
+    let verdict = fails(&fixture, "relayed-unchanged", json!({}));
+    assert!(
+        verdict.message.contains("differs"),
+        "2025 shapes have no resultType"
+    );
     fixture.shape = Shape::V2026_07_28;
-    passes(&fixture, "relayed-unchanged", json!({}));
+    let verdict = fixture.check("relayed-unchanged", json!({}));
+    assert!(verdict.passed, "{}", verdict.message);
+    assert!(
+        verdict.message.contains("in form")
+            && verdict.message.contains("`resultType: \"complete\"` added")
+            && verdict.message.contains("serverInfo` added by the target"),
+        "{}",
+        verdict.message
+    );
     let mut other = Fixture::results(
         sent,
         json!({"resultType": "complete", "content": [text("a")], "_meta": {"x": 1}}),
     );
     other.shape = Shape::V2026_07_28;
     fails(&other, "relayed-unchanged", json!({}));
+}
+
+#[test]
+fn relayed_unchanged_compares_values_as_the_spec_defines_them() {
+    let sent = json!({"content": [{"type": "text", "text": "a", "annotations": {"priority": 0}}]});
+    let reserialized = json!({"isError": false,
+        "content": [{"annotations": {"priority": 0.0}, "text": "a", "type": "text"}]});
+    let verdict =
+        Fixture::results(sent.clone(), reserialized.clone()).check("relayed-unchanged", json!({}));
+    assert!(verdict.passed, "{}", verdict.message);
+    assert!(
+        verdict.message.contains("`isError: false` added"),
+        "{}",
+        verdict.message
+    );
+    // The same value, so `kept` agrees; the defaults read the same way there.
+    let fixture = Fixture::results(sent.clone(), reserialized.clone());
+    passes(
+        &fixture,
+        "kept",
+        json!({"pointer": "/content/0/annotations"}),
+    );
+    passes(&fixture, "kept", json!({"pointer": "/isError"}));
+    // ... and `relayed-verbatim`, which observes form, names each difference.
+    let verdict = fails(&fixture, "relayed-verbatim", json!({}));
+    for wanted in [
+        "`isError: false` added",
+        "`0` written as `0.0`",
+        "another order",
+    ] {
+        assert!(
+            verdict.message.contains(wanted),
+            "{wanted}: {}",
+            verdict.message
+        );
+    }
+    passes(
+        &Fixture::results(sent.clone(), sent.clone()),
+        "relayed-verbatim",
+        json!({}),
+    );
+    // A real change is a change for both checks.
+    let flagged = json!({"content": [{"type": "text", "text": "a", "annotations": {"priority": 0}}], "isError": true});
+    let fixture = Fixture::results(sent, flagged);
+    fails(&fixture, "relayed-unchanged", json!({}));
+    let verdict = fails(&fixture, "relayed-verbatim", json!({}));
+    assert!(verdict.message.contains("in value"), "{}", verdict.message);
+    let big = Fixture::results(
+        json!({"content": [], "structuredContent": {"id": 9007199254740993u64}}),
+        json!({"content": [], "structuredContent": {"id": 9007199254740992.0}}),
+    );
+    fails(&big, "relayed-unchanged", json!({}));
+    fails(&big, "kept", json!({"pointer": "/structuredContent"}));
 }
 
 #[test]

@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::jsonl::CaseEvent;
 use super::summary::{MOVES, surface_matrix};
-use super::{RunInfo, total_line};
+use super::{RunInfo, RunNotes, total_line};
 use crate::impact::Impact;
 use crate::restart::TargetEvent;
 use crate::result::CaseResult;
@@ -22,20 +22,21 @@ pub fn render(
     surfaces: &[String],
     impact: &Impact,
 ) -> String {
-    render_with_restarts(info, results, cases, surfaces, impact, &[])
+    render_with(info, results, cases, surfaces, impact, &RunNotes::default())
 }
 
-/// As [`render`], with the target's deaths during the run (the `target_events` of the
-/// results.jsonl footer) listed under the totals, as summary.md lists them: a run whose
-/// target was restarted reads differently from a clean one, and the page should say so
-/// before anyone reads the matrix.
-pub fn render_with_restarts(
+/// As [`render`], with the run's notes listed under the totals, as summary.md lists them: the
+/// target's deaths (the `target_events` of the results.jsonl footer), the shapes it refused
+/// and the baseline's stale entries. A run whose target was restarted, or whose baseline went
+/// stale, reads differently from a clean one, and the page should say so before anyone reads
+/// the matrix.
+pub fn render_with(
     info: &RunInfo,
     results: &[CaseResult],
     cases: &[CaseEvent],
     surfaces: &[String],
     impact: &Impact,
-    target_events: &[TargetEvent],
+    notes: &RunNotes<'_>,
 ) -> String {
     let (shapes, rows) = surface_matrix(results, surfaces, &info.shapes);
     let case_index: BTreeMap<&str, &CaseEvent> = cases.iter().map(|c| (c.id.as_str(), c)).collect();
@@ -81,7 +82,9 @@ pub fn render_with_restarts(
         escape(&total_line(results))
     );
 
-    out.push_str(&restarts(target_events));
+    out.push_str(&restarts(notes.target_events));
+    out.push_str(&refusals(results));
+    out.push_str(&stale(notes.stale));
 
     out.push_str("<h2>Surfaces by shapes</h2>\n<p class=\"legend\">Each cell: results passed of applicable; click a cell for its cases. ");
     let _ = writeln!(
@@ -177,6 +180,38 @@ fn static_result(result: &CaseResult, case: Option<&CaseEvent>) -> String {
         let _ = write!(out, "<pre class=\"diff\">{}</pre>", escape(diff));
     }
     out.push_str("</details>\n");
+    out
+}
+
+/// The shapes the target does not speak, each with its answer; nothing when it spoke them all.
+fn refusals(results: &[CaseResult]) -> String {
+    let refused = crate::result::refused_shapes(results);
+    if refused.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "<h2>Shapes the target does not speak</h2>\n<p>Every case of these shapes is not applicable; none counts as a failure.</p>\n<ul id=\"refused-shapes\">\n",
+    );
+    for (shape, answer) in refused {
+        let _ = writeln!(out, "<li><b>{shape}</b>: {}</li>", escape(&answer));
+    }
+    out.push_str("</ul>\n");
+    out
+}
+
+/// The expected-failures entries that pass now (and so fail the run).
+fn stale(entries: &[String]) -> String {
+    if entries.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "<h2>Stale baseline entries ({})</h2>\n<p>These expected failures pass now, which fails the run: remove them from the baseline.</p>\n<ul id=\"stale-baseline\">\n",
+        entries.len()
+    );
+    for entry in entries {
+        let _ = writeln!(out, "<li><code>{}</code></li>", escape(entry));
+    }
+    out.push_str("</ul>\n");
     out
 }
 
@@ -331,14 +366,22 @@ mod tests {
     #[test]
     fn target_restarts_are_listed_under_the_totals() {
         let events = [event(true), event(false)];
-        let page = render_with_restarts(
+        let page = render_with(
             &info(),
             &[],
             &[],
             &["upstream-read".into()],
             &Impact::default(),
-            &events,
+            &RunNotes {
+                target_events: &events,
+                stale: &["upstream-read/fixed-since".into()],
+            },
         );
+        let stale = page
+            .find("<h2>Stale baseline entries (1)</h2>")
+            .expect("the stale section");
+        assert!(stale < page.find("<h2>Surfaces by shapes</h2>").unwrap());
+        assert!(page.contains("<li><code>upstream-read/fixed-since</code></li>"));
         let section = page
             .find("<h2>Target restarts (2)</h2>")
             .expect("the section");

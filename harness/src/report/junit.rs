@@ -6,10 +6,16 @@ use std::fmt::Write;
 
 use relaycheck_model::Outcome;
 
-use super::RunInfo;
+use super::{RunInfo, RunNotes};
 use crate::result::CaseResult;
 
 pub fn render(info: &RunInfo, results: &[CaseResult]) -> String {
+    render_with(info, results, &RunNotes::default())
+}
+
+/// As [`render`], with a `baseline` suite holding one failing test per stale entry, so a CI
+/// that reads only JUnit sees why the run failed.
+pub fn render_with(info: &RunInfo, results: &[CaseResult], notes: &RunNotes<'_>) -> String {
     let mut by_surface: BTreeMap<&str, Vec<&CaseResult>> = BTreeMap::new();
     for result in results {
         by_surface.entry(&result.surface).or_default().push(result);
@@ -18,9 +24,10 @@ pub fn render(info: &RunInfo, results: &[CaseResult]) -> String {
     let (failures, errors) = tally(results.iter());
     let _ = writeln!(
         out,
-        "<testsuites name=\"relaycheck {}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\">",
+        "<testsuites name=\"relaycheck {}\" tests=\"{}\" failures=\"{}\" errors=\"{errors}\">",
         escape(&info.target),
-        results.len()
+        results.len() + notes.stale.len(),
+        failures + notes.stale.len()
     );
     for (surface, results) in by_surface {
         let (failures, errors) = tally(results.iter().copied());
@@ -72,6 +79,21 @@ pub fn render(info: &RunInfo, results: &[CaseResult]) -> String {
                     let _ = writeln!(out, "/>");
                 }
             }
+        }
+        out.push_str("  </testsuite>\n");
+    }
+    if !notes.stale.is_empty() {
+        let _ = writeln!(
+            out,
+            "  <testsuite name=\"baseline\" tests=\"{0}\" failures=\"{0}\" errors=\"0\" skipped=\"0\" time=\"0.000\">",
+            notes.stale.len()
+        );
+        for entry in notes.stale {
+            let _ = writeln!(
+                out,
+                "    <testcase classname=\"baseline\" name=\"stale: {0}\" time=\"0.000\"><failure message=\"the expected failure `{0}` passes now: remove it from the baseline\"/></testcase>",
+                escape(entry)
+            );
         }
         out.push_str("  </testsuite>\n");
     }

@@ -33,6 +33,15 @@ pub struct RunInfo {
 }
 
 /// Results counted by outcome, every outcome present (zero or not).
+/// What a run says beside its results: the target's deaths and the baseline's stale entries.
+/// Every report format shows both, so a reader of any one of them learns the same.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunNotes<'a> {
+    pub target_events: &'a [crate::restart::TargetEvent],
+    /// Expected-failures entries that pass now.
+    pub stale: &'a [String],
+}
+
 pub fn counts(results: &[CaseResult]) -> BTreeMap<String, usize> {
     let mut counts: BTreeMap<String, usize> = Outcome::ALL
         .iter()

@@ -8,7 +8,7 @@ use relaycheck_model::{Outcome, Shape};
 use tabled::builder::Builder;
 use tabled::settings::Style;
 
-use super::{RunInfo, counts, total_line};
+use super::{RunInfo, RunNotes, counts, total_line};
 use crate::impact::Impact;
 use crate::result::CaseResult;
 
@@ -97,6 +97,17 @@ pub fn render(
     surfaces: &[String],
     impact: &Impact,
 ) -> String {
+    render_with(info, results, surfaces, impact, &RunNotes::default())
+}
+
+/// As [`render`], with the run's notes: shapes refused, stale baseline entries, restarts.
+pub fn render_with(
+    info: &RunInfo,
+    results: &[CaseResult],
+    surfaces: &[String],
+    impact: &Impact,
+    notes: &RunNotes<'_>,
+) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# relaycheck: `{}`\n", info.target);
     let target = match (&info.target_product, &info.target_version) {
@@ -121,6 +132,30 @@ pub fn render(
         }
     }
     let _ = writeln!(out, "{}\n", totals.build().with(Style::markdown()));
+
+    let refused = crate::result::refused_shapes(results);
+    if !refused.is_empty() {
+        let _ = writeln!(out, "## Shapes the target does not speak\n");
+        let _ = writeln!(
+            out,
+            "Every case of these shapes is not applicable; none counts as a failure.\n"
+        );
+        for (shape, answer) in &refused {
+            let _ = writeln!(out, "- {shape}: {}", answer.replace('\n', " "));
+        }
+        out.push('\n');
+    }
+    if !notes.stale.is_empty() {
+        let _ = writeln!(out, "## Stale baseline entries\n");
+        let _ = writeln!(
+            out,
+            "These expected failures pass now, which fails the run: remove them from the baseline.\n"
+        );
+        for entry in notes.stale {
+            let _ = writeln!(out, "- `{entry}`");
+        }
+        out.push('\n');
+    }
 
     let (shapes, rows) = surface_matrix(results, surfaces, &info.shapes);
     let _ = writeln!(out, "## Surfaces by shapes\n");
@@ -164,6 +199,7 @@ pub fn render(
         }
         out.push('\n');
     }
+    out.push_str(&crate::restart::markdown(notes.target_events));
     out
 }
 

@@ -19,6 +19,11 @@ Modes that relay to a real upstream take its argv after `--`:
             exists, which it creates first): a stream that ends under a live process
   flood-stderr -- CANARY...
             relays every call while writing to stderr without end
+  refuse-versions VERSIONS -- CANARY...
+            relays, but speaks none of the comma-separated protocol VERSIONS: an `initialize`
+            asking for one is answered with 2025-06-18 (the lifecycle's answer to a version the
+            server does not support), and a stateless request carrying one in its `_meta`
+            gets the 2026-07-28 UnsupportedProtocolVersion error (-32022)
 Modes that serve streamable HTTP on 127.0.0.1:PORT (GET /health answers 200 once ready) and
 relay POSTs to the upstream URL after `--`:
   http-crash-once PORT AFTER MARKER -- URL
@@ -173,12 +178,25 @@ def relay():
         ).start()
     crash_after = int(options[0]) if mode.startswith(("crash", "close")) else None
     marker = options[1] if mode in ("crash-once", "close-once") else None
+    refused = set(options[0].split(",")) if mode == "refuse-versions" else set()
     calls = 0
     for line in sys.stdin.buffer:
         try:
-            method = json.loads(line).get("method")
+            message = json.loads(line)
+            method = message.get("method")
         except ValueError:
-            method = None
+            message, method = {}, None
+        if refused and isinstance(message, dict):
+            params = message.get("params") or {}
+            asked = (params.get("_meta") or {}).get("io.modelcontextprotocol/protocolVersion")
+            if method == "initialize" and params.get("protocolVersion") in refused:
+                params["protocolVersion"] = "2025-06-18"
+                line = (json.dumps(message) + "\n").encode()
+            elif asked in refused and "id" in message:
+                write_out((json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": {
+                    "code": -32022, "message": "Unsupported protocol version",
+                    "data": {"supported": ["2025-06-18"], "requested": asked}}}) + "\n").encode())
+                continue
         if method == "tools/call":
             calls += 1
             if crash_after is not None and calls > crash_after:

@@ -1,0 +1,342 @@
+//! Equality as MCP defines it: the one comparison every check that compares values uses.
+//!
+//! A gateway that re-serializes a result through a typed model writes `isError: false` where
+//! the upstream wrote nothing, `0.0` where it wrote `0`, and members in its own order. Each is
+//! the same value to every reader the spec describes, so none may fail a case; each is still
+//! worth showing, so [`form_changes`] lists them for the report and the `relayed-verbatim`
+//! check. What counts as "the same value" is data: the defaults come from
+//! `specs/shapes/<shape>.yaml`, each with the spec text it rests on.
+//!
+//! The rules:
+//! - a member the shape defaults (`isError` absent is `false`) reads as its default when absent;
+//! - `_meta` keys that name the answering server belong to whoever answers, so they are left
+//!   out of a relay comparison;
+//! - numbers compare by exact value: `0` equals `0.0` and `1e2` equals `100`, while
+//!   `9007199254740993` never equals `9007199254740992.0`, because an integer is never
+//!   converted to a float to compare it;
+//! - member order never matters; array order always does;
+//! - `null` and absent stay different, and so do `{}` or `[]` and absent.
+//!
+//! One limit is the parser's, not the comparison's: an integer literal beyond the 64-bit range
+//! is read as the nearest double on both sides, so two such literals that round to the same
+//! double compare equal.
+
+use serde_json::{Map, Number, Value};
+
+/// What a shape says about the values of a result that the wire does not show.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Equivalence {
+    /// Top-level result members and the value their absence means.
+    pub defaults: Vec<(String, Value)>,
+    /// `_meta` keys that describe the server answering, not the result.
+    pub own_meta: Vec<String>,
+}
+
+impl Equivalence {
+    /// `result` as a reader of the shape sees it: defaulted members present, answering-server
+    /// `_meta` keys gone (and `_meta` itself when only they were in it).
+    pub fn canonical(&self, result: &Value) -> Value {
+        let mut result = result.clone();
+        let Value::Object(fields) = &mut result else {
+            return result;
+        };
+        for (member, value) in &self.defaults {
+            fields
+                .entry(member.clone())
+                .or_insert_with(|| value.clone());
+        }
+        if let Some(Value::Object(meta)) = fields.get_mut("_meta") {
+            let before = meta.len();
+            meta.retain(|key, _| !self.own_meta.iter().any(|own| own == key));
+            if meta.is_empty() && before > 0 {
+                fields.shift_remove("_meta");
+            }
+        }
+        result
+    }
+
+    /// Whether two results are the same value under this shape's rules.
+    pub fn same_result(&self, expected: &Value, actual: &Value) -> bool {
+        same(&self.canonical(expected), &self.canonical(actual))
+    }
+}
+
+/// Whether two JSON values are the same value: numbers by exact value, objects as unordered
+/// maps, arrays in order, `null` a value of its own.
+pub fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => same_number(x, y),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(key, value)| y.get(key).is_some_and(|other| same(value, other)))
+        }
+        _ => a == b,
+    }
+}
+
+/// [`same`] for values that may be missing: two absences are the same, an absence and a
+/// value (even `null`) are not.
+pub fn same_opt(a: Option<&Value>, b: Option<&Value>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => same(a, b),
+        (None, None) => true,
+        _ => false,
+    }
+}
+
+/// A JSON number as read: an integer held exactly, or a double.
+enum Exact {
+    Int(i128),
+    Float(f64),
+}
+
+fn exact(n: &Number) -> Exact {
+    if let Some(u) = n.as_u64() {
+        Exact::Int(i128::from(u))
+    } else if let Some(i) = n.as_i64() {
+        Exact::Int(i128::from(i))
+    } else {
+        Exact::Float(n.as_f64().unwrap_or(f64::NAN))
+    }
+}
+
+/// Exact value equality of two numbers. A double equals an integer only when it is integral
+/// and converts to exactly that integer; the integer is never rounded to a double.
+pub fn same_number(a: &Number, b: &Number) -> bool {
+    match (exact(a), exact(b)) {
+        (Exact::Int(x), Exact::Int(y)) => x == y,
+        (Exact::Float(x), Exact::Float(y)) => x == y,
+        (Exact::Int(i), Exact::Float(f)) | (Exact::Float(f), Exact::Int(i)) => float_is_int(f, i),
+    }
+}
+
+fn float_is_int(f: f64, i: i128) -> bool {
+    // 2^127: every integral double below it in magnitude converts to i128 without loss.
+    const LIMIT: f64 = 170_141_183_460_469_231_731_687_303_715_884_105_728.0;
+    f.is_finite() && f.fract() == 0.0 && f.abs() < LIMIT && f as i128 == i
+}
+
+/// How `actual` differs from `expected` in form only, one line each: defaults made explicit
+/// or left out, the answering server's `_meta`, numbers written another way, members in
+/// another order. Empty when the two are written alike. Only meaningful where the two are
+/// [`Equivalence::same_result`].
+pub fn form_changes(rules: &Equivalence, expected: &Value, actual: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    if let (Value::Object(sent), Value::Object(got)) = (expected, actual) {
+        for (member, value) in &rules.defaults {
+            match (sent.get(member), got.get(member)) {
+                (None, Some(v)) if same(v, value) => {
+                    out.push(format!("`{member}: {v}` added (the shape's default)"))
+                }
+                (Some(v), None) if same(v, value) => {
+                    out.push(format!("`{member}: {v}` left out (the shape's default)"))
+                }
+                _ => {}
+            }
+        }
+        let meta = |fields: &Map<String, Value>, key: &str| {
+            fields.get("_meta").and_then(|m| m.get(key)).cloned()
+        };
+        for key in &rules.own_meta {
+            match (meta(sent, key), meta(got, key)) {
+                (None, Some(_)) => out.push(format!("`_meta` `{key}` added by the target")),
+                (Some(_), None) => out.push(format!("`_meta` `{key}` left out by the target")),
+                (Some(a), Some(b)) if !same(&a, &b) => {
+                    out.push(format!("`_meta` `{key}` replaced by the target's own"))
+                }
+                _ => {}
+            }
+        }
+    }
+    walk_form(expected, actual, &mut String::new(), &mut out);
+    out
+}
+
+/// Number spellings and member orders that differ where the values agree.
+fn walk_form(expected: &Value, actual: &Value, at: &mut String, out: &mut Vec<String>) {
+    const MOST: usize = 24;
+    if out.len() >= MOST {
+        return;
+    }
+    let place = |at: &str| {
+        if at.is_empty() {
+            "/".to_string()
+        } else {
+            at.to_string()
+        }
+    };
+    match (expected, actual) {
+        (Value::Number(x), Value::Number(y))
+            if same_number(x, y) && x.to_string() != y.to_string() =>
+        {
+            out.push(format!("`{x}` written as `{y}` at `{}`", place(at)));
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (index, (x, y)) in x.iter().zip(y).enumerate() {
+                let len = at.len();
+                at.push_str(&format!("/{index}"));
+                walk_form(x, y, at, out);
+                at.truncate(len);
+            }
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            let common_x: Vec<&String> = x.keys().filter(|k| y.contains_key(*k)).collect();
+            let common_y: Vec<&String> = y.keys().filter(|k| x.contains_key(*k)).collect();
+            if common_x != common_y {
+                out.push(format!("members in another order at `{}`", place(at)));
+            }
+            for (key, value) in x {
+                if let Some(other) = y.get(key) {
+                    let len = at.len();
+                    at.push('/');
+                    at.push_str(&key.replace('~', "~0").replace('/', "~1"));
+                    walk_form(value, other, at, out);
+                    at.truncate(len);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn released() -> Equivalence {
+        Equivalence {
+            defaults: vec![("isError".into(), json!(false))],
+            own_meta: vec!["io.modelcontextprotocol/serverInfo".into()],
+        }
+    }
+
+    fn stateless() -> Equivalence {
+        let mut rules = released();
+        rules
+            .defaults
+            .push(("resultType".into(), json!("complete")));
+        rules
+    }
+
+    fn parse(text: &str) -> Value {
+        serde_json::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn forms_the_spec_treats_as_one_value_are_the_same() {
+        let rules = released();
+        let sent =
+            parse(r#"{"content":[{"type":"text","text":"hi","annotations":{"priority":0}}]}"#);
+        for got in [
+            // isError absent means false
+            r#"{"content":[{"type":"text","text":"hi","annotations":{"priority":0}}],"isError":false}"#,
+            // 0 and 0.0 are one number
+            r#"{"content":[{"type":"text","text":"hi","annotations":{"priority":0.0}}]}"#,
+            // and so are 0 and 0e3
+            r#"{"content":[{"type":"text","text":"hi","annotations":{"priority":0e3}}]}"#,
+            // member order never matters
+            r#"{"content":[{"annotations":{"priority":0},"text":"hi","type":"text"}]}"#,
+        ] {
+            assert!(rules.same_result(&sent, &parse(got)), "{got}");
+            assert!(rules.same_result(&parse(got), &sent), "{got}, reversed");
+        }
+        assert!(same(&parse("100"), &parse("1e2")));
+        assert!(same(&parse("-0.0"), &parse("0")));
+        assert!(same(&parse("1.5"), &parse("1.50")));
+    }
+
+    #[test]
+    fn real_changes_are_never_the_same() {
+        let rules = released();
+        let sent = parse(
+            r#"{"content":[{"type":"text","text":"hi"}],"structuredContent":{"n":9007199254740993,"m":null},"isError":true}"#,
+        );
+        for got in [
+            // a dropped member
+            r#"{"content":[{"type":"text","text":"hi"}],"isError":true}"#,
+            // an edited string
+            r#"{"content":[{"type":"text","text":"hi!"}],"structuredContent":{"n":9007199254740993,"m":null},"isError":true}"#,
+            // a large integer rounded
+            r#"{"content":[{"type":"text","text":"hi"}],"structuredContent":{"n":9007199254740992,"m":null},"isError":true}"#,
+            // the same integer as the double it rounds to
+            r#"{"content":[{"type":"text","text":"hi"}],"structuredContent":{"n":9007199254740992.0,"m":null},"isError":true}"#,
+            // null made absent
+            r#"{"content":[{"type":"text","text":"hi"}],"structuredContent":{"n":9007199254740993},"isError":true}"#,
+            // isError true made absent (absent means false)
+            r#"{"content":[{"type":"text","text":"hi"}],"structuredContent":{"n":9007199254740993,"m":null}}"#,
+            // a dropped block
+            r#"{"content":[],"structuredContent":{"n":9007199254740993,"m":null},"isError":true}"#,
+        ] {
+            assert!(!rules.same_result(&sent, &parse(got)), "{got}");
+            assert!(!rules.same_result(&parse(got), &sent), "{got}, reversed");
+        }
+        assert!(
+            !same(&parse("[1,2]"), &parse("[2,1]")),
+            "array order matters"
+        );
+        assert!(!same(&parse("{}"), &parse("null")));
+        assert!(!same_opt(Some(&json!(null)), None), "null is not absent");
+        assert!(!same(&parse("1"), &parse("1.0000000000000002")));
+    }
+
+    #[test]
+    fn defaults_are_only_the_shapes_own() {
+        let sent = json!({"content": []});
+        let got = json!({"content": [], "resultType": "complete"});
+        assert!(
+            !released().same_result(&sent, &got),
+            "2025 shapes have no resultType"
+        );
+        assert!(stateless().same_result(&sent, &got));
+        assert!(
+            !stateless().same_result(&sent, &json!({"content": [], "resultType": "task"})),
+            "only the default value reads as absent"
+        );
+    }
+
+    #[test]
+    fn the_answering_servers_meta_belongs_to_the_answerer() {
+        let rules = stateless();
+        let info = "io.modelcontextprotocol/serverInfo";
+        let sent = json!({"content": [], "_meta": {info: {"name": "upstream"}}});
+        let replaced = json!({"content": [], "_meta": {info: {"name": "gateway"}}});
+        let dropped = json!({"content": []});
+        assert!(rules.same_result(&sent, &replaced));
+        assert!(rules.same_result(&sent, &dropped));
+        // Only its own key: every other _meta member still counts, and an empty _meta the
+        // upstream wrote is not an absent one.
+        let other = json!({"content": [], "_meta": {info: {}, "com.example/k": 1}});
+        assert!(!rules.same_result(&other, &dropped));
+        assert!(!rules.same_result(&json!({"content": [], "_meta": {}}), &dropped));
+    }
+
+    #[test]
+    fn form_changes_name_each_difference_of_form() {
+        let rules = stateless();
+        let sent = parse(
+            r#"{"content":[{"type":"text","text":"x","annotations":{"priority":0}}],"structuredContent":{"a":1,"b":2}}"#,
+        );
+        let got = parse(
+            r#"{"resultType":"complete","isError":false,"structuredContent":{"b":2,"a":1.0},"content":[{"type":"text","text":"x","annotations":{"priority":0.0}}]}"#,
+        );
+        assert!(rules.same_result(&sent, &got));
+        let changes = form_changes(&rules, &sent, &got);
+        let all = changes.join("\n");
+        for wanted in [
+            "`isError: false` added",
+            "`resultType: \"complete\"` added",
+            "`0` written as `0.0` at `/content/0/annotations/priority`",
+            "`1` written as `1.0` at `/structuredContent/a`",
+            "members in another order at `/structuredContent`",
+            "members in another order at `/`",
+        ] {
+            assert!(all.contains(wanted), "missing {wanted:?} in:\n{all}");
+        }
+        assert!(form_changes(&rules, &sent, &sent).is_empty());
+    }
+}
