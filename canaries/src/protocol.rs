@@ -152,6 +152,8 @@ struct Call<'a> {
     progress_token: Option<Value>,
     nonce: Option<String>,
     tool: String,
+    /// Whether the request asked for a task the way its shape says a client does.
+    asked_task: bool,
 }
 
 pub fn response(id: &Value, result: Value) -> Value {
@@ -503,6 +505,9 @@ impl Canary {
                 if shape == Shape::Sep3279 {
                     def["outputVariants"] = json!([{"audience": "assistant", "format": "content"}]);
                 }
+                if shape == Shape::V2025_11_25 && def["name"] == "task_handle" {
+                    def["execution"] = json!({"taskSupport": "optional"});
+                }
                 def
             })
             .collect();
@@ -510,6 +515,7 @@ impl Canary {
             self.script
                 .tools
                 .iter()
+                .filter(|tool| tool.listed_in(shape))
                 .map(|tool| tool_definition(tool, shape)),
         );
         if self.fixtures.is_some() {
@@ -547,6 +553,7 @@ impl Canary {
                 .and_then(|m| m.get("progressToken"))
                 .cloned(),
             tool: name.to_string(),
+            asked_task: asks_for_task(params, shape),
         };
         Ok(self.respond(&respond, &call))
     }
@@ -599,6 +606,11 @@ impl Canary {
                     then: Box::new(self.respond(&progress.then, call)),
                 }
             }
+            Respond::Task(script) if !call.asked_task => {
+                // A server creates a task only for a request that asks for one; any other call
+                // of the tool runs to completion, as it would on a server without tasks.
+                self.respond(&script.outcome, call)
+            }
             Respond::Task(script) => {
                 let origin = Origin {
                     nonce: call.nonce.clone(),
@@ -636,10 +648,30 @@ impl Canary {
                     progress_token: None,
                     nonce: task.origin.nonce.clone(),
                     tool: task.origin.tool.clone().unwrap_or_default(),
+                    asked_task: false,
                 };
                 self.respond(&respond, &call)
             }
         })
+    }
+}
+
+/// Whether a `tools/call` asks for a task as `shape` says a client does: `params.task` in
+/// 2025-11-25 (core tasks), the tasks extension in the request's client capabilities in the
+/// stateless shapes (SEP-2663). 2025-06-18 has no tasks.
+fn asks_for_task(params: Option<&Value>, shape: Shape) -> bool {
+    let Some(params) = params else {
+        return false;
+    };
+    match shape {
+        Shape::V2025_06_18 => false,
+        Shape::V2025_11_25 => params.get("task").is_some_and(Value::is_object),
+        _ => params
+            .pointer("/_meta")
+            .and_then(|meta| meta.get(META_CLIENT_CAPABILITIES))
+            .and_then(|caps| caps.get("extensions"))
+            .and_then(|ext| ext.get(TASKS_EXTENSION))
+            .is_some(),
     }
 }
 
@@ -729,6 +761,10 @@ fn tool_definition(tool: &ToolScript, shape: Shape) -> Value {
         }
     } else if let Some(schema) = &tool.output_schema {
         out.insert("outputSchema".into(), schema.clone());
+    }
+    if shape == Shape::V2025_11_25 && matches!(tool.respond, Respond::Task(_)) {
+        // 2025-11-25: a client may ask for a task only where the tool says it supports one.
+        out.insert("execution".into(), json!({"taskSupport": "optional"}));
     }
     if let Some(meta) = &tool.meta {
         out.insert("_meta".into(), meta.clone());
@@ -845,13 +881,102 @@ mod tests {
     }
 
     #[test]
+    fn a_task_only_for_a_call_that_asks_for_one() {
+        let call = |params: Value| json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+        let args = json!({"nonce": "n1", "text": "done"});
+        // 2025-06-18 has no tasks; in 2025-11-25 a call without params.task runs to the end.
+        for (version, params) in [
+            (
+                "2025-06-18",
+                json!({"name": "task_handle", "arguments": args, "task": {}}),
+            ),
+            (
+                "2025-11-25",
+                json!({"name": "task_handle", "arguments": args}),
+            ),
+        ] {
+            let (c, s) = (canary(json!({}), None), Session::default());
+            init(&c, &s, version);
+            let got = json_of(c.handle(&call(params), &s));
+            assert_eq!(
+                got["result"]["content"][0]["text"], "done",
+                "{version}: {got}"
+            );
+            assert!(got["result"].get("task").is_none(), "{version}: {got}");
+        }
+        // 2026-07-28: only a request that declares the tasks extension gets a handle.
+        let c = canary(json!({}), None);
+        let s = Session::default();
+        let stateless = |caps: Value| {
+            call(json!({"name": "task_handle", "arguments": args, "_meta": {
+                META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: caps}}))
+        };
+        let plain = json_of(c.handle(&stateless(json!({})), &s));
+        assert_eq!(plain["result"]["resultType"], "complete", "{plain}");
+        let asked = json_of(c.handle(&stateless(json!({"extensions": {TASKS_EXTENSION: {}}})), &s));
+        assert_eq!(asked["result"]["resultType"], "task", "{asked}");
+    }
+
+    #[test]
+    fn tools_are_listed_only_where_their_definition_is_valid() {
+        let script = json!({"tools": [
+            {"name": "array_out", "output_schema": {"type": "array"}, "respond": "echo"},
+            {"name": "late_only", "shapes": ["2026-07-28"], "respond": "echo"},
+            {"name": "tasked", "respond": {"task": {"outcome": "echo"}}}
+        ]});
+        let names = |version: &str| {
+            let (c, s) = (canary(script.clone(), None), Session::default());
+            init(&c, &s, version);
+            let got = json_of(c.handle(
+                &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}),
+                &s,
+            ));
+            got["result"]["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| {
+                    (
+                        t["name"].as_str().unwrap().to_string(),
+                        t.get("execution").cloned(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        let old = names("2025-11-25");
+        assert!(
+            !old.iter()
+                .any(|(n, _)| n == "array_out" || n == "late_only"),
+            "{old:?}"
+        );
+        let tasked = old.iter().find(|(n, _)| n == "tasked").unwrap();
+        assert_eq!(tasked.1, Some(json!({"taskSupport": "optional"})));
+        let (c, s) = (canary(script.clone(), None), Session::default());
+        let got = json_of(c.handle(
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": {
+                META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}}}}),
+            &s,
+        ));
+        let listed: Vec<&str> = got["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert!(
+            listed.contains(&"array_out") && listed.contains(&"late_only"),
+            "{listed:?}"
+        );
+    }
+
+    #[test]
     fn tasks_result_carries_related_task() {
         let c = canary(json!({}), None);
         let s = Session::default();
         init(&c, &s, "2025-11-25");
         let handle = json_of(c.handle(
             &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": "task_handle", "arguments": {"nonce": "n9", "text": "hi"}}}),
+            "params": {"name": "task_handle", "arguments": {"nonce": "n9", "text": "hi"}, "task": {"ttl": 60000}}}),
             &s,
         ));
         let task_id = handle["result"]["task"]["taskId"]

@@ -140,7 +140,7 @@ fn collect_uris(value: &Value, out: &mut Vec<String>) {
 fn task_handle_serves_core_tasks_and_the_extension() {
     let mut canary = StdioCanary::start(&[]);
     canary.initialize("2025-11-25");
-    let handle = canary.call(
+    let handle = canary.call_as_task(
         "task_handle",
         json!({"polls": 1, "text": "done", "meta": {"m": 1}}),
     );
@@ -165,12 +165,12 @@ fn task_handle_serves_core_tasks_and_the_extension() {
     let list = canary.request("tasks/list", json!({}));
     assert_eq!(list["result"]["tasks"].as_array().unwrap().len(), 1);
 
-    let working = canary.call("task_handle", json!({"polls": 5}));
+    let working = canary.call_as_task("task_handle", json!({"polls": 5}));
     let id2 = working["result"]["task"]["taskId"].as_str().unwrap();
     let cancel = canary.request("tasks/cancel", json!({"taskId": id2}));
     assert_eq!(cancel["result"]["status"], "cancelled");
 
-    let flat = canary.call("task_handle", json!({"form": "flat", "text": "flat done"}));
+    let flat = canary.call_as_task("task_handle", json!({"form": "flat", "text": "flat done"}));
     assert_eq!(flat["result"]["resultType"], "task");
     assert!(flat["result"]["ttlMs"].is_number());
     let id3 = flat["result"]["taskId"].as_str().unwrap();

@@ -122,12 +122,25 @@ impl Catalogue {
                 }),
             }
         }
+        let requirements_path = specs_dir.join("../docs/requirements.md");
+        let requirements = match crate::sources::RequirementsPage::load(&requirements_path) {
+            Ok(page) => page,
+            Err(problem) => {
+                errors.push(SpecError {
+                    file: requirements_path.clone(),
+                    line: None,
+                    message: problem,
+                });
+                crate::sources::RequirementsPage::default()
+            }
+        };
         let catalogue = Catalogue {
             surfaces,
             shapes,
             cases,
         };
         catalogue.lint(&mut errors);
+        catalogue.lint_sources(specs_dir, &requirements, &mut errors);
         if errors.is_empty() {
             Ok(catalogue)
         } else {
@@ -155,6 +168,55 @@ impl Catalogue {
             }
             for problem in lint_case(case, &known_surfaces) {
                 report(problem);
+            }
+        }
+    }
+
+    /// Every source (of cases, surfaces, shapes and their defaults) is one a reader can open,
+    /// and every case's level is no stronger than what it rests on.
+    fn lint_sources(
+        &self,
+        specs_dir: &Path,
+        requirements: &crate::sources::RequirementsPage,
+        errors: &mut Vec<SpecError>,
+    ) {
+        for case in &self.cases {
+            for problem in crate::sources::lint_case_source(
+                &case.spec.source,
+                case.spec.level,
+                case.spec.shapes.as_deref(),
+                requirements,
+            ) {
+                errors.push(SpecError {
+                    file: case.file.clone(),
+                    line: case.line,
+                    message: format!("case `{}`: {problem}", case.spec.id),
+                });
+            }
+        }
+        let surfaces_file = specs_dir.join("surfaces.yaml");
+        for surface in &self.surfaces {
+            if let Err(problem) = crate::sources::parse(&surface.source) {
+                errors.push(SpecError {
+                    file: surfaces_file.clone(),
+                    line: None,
+                    message: format!("surface `{}`: source: {problem}", surface.id),
+                });
+            }
+        }
+        for shape in &self.shapes {
+            let file = specs_dir.join("shapes").join(format!("{}.yaml", shape.id));
+            let sources = std::iter::once(&shape.source)
+                .chain(shape.defaults.iter().map(|d| &d.source))
+                .chain(shape.own_meta.iter().map(|m| &m.source));
+            for source in sources {
+                if let Err(problem) = crate::sources::parse(source) {
+                    errors.push(SpecError {
+                        file: file.clone(),
+                        line: None,
+                        message: format!("source: {problem}"),
+                    });
+                }
             }
         }
     }
@@ -404,6 +466,12 @@ fn lint_case(case: &LoadedCase, known_surfaces: &[&str]) -> Vec<String> {
     }
     if spec.shapes.as_ref().is_some_and(Vec::is_empty) {
         problems.push("shapes is empty: leave it out to apply to every shape".into());
+    }
+    if spec.wants_task() && spec.applies_to(relaycheck_model::Shape::V2025_06_18) {
+        problems.push(
+            "a task case cannot run in 2025-06-18, which has no tasks: list its `shapes` without it"
+                .into(),
+        );
     }
     if spec.expect.is_empty() {
         problems.push("expect is empty: a case that checks nothing cannot fail".into());

@@ -195,12 +195,17 @@ async fn tasks(session: &Session, drive: &mut Drive, timeout: Duration) {
         .and_then(Value::as_u64)
         .unwrap_or(50)
         .clamp(10, 200);
+    // The tasks extension's methods declare it on every request, as its calls do.
+    let mut get_params = json!({"taskId": task_id});
+    if session.shape().is_stateless() {
+        get_params["_meta"] = crate::session::tasks_extension_meta();
+    }
     for _ in 0..MAX_POLLS {
         let poll = step(
             session,
             "tasks/get",
             "tasks/get",
-            json!({"taskId": task_id}),
+            get_params.clone(),
             &plain,
             timeout,
         )
@@ -268,7 +273,10 @@ async fn list(session: &Session, drive: &mut Drive, timeout: Duration) {
         }
     }
     if let Some(mut page) = last {
-        page.view.result = Some(json!({"tools": tools}));
+        // A page that failed stays as it came, so the check can quote the failure.
+        if page.view.error.is_none() && page.exchange.reply().is_some() {
+            page.view.result = Some(json!({"tools": tools}));
+        }
         drive.follow_ups.push(page);
     }
 }

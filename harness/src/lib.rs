@@ -30,5 +30,6 @@ pub mod session;
 pub mod shapes;
 pub mod side_channel;
 pub mod smoke;
+pub mod sources;
 pub mod suite;
 pub mod target;

@@ -52,11 +52,14 @@ pub struct MutationTable {
     pub baseline_failures: BTreeSet<String>,
 }
 
+/// Whether a result shows the mutant: a failure, or an `observe` case whose check saw the
+/// defect (it reports and never fails a run, yet it is what catches a defect of form).
 fn failed(result: &CaseResult) -> bool {
     matches!(
         result.outcome,
         Outcome::Fail | Outcome::Error | Outcome::Timeout
-    )
+    ) || (result.outcome == Outcome::Observed
+        && result.checks.iter().any(|v| v.applicable && !v.passed))
 }
 
 impl MutationTable {
@@ -64,7 +67,7 @@ impl MutationTable {
         MutationTable {
             baseline_failures: baseline
                 .iter()
-                .filter(|r| r.outcome.is_failure())
+                .filter(|r| r.outcome.is_failure() || failed(r))
                 .map(|r| r.case.clone())
                 .collect(),
             mutants,

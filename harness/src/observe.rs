@@ -36,6 +36,8 @@ struct Index {
     offset: u64,
     partial: Vec<u8>,
     by_nonce: HashMap<String, Vec<Observation>>,
+    /// The shapes the canary has answered in, on any connection.
+    answered_in: std::collections::BTreeSet<relaycheck_model::Shape>,
     unreadable: usize,
 }
 
@@ -80,6 +82,14 @@ impl ObservationLog {
         }
     }
 
+    /// The shapes the canary has answered in so far: the shapes the target speaks to its
+    /// upstream.
+    pub fn answered_in(&self) -> Vec<relaycheck_model::Shape> {
+        let mut index = self.index.lock().unwrap_or_else(|p| p.into_inner());
+        self.refresh(&mut index);
+        index.answered_in.iter().copied().collect()
+    }
+
     /// How many lines could not be read as observations.
     pub fn unreadable(&self) -> usize {
         self.index
@@ -111,6 +121,12 @@ impl ObservationLog {
             }
             match serde_json::from_slice::<Observation>(line) {
                 Ok(observation) => {
+                    if observation.direction == Direction::Out
+                        && let Some(shape) =
+                            observation.shape.as_deref().and_then(|s| s.parse().ok())
+                    {
+                        index.answered_in.insert(shape);
+                    }
                     if let Some(nonce) = observation.nonce.clone() {
                         index.by_nonce.entry(nonce).or_default().push(observation);
                     }

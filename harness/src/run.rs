@@ -105,10 +105,13 @@ pub async fn run(
     for shape in &plan.shapes {
         let mut shared = Vec::new();
         let mut isolated = Vec::new();
+        let mut alone = Vec::new();
         for case in selected.iter().filter(|case| case.spec.applies_to(*shape)) {
             for route in &case.spec.routes {
                 if let Some(result) = not_runnable(plan.profile, case, route, *shape) {
                     report(result);
+                } else if lists_alone(case) {
+                    alone.push((*case, route.clone()));
                 } else if is_isolated(plan.profile, case) {
                     isolated.push((*case, route.clone()));
                 } else {
@@ -117,9 +120,17 @@ pub async fn run(
             }
         }
         if !shared.is_empty() {
-            batches.push((*shape, shared));
+            batches.push((*shape, shared, script_path.clone()));
         }
-        batches.extend(isolated.into_iter().map(|item| (*shape, vec![item])));
+        batches.extend(
+            isolated
+                .into_iter()
+                .map(|item| (*shape, vec![item], script_path.clone())),
+        );
+        for item in alone {
+            let script = write_own_script(item.0, &plan.workdir)?;
+            batches.push((*shape, vec![item], script));
+        }
     }
     // The batches (the shared target of each shape, and each isolated case's own target) run
     // side by side, up to `targets_at_once`, so a run takes far less than their sum: the
@@ -129,14 +140,14 @@ pub async fn run(
     let refused = Refused::default();
     let batch_events: Vec<Vec<_>> =
         futures_util::StreamExt::collect(futures_util::StreamExt::buffer_unordered(
-            futures_util::stream::iter(batches.into_iter().map(|(shape, items)| {
-                let (report, script_path, refused) = (&report, &script_path, &refused);
+            futures_util::stream::iter(batches.into_iter().map(|(shape, items, script_path)| {
+                let (report, refused) = (&report, &refused);
                 async move {
                     let mut events = Vec::new();
                     let mut report_one = |result: CaseResult| (*report.borrow_mut())(result);
                     run_batch(
                         plan,
-                        script_path,
+                        &script_path,
                         shape,
                         items,
                         &mut report_one,
@@ -179,32 +190,55 @@ fn targets_at_once(profile: &Profile) -> usize {
 /// the cases the profile skips. A skipped case never runs, and a tool a gateway cannot list at
 /// all (FastMCP refuses a whole upstream's listing for one outputSchema it cannot parse) would
 /// otherwise hide every other tool of the upstream.
+///
+/// The tools of cases that list alone ([`lists_alone`]) are left out too: each of those cases
+/// runs on a target of its own whose canary lists its tool ([`write_own_script`]).
 pub fn write_script_for(
     catalogue: &Catalogue,
     profile: &Profile,
     workdir: &std::path::Path,
 ) -> Result<PathBuf, String> {
-    if profile.skip.is_empty() {
-        return write_script(catalogue, workdir);
-    }
-    let skipped: std::collections::BTreeSet<String> = catalogue
+    let left_out: std::collections::BTreeSet<String> = catalogue
         .cases
         .iter()
-        .filter(|case| profile.skip_reason(&case.spec.id).is_some())
+        .filter(|case| profile.skip_reason(&case.spec.id).is_some() || lists_alone(case))
         .filter_map(|case| case.spec.tool_script().map(|tool| tool.name))
         .collect();
     let mut script = catalogue.canary_script();
-    script.tools.retain(|tool| !skipped.contains(&tool.name));
-    write_script_value(&script, workdir)
+    script.tools.retain(|tool| !left_out.contains(&tool.name));
+    write_script_value(&script, workdir, "canary-script.json")
+}
+
+/// Whether a case's tool definition could make a validating gateway refuse its upstream's
+/// whole `tools/list` (an outputSchema whose root is not an object): such a case gets a
+/// target of its own, so it can fail only itself.
+pub fn lists_alone(case: &LoadedCase) -> bool {
+    case.spec
+        .tool_script()
+        .is_some_and(|tool| tool.lists_alone())
+}
+
+/// A canary script holding only `case`'s tool (the named canaries are always served), for the
+/// target of a case that lists alone.
+fn write_own_script(case: &LoadedCase, workdir: &std::path::Path) -> Result<PathBuf, String> {
+    let script = relaycheck_model::script::CanaryScript {
+        tools: case.spec.tool_script().into_iter().collect(),
+    };
+    write_script_value(
+        &script,
+        workdir,
+        &format!("canary-script-{}.json", case.spec.tool_name()),
+    )
 }
 
 fn write_script_value(
     script: &relaycheck_model::script::CanaryScript,
     workdir: &std::path::Path,
+    file: &str,
 ) -> Result<PathBuf, String> {
     std::fs::create_dir_all(workdir)
         .map_err(|err| format!("cannot create {}: {err}", workdir.display()))?;
-    let script_path = workdir.join("canary-script.json");
+    let script_path = workdir.join(file);
     let script = serde_json::to_vec_pretty(script)
         .map_err(|err| format!("cannot encode the canary script: {err}"))?;
     std::fs::write(&script_path, script)
@@ -214,7 +248,7 @@ fn write_script_value(
 
 /// Writes the canary script of the catalogue into `workdir` and returns its path.
 pub fn write_script(catalogue: &Catalogue, workdir: &std::path::Path) -> Result<PathBuf, String> {
-    write_script_value(&catalogue.canary_script(), workdir)
+    write_script_value(&catalogue.canary_script(), workdir, "canary-script.json")
 }
 
 static START_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -433,10 +467,32 @@ pub async fn run_one(
     let mut extra = Map::new();
     // The nonce doubles as the progress token, so progress notifications can be told apart
     // per call.
-    extra.insert(
-        "_meta".into(),
-        serde_json::json!({"progressToken": nonce.clone()}),
-    );
+    let mut meta = serde_json::json!({"progressToken": nonce.clone()});
+    if case.spec.wants_task() {
+        // A task case asks for a task as its shape says a client does; a target that gives no
+        // way to ask cannot show the case.
+        let speaks = target.session.shape();
+        if speaks.is_stateless() {
+            if let Some(fields) = meta.as_object_mut() {
+                fields.extend(
+                    crate::session::tasks_extension_meta()
+                        .as_object()
+                        .cloned()
+                        .unwrap_or_default(),
+                );
+            }
+        } else if speaks == Shape::V2025_11_25 && target.session.declares_task_calls() {
+            extra.insert("task".into(), serde_json::json!({"ttl": 60000}));
+        } else {
+            let why = if speaks == Shape::V2025_11_25 {
+                "the target's `initialize` declares no task-augmented tools/call (capabilities.tasks.requests.tools.call), so a client may not ask it for a task"
+            } else {
+                "2025-06-18 has no tasks"
+            };
+            return CaseResult::without_run(case, route, shape, Outcome::NotApplicable, why);
+        }
+    }
+    extra.insert("_meta".into(), meta);
     if target.session.shape() == Shape::Sep3279 {
         // Ask for both views, so checks on structured values have one to look at. (In a
         // forced run the runner speaks an older shape and, like an old client, asks nothing.)
@@ -457,7 +513,26 @@ pub async fn run_one(
         list_tools: case.spec.expect.iter().any(|e| e.check == "tool-listed"),
     };
     // On an aggregating target, `{upstream}` in the route names the upstream the call is for.
-    let routed = profile.for_upstream(case.spec.upstream.as_deref());
+    let mut routed = profile.for_upstream(case.spec.upstream.as_deref());
+    if let Some(north_name) = &case.spec.tool.north_name {
+        match routed.routes.get_mut(route) {
+            Some(r) if r.tool.as_deref().is_some_and(|t| t != "{tool}") && r.via.is_none() => {
+                r.tool = Some(north_name.clone());
+            }
+            _ => {
+                return CaseResult::without_run(
+                    case,
+                    route,
+                    shape,
+                    Outcome::NotApplicable,
+                    format!(
+                        "target `{}` sends every `{route}` name to its one upstream as it is: no name is the gateway's own to answer",
+                        profile.name
+                    ),
+                );
+            }
+        }
+    }
     let drive_started = Instant::now();
     let drive = drive(&routed, route, &target.session, request).await;
     crate::bench::timing::note_target_time(drive_started.elapsed());
@@ -508,6 +583,13 @@ pub async fn run_one(
     result.request = Some(kept_for_report(&drive.request));
     result.north = north_value(&drive.exchange).map(|v| kept_for_report(&v));
     result.upstream = evidence.upstream_answer().map(kept_for_report);
+
+    if let Some(why) = stimulus_not_sent(case, &evidence, log) {
+        result.outcome = Outcome::NotApplicable;
+        result.message = why;
+        result.duration_ms = started.elapsed().as_millis() as u64;
+        return result;
+    }
 
     if drive.exchange.reply().is_none() && !checks::expects_fault(&case.spec.expect) {
         result.outcome = match drive.exchange {
@@ -568,6 +650,83 @@ pub async fn run_one(
     }
     result.duration_ms = started.elapsed().as_millis() as u64;
     result
+}
+
+/// Why the upstream could not send the case's stimulus on this target, when it could not, read
+/// from the canary's log: the target spoke a shape to its upstream that the case does not
+/// apply to (a 2025 leg under a 2026-07-28 client cannot carry a null structuredContent), or a
+/// task case's call reached the upstream without asking for a task, so it ran to completion.
+/// Either way the case cannot be judged here: not applicable, never a failure.
+fn stimulus_not_sent(
+    case: &LoadedCase,
+    evidence: &Evidence<'_>,
+    log: &crate::observe::ObservationLog,
+) -> Option<String> {
+    let answer_shape = evidence
+        .upstream
+        .iter()
+        .find(|o| {
+            o.direction == relaycheck_model::observation::Direction::Out
+                && o.method.as_deref() == Some("tools/call")
+        })
+        .and_then(|o| o.shape.as_deref())
+        .and_then(|s| s.parse::<Shape>().ok());
+    let named = |shapes: &[Shape]| {
+        shapes
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    // The canary reads its shape from the protocol version on the wire, so a leg is a case's
+    // when one of the case's shapes speaks that version (sep-2200 is 2026-07-28's wire).
+    let applies = |leg: Shape| {
+        case.spec.applies_to(leg)
+            || case.spec.shapes.as_ref().is_some_and(|shapes| {
+                shapes
+                    .iter()
+                    .any(|s| s.protocol_version() == leg.protocol_version())
+            })
+    };
+    match answer_shape {
+        Some(leg) if !applies(leg) => {
+            return Some(format!(
+                "the target spoke {leg} to its upstream, a shape this case does not apply to: its stimulus cannot be sent there"
+            ));
+        }
+        None if evidence.upstream_answer().is_none() => {
+            let legs = log.answered_in();
+            if !legs.is_empty() && !legs.iter().any(|leg| applies(*leg)) {
+                return Some(format!(
+                    "the target speaks {} to its upstream, shapes this case does not apply to: the upstream does not list the case's tool there",
+                    named(&legs)
+                ));
+            }
+        }
+        _ => {}
+    }
+    if case.spec.wants_task()
+        && let Some(answer) = evidence.upstream_answer()
+        && answer
+            .get("result")
+            .is_none_or(|r| relaycheck_model::render::read_task_handle(r).is_none())
+    {
+        let asked = match evidence.shape {
+            Shape::V2025_11_25 => "params.task",
+            _ => "the tasks extension in its client capabilities",
+        };
+        let own = evidence
+            .view
+            .result
+            .as_ref()
+            .and_then(relaycheck_model::render::read_task_handle)
+            .map(|_| " (the client got a task handle of the target's own)")
+            .unwrap_or_default();
+        return Some(format!(
+            "the upstream created no task: the call reached it without {asked}, so it ran to completion{own}; the target does not pass task requests on"
+        ));
+    }
+    None
 }
 
 /// The most bytes of one JSON value a report keeps; a larger value is kept as a preview, so a

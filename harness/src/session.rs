@@ -14,6 +14,17 @@ use crate::client::stdio::StdioClient;
 
 pub const CLIENT_NAME: &str = "relaycheck";
 
+/// The request `_meta` key of a stateless request's client capabilities.
+pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// The tasks extension's id (SEP-2663).
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// The `_meta` a stateless request carries to declare the tasks extension.
+pub fn tasks_extension_meta() -> Value {
+    json!({CLIENT_CAPABILITIES: {"extensions": {TASKS_EXTENSION: {}}}})
+}
+
 /// The north transport of a session.
 pub enum North {
     Stdio(StdioClient),
@@ -130,6 +141,15 @@ impl Session {
         self.initialized.as_ref()
     }
 
+    /// Whether a 2025-11-25 target declared task-augmented `tools/call`
+    /// (`capabilities.tasks.requests.tools.call`), the condition for asking it for a task.
+    pub fn declares_task_calls(&self) -> bool {
+        self.initialized
+            .as_ref()
+            .and_then(|r| r.pointer("/capabilities/tasks/requests/tools/call"))
+            .is_some()
+    }
+
     /// Why the target does not speak this session's shape, if its answers said so.
     pub fn refusal(&self) -> Option<String> {
         self.refusal
@@ -149,11 +169,11 @@ impl Session {
     pub fn build(&self, method: &str, mut params: Value) -> Value {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         if self.shape.is_stateless() && method != "initialize" {
+            // No capabilities but those a request declares itself: a task case's call adds the
+            // tasks extension, so a plain call never invites a task.
             let envelope = json!({
                 "io.modelcontextprotocol/protocolVersion": self.shape.protocol_version(),
-                "io.modelcontextprotocol/clientCapabilities": {
-                    "extensions": {"io.modelcontextprotocol/tasks": {}}
-                },
+                "io.modelcontextprotocol/clientCapabilities": {},
                 "io.modelcontextprotocol/clientInfo": {
                     "name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")
                 }

@@ -27,19 +27,28 @@ fn outcomes(pool: &Pool, target: &str) -> Vec<(String, Outcome, String)> {
         .map(|c| c.spec.id.clone())
         .collect();
     assert!(cases.len() >= 3, "the aggregation surface has its cases");
-    cases
-        .into_iter()
-        .map(|case| {
+    // Every shape a case runs in, the proposals too: a case must hold in each of them.
+    let mut out = Vec::new();
+    for case in cases {
+        let spec = &pool
+            .catalogue()
+            .cases
+            .iter()
+            .find(|c| c.spec.id == case)
+            .expect("the case is in the catalogue")
+            .spec;
+        for shape in Shape::ALL.into_iter().filter(|s| spec.applies_to(*s)) {
             let trial = Trial {
                 target: target.to_string(),
                 case: case.clone(),
                 route: "flat".into(),
-                shape: Shape::V2025_11_25,
+                shape,
             };
             let result = pool.run(&trial, None).unwrap_or_else(|err| panic!("{err}"));
-            (case, result.outcome, result.message)
-        })
-        .collect()
+            out.push((format!("{case} [{shape}]"), result.outcome, result.message));
+        }
+    }
+    out
 }
 
 #[test]

@@ -86,8 +86,17 @@ impl CaseSpec {
             output_variants: self.tool.output_variants.clone(),
             meta: self.tool.meta.clone(),
             extra: self.tool.extra.clone(),
+            shapes: self.shapes.clone(),
             respond,
         })
+    }
+
+    /// Whether the case's call is a task: its tool answers with a task, so the call must ask
+    /// for one as its shape says (`params.task` in 2025-11-25, the tasks extension in
+    /// 2026-07-28) or the upstream runs it to completion instead.
+    pub fn wants_task(&self) -> bool {
+        self.tool.canary.as_deref() == Some("task_handle")
+            || matches!(self.tool.respond, Some(Respond::Task(_)))
     }
 }
 
@@ -109,6 +118,10 @@ pub struct ToolRef {
     /// unknown tools).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call: Option<String>,
+    /// Send this name north as it is, past the route's template: a name the target cannot
+    /// route to any upstream, so its own answer to an unknown tool is what the case sees.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub north_name: Option<String>,
     /// Arguments of the call (the runner adds the nonce).
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub arguments: Map<String, Value>,

@@ -46,7 +46,39 @@ pub struct ToolScript {
     /// Extra members of the tool definition, written as given (annotations, unknown fields).
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub extra: Map<String, Value>,
+    /// The shapes the tool is listed in (its case's shapes); absent means all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shapes: Option<Vec<crate::shape::Shape>>,
     pub respond: Respond,
+}
+
+impl ToolScript {
+    /// Whether `tools/list` in `shape` shows this tool: its case applies to the shape, and its
+    /// definition is valid there (2025 shapes allow only an object-root outputSchema, so a
+    /// tool with another would make a validating client refuse the whole listing).
+    pub fn listed_in(&self, shape: crate::shape::Shape) -> bool {
+        // By protocol version: the canary knows a shape only by the version on the wire, and
+        // sep-2200 speaks 2026-07-28's.
+        let for_shape = self.shapes.as_ref().is_none_or(|shapes| {
+            shapes
+                .iter()
+                .any(|s| s.protocol_version() == shape.protocol_version())
+        });
+        for_shape && (shape.is_stateless() || self.output_schema.as_ref().is_none_or(object_root))
+    }
+
+    /// Whether this tool's listing could make a validating gateway refuse the whole
+    /// `tools/list` of its upstream: an outputSchema whose root is not an object, which no
+    /// revision before 2026-07-28 allows. Its case runs on a target of its own.
+    pub fn lists_alone(&self) -> bool {
+        self.output_schema
+            .as_ref()
+            .is_some_and(|schema| !object_root(schema))
+    }
+}
+
+fn object_root(schema: &Value) -> bool {
+    schema.get("type").and_then(Value::as_str) == Some("object")
 }
 
 /// What a call answers.

@@ -193,6 +193,15 @@ impl StdioCanary {
     pub fn call(&mut self, tool: &str, args: Value) -> Value {
         self.request("tools/call", json!({"name": tool, "arguments": args}))
     }
+
+    /// A 2025-11-25 task-augmented call (`params.task`): the only kind a task tool answers
+    /// with a task there.
+    pub fn call_as_task(&mut self, tool: &str, args: Value) -> Value {
+        self.request(
+            "tools/call",
+            json!({"name": tool, "arguments": args, "task": {"ttl": 60000}}),
+        )
+    }
 }
 
 fn read_lines(stdout: impl Read, tx: mpsc::Sender<Line>) {

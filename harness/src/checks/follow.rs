@@ -151,18 +151,37 @@ pub fn task_completes(name: &str, params: &Map<String, Value>, evidence: &Eviden
     }
 }
 
+/// Links are a gateway's to resolve only where it rewrote them: a URI the upstream wrote is the
+/// upstream's, and MCP asks no relay to serve it (resource links need not even be listed).
 pub fn links_resolve(name: &str, evidence: &Evidence<'_>) -> Verdict {
     let reads = evidence.steps("resources/read");
     if reads.is_empty() {
         return Verdict::fail(name, "the client's result handed out no links to read");
     }
-    let mut broken = Vec::new();
-    for read in &reads {
-        let uri = read
-            .request
+    let mut upstream_uris = Vec::new();
+    if let Some(sent) = upstream_result(evidence) {
+        crate::drive::collect_links(sent, &mut upstream_uris);
+    }
+    let uri_of = |read: &&super::FollowUp| {
+        read.request
             .pointer("/params/uri")
             .and_then(Value::as_str)
-            .unwrap_or("?");
+            .unwrap_or("?")
+            .to_string()
+    };
+    let reads: Vec<&super::FollowUp> = reads
+        .into_iter()
+        .filter(|read| !upstream_uris.contains(&uri_of(read)))
+        .collect();
+    if reads.is_empty() {
+        return Verdict::not_applicable(
+            name,
+            "the target hands out the upstream's own link URIs, not rewritten: resolving them is the upstream's",
+        );
+    }
+    let mut broken = Vec::new();
+    for read in &reads {
+        let uri = uri_of(read);
         let contents = read
             .view
             .result
@@ -192,6 +211,25 @@ pub fn tool_listed(name: &str, params: &Map<String, Value>, evidence: &Evidence<
     let Some(listing) = evidence.steps("tools/list").into_iter().next() else {
         return Verdict::fail(name, "tools/list was not answered");
     };
+    // A listing that failed says so: "does not list" would blame the wrong thing.
+    if let Some(error) = &listing.view.error {
+        return Verdict::fail(
+            name,
+            format!(
+                "tools/list failed: {}",
+                crate::session::preview(error.to_string().as_bytes())
+            ),
+        );
+    }
+    if listing.exchange.reply().is_none() {
+        return Verdict::fail(
+            name,
+            format!(
+                "tools/list failed: {}",
+                crate::session::describe("tools/list", &listing.exchange)
+            ),
+        );
+    }
     let wanted_name = evidence
         .route
         .tool
@@ -209,11 +247,26 @@ pub fn tool_listed(name: &str, params: &Map<String, Value>, evidence: &Evidence<
     else {
         return Verdict::fail(name, format!("tools/list does not list `{wanted_name}`"));
     };
-    if let Some(declared) = evidence.tool.and_then(|t| t.output_schema.as_ref())
-        && !same_opt(tool.get("outputSchema"), Some(declared))
+    // SEP-3279 lists outputVariants where the other shapes list outputSchema, and neither
+    // where the other does: the upstream declares the one its shape has.
+    let (member, declared) = match evidence.shape {
+        relaycheck_model::Shape::Sep3279 => (
+            "outputVariants",
+            evidence.tool.and_then(|t| t.output_variants.as_ref()),
+        ),
+        _ => (
+            "outputSchema",
+            evidence.tool.and_then(|t| t.output_schema.as_ref()),
+        ),
+    };
+    if let Some(declared) = declared
+        && !same_opt(tool.get(member), Some(declared))
     {
-        return Verdict::fail(name, "the listed outputSchema differs from the upstream's")
-            .compared(Some(declared.clone()), tool.get("outputSchema").cloned());
+        return Verdict::fail(
+            name,
+            format!("the listed {member} differs from the upstream's"),
+        )
+        .compared(Some(declared.clone()), tool.get(member).cloned());
     }
     for member in params
         .get("has")

@@ -512,6 +512,7 @@ fn schema_valid_uses_the_tools_output_schema() {
         output_variants: None,
         meta: None,
         extra: Default::default(),
+        shapes: None,
         respond: Respond::Echo,
     });
     passes(&fixture, "schema-valid", json!({}));
@@ -819,6 +820,17 @@ fn task_and_link_checks_follow_up() {
         json!({"error": {"code": -32602, "message": "not found"}}),
     );
     fails(&links, "links-resolve", json!({}));
+    // Links the target did not rewrite are the upstream's to resolve: nothing to judge.
+    let mut kept = Fixture::results(
+        json!({"content": [{"type": "resource_link", "uri": "relay://canary/x", "name": "x"}]}),
+        json!({}),
+    );
+    kept.follow(
+        "resources/read",
+        json!({"error": {"code": -32602, "message": "not found"}}),
+    );
+    let verdict = kept.check("links-resolve", json!({}));
+    assert!(!verdict.applicable, "{}", verdict.message);
 }
 
 #[test]
@@ -881,6 +893,19 @@ fn tool_listed_compares_the_listing_with_the_declaration() {
     );
     passes(&fixture, "tool-listed", json!({"has": ["outputSchema"]}));
     fails(&fixture, "tool-listed", json!({"has": ["outputVariants"]}));
+    // A listing that failed is named as a failed listing, with its answer.
+    let mut failed = Fixture::results(json!({}), json!({}));
+    failed.follow(
+        "tools/list",
+        json!({"jsonrpc": "2.0", "id": 3, "error": {"code": -32603, "message": "bad schema"}}),
+    );
+    failed.follow_ups[0].view.error = Some(json!({"code": -32603, "message": "bad schema"}));
+    let verdict = fails(&failed, "tool-listed", json!({}));
+    assert!(
+        verdict.message.starts_with("tools/list failed: ") && verdict.message.contains("-32603"),
+        "{}",
+        verdict.message
+    );
 }
 
 #[test]

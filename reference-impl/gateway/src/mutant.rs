@@ -56,6 +56,9 @@ pub enum Mutant {
     UpstreamGarbageAsSuccess,
     TaskHandleReadAsResult,
     TaskStatusCached,
+    DefaultsWrittenOut,
+    UnroutableAsToolResult,
+    ErrorsHeldToSchema,
 }
 
 /// (mutant, name, surface, defect)
@@ -348,6 +351,24 @@ const TABLE: &[(Mutant, &str, &str, &str)] = &[
         "tasks",
         "tasks/get is answered from the handle the gateway saw: the status stays `working` and the task never ends",
     ),
+    (
+        Mutant::DefaultsWrittenOut,
+        "defaults-written-out",
+        "flat",
+        "flat results are written out with their defaults, as a typed model re-serializes them: `isError: false` added where the upstream wrote none (the same value, another form)",
+    ),
+    (
+        Mutant::UnroutableAsToolResult,
+        "unroutable-as-tool-result",
+        "flat",
+        "a tool name the gateway cannot route to an upstream is answered with an isError tool result, not a JSON-RPC error",
+    ),
+    (
+        Mutant::ErrorsHeldToSchema,
+        "errors-held-to-schema",
+        "flat",
+        "an isError result is validated against the tool's success outputSchema, and one that does not match is replaced by a schema-violation error",
+    ),
 ];
 
 impl Mutant {
@@ -427,9 +448,9 @@ mod tests {
             assert_eq!(m.name().parse::<Mutant>(), Ok(m));
             assert!(!m.defect().is_empty());
         }
-        assert_eq!(Mutant::all().count(), 48);
+        assert_eq!(Mutant::all().count(), 51);
         let err = "nope".parse::<Mutant>().unwrap_err().to_string();
         assert!(err.contains("meta-cut-apart"), "{err}");
-        assert_eq!(Mutant::listing().lines().count(), 48);
+        assert_eq!(Mutant::listing().lines().count(), 51);
     }
 }

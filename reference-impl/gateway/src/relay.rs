@@ -186,6 +186,12 @@ pub fn process(
             links::rewrite(&mut result, &called.server, mutation);
             let violation = if mutation.is(Mutant::SchemaNotValidated) {
                 None
+            } else if mutation.is(Mutant::ErrorsHeldToSchema) && is_error {
+                let mut as_success = result.clone();
+                if let Some(map) = as_success.as_object_mut() {
+                    map.shift_remove("isError");
+                }
+                pin.and_then(|p| p.violation(&as_success))
             } else {
                 pin.and_then(|p| p.violation(&result))
             };
@@ -472,6 +478,12 @@ fn flat_mutants(result: &mut Value, called: &Called, mutation: Mutation) {
         && let Some(map) = result.as_object_mut()
     {
         map.shift_remove("resultType");
+    }
+    if mutation.is(Mutant::DefaultsWrittenOut)
+        && let Some(map) = result.as_object_mut()
+        && map.contains_key("content")
+    {
+        map.entry("isError").or_insert(json!(false));
     }
     if mutation.is(Mutant::OutputsFlattened) && result.get("outputs").is_some() {
         // The legacy reading of the outputs, with resultType and the rest kept.

@@ -112,7 +112,7 @@ fn a_continuation_handle_serves_and_obeys_only_its_owner() {
 #[test]
 fn a_task_id_serves_only_its_owner_on_every_follow_up() {
     let gw = http();
-    let created = gw.http_call(
+    let created = gw.http_call_as_task(
         "token-alice",
         "canary.task_handle",
         json!({"text": "alice's report"}),

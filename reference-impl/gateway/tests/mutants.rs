@@ -54,7 +54,7 @@ fn meta_cut_apart_cuts_meta_values() {
 #[test]
 fn task_meta_dropped_loses_the_handle_meta() {
     let mut gw = mutant("task-meta-dropped");
-    let got = gw.call(
+    let got = gw.call_as_task(
         "canary.task_handle",
         json!({"meta": {"com.example/queue": "q-3"}}),
     );
@@ -514,7 +514,7 @@ fn upstream_garbage_as_success_invents_a_success() {
 #[test]
 fn task_handle_read_as_result_loses_the_handle() {
     let mut gw = mutant("task-handle-read-as-result");
-    let got = gw.call("canary.task_handle", json!({}));
+    let got = gw.call_as_task("canary.task_handle", json!({}));
     assert!(got["result"].get("task").is_none(), "{got}");
     assert_eq!(got["result"]["content"], json!([]));
 }
@@ -522,7 +522,7 @@ fn task_handle_read_as_result_loses_the_handle() {
 #[test]
 fn task_status_cached_never_ends() {
     let mut gw = mutant("task-status-cached");
-    let got = gw.call("canary.task_handle", json!({"polls": 1}));
+    let got = gw.call_as_task("canary.task_handle", json!({"polls": 1}));
     let id = got["result"]["task"]["taskId"]
         .as_str()
         .expect("a nested handle")
@@ -531,4 +531,29 @@ fn task_status_cached_never_ends() {
         let polled = gw.request("tasks/get", json!({"taskId": id}));
         assert_eq!(polled["result"]["status"], "working", "{polled}");
     }
+}
+
+#[test]
+fn defaults_written_out_adds_is_error_false() {
+    let mut gw = mutant("defaults-written-out");
+    let got = gw.call("canary.echo", json!({"q": 1}));
+    assert_eq!(got["result"]["isError"], false, "{got}");
+    assert_eq!(got["result"]["structuredContent"], json!({"q": 1}));
+}
+
+#[test]
+fn unroutable_as_tool_result_answers_an_unknown_name_in_band() {
+    let mut gw = mutant("unroutable-as-tool-result");
+    let got = gw.call("no_such_upstream_tool", json!({}));
+    assert!(got.get("error").is_none(), "{got}");
+    assert_eq!(got["result"]["isError"], true, "{got}");
+}
+
+#[test]
+fn errors_held_to_schema_replaces_a_tool_error() {
+    let mut gw = mutant("errors-held-to-schema");
+    gw.request("tools/list", json!({}));
+    let got = gw.call("canary.typed_error", json!({}));
+    assert_eq!(got["result"]["isError"], true, "{got}");
+    assert!(got["result"].get("structuredContent").is_none(), "{got}");
 }

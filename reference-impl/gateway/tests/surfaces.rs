@@ -151,7 +151,7 @@ fn links_are_rewritten_kept_and_resolvable() {
 #[test]
 fn task_handles_keep_meta_and_follow_ups_are_relayed() {
     let mut gw = stdio();
-    let got = gw.call(
+    let got = gw.call_as_task(
         "canary.task_handle",
         json!({"text": "report ready", "meta": {"com.example/queue": "q-3"}}),
     );
@@ -423,7 +423,7 @@ fn config_errors_name_the_field_and_unknown_mutants_exit_2() {
         .output()
         .expect("run");
     let listing = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(listing.lines().count(), 48);
+    assert_eq!(listing.lines().count(), 51);
     assert!(listing.lines().all(|l| l.split('\t').count() == 3));
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -470,4 +470,20 @@ fn progress_over_http_comes_as_events_before_the_answer() {
     // Without progress the answer stays plain JSON.
     let got = gw.http_call("token-alice", "canary.echo", json!({"q": 1}));
     assert!(got["result"]["content"].is_array(), "{got}");
+}
+
+#[test]
+fn a_tool_error_is_not_held_to_the_success_schema_and_unknown_names_are_errors() {
+    let mut gw = stdio();
+    gw.request("tools/list", json!({}));
+    let got = gw.call("canary.typed_error", json!({}));
+    assert_eq!(
+        got["result"]["structuredContent"],
+        json!({"error": "later"}),
+        "{got}"
+    );
+    let unknown = gw.call("no_such_upstream_tool", json!({}));
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    let echoed = gw.call("canary.echo", json!({"q": 1}));
+    assert!(echoed["result"].get("isError").is_none(), "{echoed}");
 }

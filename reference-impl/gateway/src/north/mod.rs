@@ -317,11 +317,21 @@ async fn call(gw: &Arc<Gateway>, params: &Value, caller: &Caller) -> Answer {
         "relay_fetch" => continuation::fetch(gw, caller, args),
         "relay_delete" => continuation::delete(gw, caller, args),
         _ => {
+            // A name that routes to no upstream is not a tool: a protocol error, as MCP lists
+            // unknown tools among them.
+            let unknown = || {
+                if gw.mutation.is(Mutant::UnroutableAsToolResult) {
+                    return Answer::Own(crate::relay::error_result(&format!(
+                        "Unknown tool: {name}"
+                    )));
+                }
+                rpc_error(-32602, format!("Unknown tool: {name}"))
+            };
             let Some((server, tool)) = name.split_once('.') else {
-                return rpc_error(-32602, format!("Unknown tool: {name}"));
+                return unknown();
             };
             let Some(up) = gw.upstream(server) else {
-                return rpc_error(-32602, format!("Unknown tool: {name}"));
+                return unknown();
             };
             let up = up.clone();
             let catalog = gw.catalog(caller).await;

@@ -46,6 +46,9 @@ pub fn script() -> Value {
         {"name": "typed_bad",
          "output_schema": {"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]},
          "respond": {"result": {"content": [{"type": "text", "text": "n is x"}], "structuredContent": {"n": "x"}}}},
+        {"name": "typed_error",
+         "output_schema": {"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]},
+         "respond": {"result": {"content": [{"type": "text", "text": "no n today"}], "structuredContent": {"error": "later"}, "isError": true}}},
         {"name": "unknown_fields",
          "respond": {"result": {"content": [{"type": "text", "text": "t", "x-block-extra": 1}], "x-extra": {"kept": true}, "_meta": {"k": "v"}}}},
         {"name": "rows",
@@ -271,6 +274,15 @@ command = {canary}
         self.request("tools/call", json!({"name": tool, "arguments": arguments}))
     }
 
+    /// A 2025-11-25 task-augmented call (`params.task`): the only kind a task tool answers with
+    /// a task.
+    pub fn call_as_task(&mut self, tool: &str, arguments: Value) -> Value {
+        self.request(
+            "tools/call",
+            json!({"name": tool, "arguments": arguments, "task": {"ttl": 60000}}),
+        )
+    }
+
     pub fn batch(&mut self, calls: Value) -> Value {
         self.call("relay_batch", json!({"calls": calls}))
     }
@@ -290,11 +302,27 @@ command = {canary}
     }
 
     pub fn http_call(&self, token: &str, tool: &str, arguments: Value) -> Value {
+        self.http_call_with(token, tool, arguments, json!({}))
+    }
+
+    /// `http_call` declaring the tasks extension, as a 2026-07-28 client that wants a task does.
+    pub fn http_call_as_task(&self, token: &str, tool: &str, arguments: Value) -> Value {
+        let capabilities = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+        self.http_call_with(token, tool, arguments, capabilities)
+    }
+
+    fn http_call_with(
+        &self,
+        token: &str,
+        tool: &str,
+        arguments: Value,
+        capabilities: Value,
+    ) -> Value {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
             "params": {"name": tool, "arguments": arguments,
                 "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                          "io.modelcontextprotocol/clientCapabilities": {}}}});
+                          "io.modelcontextprotocol/clientCapabilities": capabilities}}});
         let auth = format!("Bearer {token}");
         let (status, _, v) = self.post(
             &body,
