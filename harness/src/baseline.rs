@@ -33,7 +33,16 @@ enum RawEntry {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Explained {
-    case: String,
+    /// One case (`<id>` or `<id>@<shape>`), or none when `cases` lists them.
+    #[serde(default)]
+    case: Option<String>,
+    /// Several cases sharing the rest of the entry (a cause and its cases).
+    #[serde(default)]
+    cases: Vec<String>,
+    /// The cause signature the failure must have ([`crate::cause`]): the same case failing
+    /// another way is a new failure.
+    #[serde(default)]
+    cause: Option<String>,
     #[serde(default)]
     shape: Option<String>,
     #[serde(default)]
@@ -79,6 +88,8 @@ pub struct Entry {
     pub kind: Option<Kind>,
     pub reason: Option<String>,
     pub reference: Option<String>,
+    /// The cause the failure must have, when the entry names one.
+    pub cause: Option<String>,
     /// The 1-based line of the entry in its file, when it can be found.
     pub line: Option<usize>,
 }
@@ -93,6 +104,19 @@ impl Entry {
     }
 
     fn matches(&self, result: &CaseResult) -> bool {
+        self.case == result.case
+            && self
+                .shape
+                .as_deref()
+                .is_none_or(|shape| shape == result.shape.as_str())
+            && self
+                .cause
+                .as_ref()
+                .is_none_or(|cause| result.cause.as_ref() == Some(cause))
+    }
+
+    /// Whether the entry lists this result's case and shape, whatever its cause.
+    fn lists(&self, result: &CaseResult) -> bool {
         self.case == result.case
             && self
                 .shape
@@ -150,30 +174,48 @@ impl Baseline {
             })?
         };
         let _ = file.client;
+        let split = |text: &str| match text.split_once('@') {
+            Some((case, shape)) => (case.to_string(), Some(shape.to_string())),
+            None => (text.to_string(), None),
+        };
         let mut entries = Vec::new();
         for raw in file.server {
-            let entry = match raw {
+            match raw {
                 RawEntry::Id(text) => {
-                    let (case, shape) = match text.split_once('@') {
-                        Some((case, shape)) => (case.to_string(), Some(shape.to_string())),
-                        None => (text.clone(), None),
-                    };
-                    Entry {
+                    let (case, shape) = split(&text);
+                    entries.push(Entry {
                         case,
                         shape,
                         ..Entry::default()
+                    });
+                }
+                RawEntry::Explained(explained) => {
+                    let named: Vec<String> = explained
+                        .case
+                        .iter()
+                        .chain(&explained.cases)
+                        .cloned()
+                        .collect();
+                    if named.is_empty() {
+                        return Err(BaselineError(format!(
+                            "{}: an expected failure names no case (`case:` or `cases:`)",
+                            path.display()
+                        )));
+                    }
+                    for text in named {
+                        let (case, shape) = split(&text);
+                        entries.push(Entry {
+                            case,
+                            shape: shape.or_else(|| explained.shape.clone()),
+                            kind: explained.kind,
+                            reason: explained.reason.clone(),
+                            reference: explained.reference.clone(),
+                            cause: explained.cause.clone(),
+                            line: None,
+                        });
                     }
                 }
-                RawEntry::Explained(explained) => Entry {
-                    line: None,
-                    case: explained.case,
-                    shape: explained.shape,
-                    kind: explained.kind,
-                    reason: explained.reason,
-                    reference: explained.reference,
-                },
-            };
-            entries.push(entry);
+            }
         }
         // Lines, found in the text once the entries are known (the YAML parser keeps none).
         let mut from = 0;
@@ -242,17 +284,21 @@ impl Baseline {
         result.outcome = Outcome::ExpectedFail;
     }
 
-    /// Entries that matched results of this run, none of which failed.
+    /// Entries whose case ran and never failed as the entry expects (with its cause, when it
+    /// names one): what they list no longer happens.
     pub fn stale(&self, results: &[CaseResult]) -> Vec<String> {
         self.entries
             .iter()
             .filter(|entry| {
                 let ran: Vec<&CaseResult> = results
                     .iter()
-                    .filter(|r| entry.matches(r))
+                    .filter(|r| entry.lists(r))
                     .filter(|r| !matches!(r.outcome, Outcome::Skip | Outcome::NotApplicable))
                     .collect();
-                !ran.is_empty() && ran.iter().all(|r| r.outcome != Outcome::ExpectedFail)
+                !ran.is_empty()
+                    && !ran
+                        .iter()
+                        .any(|r| r.outcome == Outcome::ExpectedFail && entry.matches(r))
             })
             .map(Entry::text)
             .collect()
@@ -298,6 +344,9 @@ mod tests {
             north: None,
             upstream: None,
             diff: None,
+            cause: None,
+            follow_ups: Vec::new(),
+            reached: false,
         }
     }
 
@@ -325,6 +374,38 @@ mod tests {
             "only the listed shape is expected"
         );
         assert_eq!(baseline.stale(&results), vec!["b/fixed".to_string()]);
+    }
+
+    #[test]
+    fn an_entry_with_a_cause_expects_that_cause_only() {
+        let baseline = Baseline::parse(
+            Path::new("b.yaml"),
+            "server:\n  - cause: \"kept: drops `/x`\"\n    kind: defect\n    reason: typed model\n    cases: [a/one, a/two]\n",
+        )
+        .unwrap();
+        assert_eq!(baseline.entries.len(), 2);
+        let with = |case: &str, cause: &str| {
+            let mut r = result(case, Shape::V2025_11_25, Outcome::Fail);
+            r.cause = Some(cause.into());
+            r
+        };
+        let mut same = with("a/one", "kept: drops `/x`");
+        let mut other = with("a/two", "relayed-unchanged: adds `/_meta/k`");
+        baseline.apply(&mut same);
+        baseline.apply(&mut other);
+        assert_eq!(same.outcome, Outcome::ExpectedFail);
+        assert!(
+            same.message.contains("defect: typed model"),
+            "{}",
+            same.message
+        );
+        assert_eq!(
+            other.outcome,
+            Outcome::Fail,
+            "another cause is a new failure"
+        );
+        assert_eq!(baseline.stale(&[same, other]), vec!["a/two".to_string()]);
+        assert!(Baseline::parse(Path::new("b.yaml"), "server:\n  - kind: defect\n").is_err());
     }
 
     #[test]

@@ -118,19 +118,84 @@ pub fn render(back: &jsonl::ReadBack, source: &Path) -> String {
     out
 }
 
+/// The draft by cause: one entry per cause, holding its signature and its cases, so a case
+/// that later fails another way is a new failure rather than a known one.
+pub fn render_by_cause(back: &jsonl::ReadBack, source: &Path) -> String {
+    let mut out = String::new();
+    let target = back.header.as_ref().map_or("?", |h| h.target.as_str());
+    let _ = writeln!(
+        out,
+        "# Expected failures of `{target}` by cause, drafted by `relaycheck baseline --by-cause` from {}.",
+        source.display()
+    );
+    if let Some(header) = &back.header {
+        let _ = writeln!(out, "# The run: {}", header.command);
+    }
+    let _ = writeln!(
+        out,
+        "# Each entry holds a cause and the cases that failed with it; a listed case failing another\n\
+         # way fails the run. Give each a `kind` (defect, by-design, not-claimed, harness-limit) and\n\
+         # a `reason`; a listed case that passes later is stale and fails the run."
+    );
+    let causes = crate::cause::group(&back.results, failed);
+    if causes.groups.is_empty() {
+        out.push_str("server: []\n");
+        return out;
+    }
+    out.push_str("server:\n");
+    for group in &causes.groups {
+        let _ = writeln!(out, "\n  # {} result(s)", group.results.len());
+        let _ = writeln!(
+            out,
+            "  - cause: {}",
+            serde_json::to_string(&group.signature).unwrap_or_default()
+        );
+        out.push_str("    cases:\n");
+        for case in group.cases() {
+            let ran: BTreeSet<Shape> = back
+                .results
+                .iter()
+                .filter(|r| r.case == case && ran(r))
+                .map(|r| r.shape)
+                .collect();
+            let hit: BTreeSet<Shape> = group
+                .results
+                .iter()
+                .filter(|r| r.case == case)
+                .map(|r| r.shape)
+                .collect();
+            if hit == ran {
+                let _ = writeln!(out, "      - {case}");
+            } else {
+                for shape in hit {
+                    let _ = writeln!(out, "      - {case}@{shape}");
+                }
+            }
+        }
+    }
+    out
+}
+
 /// The command: read the results, print the draft or write it (never over an existing file).
-pub fn command(results: &Path, out: Option<&Path>) -> anyhow::Result<ExitCode> {
+pub fn command(results: &Path, out: Option<&Path>, by_cause: bool) -> anyhow::Result<ExitCode> {
     let back = jsonl::read(results)
         .map_err(|err| anyhow::anyhow!("{}: cannot read: {err}", results.display()))?;
     if back.results.is_empty() {
         anyhow::bail!("{}: no results in it", results.display());
     }
-    let text = render(&back, results);
+    let text = if by_cause {
+        render_by_cause(&back, results)
+    } else {
+        render(&back, results)
+    };
     match out {
         None => print!("{text}"),
         Some(path) => {
             crate::init_target::write(path, &text)?;
-            let count = text.lines().filter(|l| l.starts_with("  - ")).count();
+            let count = text
+                .lines()
+                .filter(|l| l.starts_with("  - ") || l.starts_with("      - "))
+                .count();
             eprintln!("wrote {} ({count} entries)", path.display());
         }
     }
@@ -158,6 +223,9 @@ mod tests {
             north: None,
             upstream: None,
             diff: None,
+            cause: None,
+            follow_ups: Vec::new(),
+            reached: false,
         }
     }
 
@@ -213,6 +281,67 @@ mod tests {
             "a failure the draft does not expect: {rerun:?}"
         );
         assert!(baseline.stale(&rerun).is_empty());
+    }
+
+    #[test]
+    fn a_baseline_by_cause_expects_each_failure_with_its_cause_only() {
+        use Outcome::*;
+        use Shape::*;
+        let with = |case: &str, shape: Shape, outcome: Outcome, cause: &str| {
+            let mut r = result(case, shape, outcome);
+            r.cause = Some(cause.into());
+            r
+        };
+        let results = vec![
+            with(
+                "p/one",
+                V2025_06_18,
+                Fail,
+                "protocol-error: the client got a result, not a JSON-RPC error",
+            ),
+            with(
+                "p/one",
+                V2025_11_25,
+                Fail,
+                "protocol-error: the client got a result, not a JSON-RPC error",
+            ),
+            with(
+                "p/two",
+                V2025_11_25,
+                Fail,
+                "protocol-error: the client got a result, not a JSON-RPC error",
+            ),
+            result("p/two", V2025_06_18, Pass),
+            with(
+                "m/one",
+                V2025_06_18,
+                Fail,
+                "relayed-unchanged: adds `/_meta/k`",
+            ),
+        ];
+        let back = jsonl::ReadBack {
+            results: results.clone(),
+            ..Default::default()
+        };
+        let text = render_by_cause(&back, Path::new("results.jsonl"));
+        assert!(text.contains("      - p/one\n"), "{text}");
+        assert!(text.contains("      - p/two@2025-11-25"), "{text}");
+        let baseline = Baseline::parse(Path::new("draft.yaml"), &text).unwrap();
+        let mut rerun = results.clone();
+        for r in &mut rerun {
+            baseline.apply(r);
+        }
+        assert!(rerun.iter().all(|r| !r.outcome.is_failure()), "{rerun:?}");
+        assert!(baseline.stale(&rerun).is_empty());
+        // The same case failing another way is a new failure.
+        let mut changed = with(
+            "m/one",
+            V2025_06_18,
+            Fail,
+            "relayed-unchanged: drops `/content`",
+        );
+        baseline.apply(&mut changed);
+        assert_eq!(changed.outcome, Fail);
     }
 
     #[test]

@@ -65,6 +65,16 @@ enum Command {
     },
     /// List fixed, broken, new and gone results between two runs.
     Compare { before: PathBuf, after: PathBuf },
+    /// The failures of a run grouped by cause, or every result of one cause (`--cause N`, the
+    /// number the console gave it).
+    Causes {
+        results: PathBuf,
+        #[arg(long)]
+        cause: Option<usize>,
+        /// Include the failures the baseline expected.
+        #[arg(long)]
+        all: bool,
+    },
     /// Serve the canary upstream (the same as `relaycheck-canary`), for gateways to spawn.
     Canary(relaycheck_canary::cli::Cli),
     /// Run the reference gateway (the same as `relaycheck-gateway`), optionally as a mutant.
@@ -81,6 +91,9 @@ enum Command {
         /// Write it here (never over an existing file) instead of stdout.
         #[arg(long)]
         out: Option<PathBuf>,
+        /// One entry per cause, holding its signature and its cases.
+        #[arg(long)]
+        by_cause: bool,
     },
     /// Run the official MCP conformance suite's server scenarios against a target in front of
     /// the fixtures canary, and import its checks (`official list`, `official table`).
@@ -279,6 +292,10 @@ struct RunArgs {
     /// Cases in flight at once.
     #[arg(long, default_value_t = 8)]
     jobs: usize,
+    /// Target starts in flight at once, each shape's and each isolated case's own target
+    /// included. Default: `--jobs`.
+    #[arg(long)]
+    starts: Option<usize>,
     /// `should` failures fail the run too.
     #[arg(long)]
     strict: bool,
@@ -333,12 +350,31 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Matrix { results, specs } => matrix(&results, specs),
         Command::Compare { before, after } => compare(&before, &after),
+        Command::Causes {
+            results,
+            cause,
+            all,
+        } => {
+            let (_, results) = read_results(&results)?;
+            match relaycheck::cause::listing(&results, cause, all) {
+                Ok(text) => {
+                    print!("{text}");
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(problem) => {
+                    eprintln!("relaycheck: {problem}");
+                    Ok(ExitCode::from(2))
+                }
+            }
+        }
         Command::Canary(args) => relaycheck_canary::cli::run(args).map(|()| ExitCode::SUCCESS),
         Command::Gateway(args) => relaycheck_gateway::cli::run(args).map(|()| ExitCode::SUCCESS),
         Command::Schema(args) => relaycheck::schema::command(args.which, args.out.as_deref()),
-        Command::Baseline { results, out } => {
-            relaycheck::baseline_draft::command(&results, out.as_deref())
-        }
+        Command::Baseline {
+            results,
+            out,
+            by_cause,
+        } => relaycheck::baseline_draft::command(&results, out.as_deref(), by_cause),
         Command::InitTarget(args) => {
             relaycheck::init_target::command(&args.name, args.transport, args.out.as_deref())
         }
@@ -531,6 +567,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         forced: args.forced,
         cases: args.cases.clone(),
         jobs: args.jobs,
+        starts: args.starts.unwrap_or(args.jobs),
         canary_cmd: canary_command()?,
         relaycheck: std::env::current_exe().context("cannot find this executable")?,
         workdir: workdir.clone(),
@@ -635,11 +672,29 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
     let exit_code = if failed || !stale.is_empty() { 1 } else { 0 };
 
     let mut stderr = std::io::stderr().lock();
-    for result in results.iter().filter(|r| r.outcome.is_failure()) {
-        let case = catalogue.cases.iter().find(|c| c.spec.id == result.case);
-        let rerun = console::rerun_command(&args.target, result, args.forced);
-        let _ = writeln!(stderr, "\n{}", console::failure(result, case, &rerun));
-    }
+    let rerun = |result: &CaseResult| console::rerun_command(&args.target, result, args.forced);
+    let results_file = args.out.as_ref().map(|dir| dir.join("results.jsonl"));
+    let lister = |number: usize| {
+        format!(
+            "relaycheck causes {} --cause {number}",
+            results_file
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        )
+    };
+    let _ = write!(
+        stderr,
+        "{}",
+        console::failures_by_cause(
+            &results,
+            &catalogue.cases,
+            &rerun,
+            results_file
+                .as_ref()
+                .map(|_| &lister as &dyn Fn(usize) -> String),
+        )
+    );
     for entry in &stale {
         let _ = writeln!(
             stderr,
@@ -690,6 +745,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     println!("{summary}");
+    println!("{}", report::tally_line(&results));
     println!("{}", report::total_line(&results));
     Ok(ExitCode::from(exit_code as u8))
 }
@@ -895,6 +951,7 @@ fn mutants(args: MutantsArgs) -> anyhow::Result<ExitCode> {
         forced: false,
         cases: Vec::new(),
         jobs: args.jobs,
+        starts: args.jobs,
         canary_cmd: canary_command().unwrap_or_default(),
         relaycheck: std::env::current_exe().unwrap_or_default(),
         workdir: workdir.clone(),

@@ -8,6 +8,7 @@ pub mod baseline;
 pub mod baseline_draft;
 pub mod bench;
 pub mod catalogue;
+pub mod cause;
 pub mod checks;
 pub mod client;
 pub mod drive;

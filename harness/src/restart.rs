@@ -40,6 +40,10 @@ pub struct TargetEvent {
     /// Why the restart failed, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart_failed: Option<String>,
+    /// Cases whose calls failed alike after the target broke (its upstream gone, its process
+    /// alive): run again on the fresh start, their results saying what they got before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub collateral: Vec<String>,
 }
 
 impl TargetEvent {
@@ -64,8 +68,15 @@ impl TargetEvent {
                 self.not_run
             )
         };
+        let collateral = match self.collateral.len() {
+            0 => String::new(),
+            n => format!(
+                "; {n} case(s) that failed after it ran again on the fresh start: {}",
+                self.collateral.join(", ")
+            ),
+        };
         format!(
-            "target `{}` [{}]: {} {at}; {then}",
+            "target `{}` [{}]: {} {at}; {then}{collateral}",
             self.target, self.shape, self.cause
         )
     }
@@ -94,6 +105,12 @@ pub(crate) struct Driven<'c> {
     pub untouched: Vec<(&'c LoadedCase, String)>,
     /// Cases that ended in `error` while the target died, in the order they ended.
     pub touched: Vec<String>,
+    /// Set when the target's upstream stopped answering while the process lived: the last
+    /// case that reached the upstream before, and what happened.
+    pub broken: Option<(Option<String>, String)>,
+    /// The results, not yet reported, of the calls that failed alike after it broke: the
+    /// collateral, to run again on a fresh start.
+    pub collateral: Vec<(&'c LoadedCase, String, CaseResult)>,
 }
 
 /// Marks a finished result as touched by the target's death, when it is: an `error` that ended
@@ -107,6 +124,36 @@ pub(crate) fn note_death(result: &mut CaseResult, gone: Option<String>) -> bool 
             true
         }
         _ => false,
+    }
+}
+
+/// What every batch of a run shares: the shapes refused so far and the bound on starts.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub refused: Refused,
+    pub starting: Starting,
+}
+
+/// The bound on target starts in flight, shared by every batch of a run, and how many are in
+/// flight now (for the message of a start that fails).
+#[derive(Debug)]
+pub(crate) struct Starting {
+    permits: tokio::sync::Semaphore,
+    bound: usize,
+}
+
+impl Starting {
+    pub(crate) fn new(bound: usize) -> Starting {
+        let bound = bound.max(1);
+        Starting {
+            permits: tokio::sync::Semaphore::new(bound),
+            bound,
+        }
+    }
+
+    /// Starts in flight besides the caller's.
+    fn others(&self) -> usize {
+        self.bound - self.permits.available_permits() - 1
     }
 }
 
@@ -155,9 +202,12 @@ pub(crate) async fn run_batch(
     mut items: Vec<(&LoadedCase, String)>,
     report: &mut dyn FnMut(CaseResult),
     events: &mut Vec<TargetEvent>,
-    refused: &Refused,
+    shared: &Shared,
 ) {
+    let (refused, starting) = (&shared.refused, &shared.starting);
     let mut deaths = 0;
+    // What the collateral of a broken target got before the restart, by case and route.
+    let mut before: std::collections::HashMap<(String, String), String> = Default::default();
     loop {
         if let Some(why) = refused.get(shape) {
             report_refused(shape, &why, items, report);
@@ -173,7 +223,20 @@ pub(crate) async fn run_batch(
             workdir: start_dir(&plan.workdir, &plan.profile.name, shape),
             mutant: plan.mutant.as_deref(),
         };
-        let target = match target::start(launch).await {
+        let started = {
+            let _permit = starting.permits.acquire().await;
+            let others = starting.others();
+            target::start(launch).await.map_err(|err| {
+                if others > 0 {
+                    format!(
+                        "{err} ({others} other target start(s) were in flight; `--starts` bounds them)"
+                    )
+                } else {
+                    err
+                }
+            })
+        };
+        let target = match started {
             Ok(target) => Arc::new(target),
             Err(err) => {
                 let (outcome, message) = match events.last_mut() {
@@ -215,10 +278,63 @@ pub(crate) async fn run_batch(
             report_refused(shape, &why, items, report);
             return;
         }
-        let driven = drive_items(plan, shape, &target, items, report).await;
+        let mut annotated = |mut result: CaseResult| {
+            if let Some(earlier) = before.remove(&(result.case.clone(), result.route.clone())) {
+                result.message = format!(
+                    "{} (run again after the target was restarted; before, it got: {earlier})",
+                    result.message
+                );
+            }
+            report(result)
+        };
+        let mut driven = drive_items(plan, shape, &target, items, &mut annotated).await;
         let gone = target.gone_settled().await;
         if let Ok(target) = Arc::try_unwrap(target) {
             target.stop().await;
+        }
+        if let Some((after, why)) = driven.broken.take() {
+            deaths += 1;
+            let restarted = deaths <= RESTARTS;
+            let event = TargetEvent {
+                target: plan.profile.name.clone(),
+                shape,
+                cause: why.clone(),
+                touched: after.into_iter().collect(),
+                restarted,
+                not_run: if restarted { 0 } else { driven.untouched.len() },
+                restart_failed: None,
+                collateral: driven
+                    .collateral
+                    .iter()
+                    .map(|(c, _, _)| c.spec.id.clone())
+                    .collect(),
+            };
+            eprintln!("relaycheck: {}", event.describe());
+            events.push(event);
+            if restarted {
+                let mut again = Vec::new();
+                for (case, route, result) in driven.collateral {
+                    before.insert((case.spec.id.clone(), route.clone()), result.message);
+                    again.push((case, route));
+                }
+                again.extend(driven.untouched);
+                items = again;
+                continue;
+            }
+            for (_, _, mut result) in driven.collateral {
+                result.message = format!("{} (the target had broken: {why})", result.message);
+                report(result);
+            }
+            for (case, route) in driven.untouched {
+                report(CaseResult::without_run(
+                    case,
+                    &route,
+                    shape,
+                    Outcome::Error,
+                    format!("not run: {why}; it had been restarted once already"),
+                ));
+            }
+            return;
         }
         let Some(cause) = gone else {
             return;
@@ -236,6 +352,7 @@ pub(crate) async fn run_batch(
             restarted: !driven.untouched.is_empty() && deaths <= RESTARTS,
             not_run: 0,
             restart_failed: None,
+            collateral: Vec::new(),
         };
         if driven.untouched.is_empty() {
             eprintln!("relaycheck: {}", event.describe());
@@ -295,6 +412,7 @@ mod tests {
             restarted,
             not_run,
             restart_failed: None,
+            collateral: Vec::new(),
         }
     }
 
@@ -332,6 +450,9 @@ mod tests {
             north: None,
             upstream: None,
             diff: None,
+            cause: None,
+            follow_ups: Vec::new(),
+            reached: false,
         };
         let mut touched = case.clone();
         assert!(note_death(&mut touched, Some("it died".into())));

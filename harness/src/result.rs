@@ -31,6 +31,29 @@ pub struct CaseResult {
     /// A unified diff of expected against actual for the first failing comparison.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diff: Option<String>,
+    /// What caused the failure, as a signature alike failures share ([`crate::cause`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
+    /// Every exchange after the call (task polls, continuation reads, `tools/list`, link
+    /// reads), each with its request and what came back.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub follow_ups: Vec<Exchanged>,
+    /// Whether the upstream got the call (the canary logged it): for the runner only.
+    #[serde(skip)]
+    pub reached: bool,
+}
+
+/// One follow-up exchange as a report keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Exchanged {
+    /// `tasks/get`, `fetch`, `tools/list`, `resources/read`, ...
+    pub step: String,
+    pub request: Value,
+    /// The answer, parsed, or a description of what came instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<Value>,
+    /// `response`, `error-response`, `malformed`, `closed` or `timeout`.
+    pub kind: String,
 }
 
 impl CaseResult {
@@ -56,6 +79,9 @@ impl CaseResult {
             north: None,
             upstream: None,
             diff: None,
+            cause: None,
+            follow_ups: Vec::new(),
+            reached: false,
         }
     }
 

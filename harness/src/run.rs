@@ -18,7 +18,7 @@ use crate::checks::{self, Evidence, Reach};
 use crate::client::Exchange;
 use crate::drive::{Request, drive};
 use crate::profile::Profile;
-use crate::restart::{Driven, Refused, TargetEvent, note_death, run_batch};
+use crate::restart::{Driven, Refused, Shared, Starting, TargetEvent, note_death, run_batch};
 use crate::result::{CaseResult, json_diff};
 use crate::session::preview;
 use crate::target::Target;
@@ -32,6 +32,10 @@ pub struct RunPlan<'a> {
     /// Case-id globs; empty runs every case.
     pub cases: Vec<String>,
     pub jobs: usize,
+    /// Target starts in flight at once, isolated cases' own targets included (`--starts`,
+    /// default `--jobs`): a heavy gateway started for every shape and isolated case at once
+    /// misses its start-up on a small machine.
+    pub starts: usize,
     /// The canary's argv before its options.
     pub canary_cmd: Vec<String>,
     /// The `relaycheck` executable, for `{relaycheck}` in profiles.
@@ -82,6 +86,20 @@ pub async fn run(
     plan: &RunPlan<'_>,
     report: &mut dyn FnMut(CaseResult),
 ) -> Result<Vec<TargetEvent>, String> {
+    // Every failing result leaves with its cause, whichever path made it.
+    let rules: HashMap<Shape, checks::Equivalence> = plan
+        .shapes
+        .iter()
+        .map(|shape| (*shape, plan.catalogue.rules(*shape)))
+        .collect();
+    let mut report = |mut result: CaseResult| {
+        if result.cause.is_none()
+            && let Some(rules) = rules.get(&result.shape)
+        {
+            result.cause = crate::cause::of(&result, rules);
+        }
+        report(result)
+    };
     let mut events = Vec::new();
     let script_path = write_script_for(plan.catalogue, plan.profile, &plan.workdir)?;
     let selected = plan.selected();
@@ -137,11 +155,14 @@ pub async fn run(
     // isolated cases mostly wait out a target's upstream timeout. They all run in this one
     // task, so `report` still gets one result at a time, each as it ends.
     let report = std::cell::RefCell::new(report);
-    let refused = Refused::default();
+    let shared = Shared {
+        refused: Refused::default(),
+        starting: Starting::new(plan.starts),
+    };
     let batch_events: Vec<Vec<_>> =
         futures_util::StreamExt::collect(futures_util::StreamExt::buffer_unordered(
             futures_util::stream::iter(batches.into_iter().map(|(shape, items, script_path)| {
-                let (report, refused) = (&report, &refused);
+                let (report, shared) = (&report, &shared);
                 async move {
                     let mut events = Vec::new();
                     let mut report_one = |result: CaseResult| (*report.borrow_mut())(result);
@@ -152,7 +173,7 @@ pub async fn run(
                         items,
                         &mut report_one,
                         &mut events,
-                        refused,
+                        shared,
                     )
                     .await;
                     events
@@ -304,6 +325,11 @@ where
     let mut untouched = Vec::new();
     // Which case each task runs, so a task that panics is still reported, as an error.
     let mut running: Running = HashMap::new();
+    // Results that look like the collateral of a target whose upstream died: held back until
+    // a call reaches the upstream again (then they are what they are) or enough of them share
+    // one answer (then the target is restarted and they run again).
+    let mut held: Vec<(usize, String, CaseResult)> = Vec::new();
+    let mut last_reached: Option<String> = None;
     let mut settle = |joined: Joined, running: &mut Running| {
         let id = match &joined {
             Ok((id, _)) => *id,
@@ -312,7 +338,36 @@ where
         let started = running.remove(&id);
         match joined {
             Ok((_, (index, route, None))) => untouched.push((index, route)),
-            Ok((_, (_, _, Some(mut result)))) => {
+            Ok((_, (index, route, Some(mut result)))) => {
+                if collateral_like(&result, cases[index]) && target.gone().is_none()
+                    || (driven.broken.is_some() && collateral_like(&result, cases[index]))
+                {
+                    held.push((index, route, result));
+                    let alike = held
+                        .iter()
+                        .all(|(_, _, r)| r.cause.is_some() && r.cause == held[0].2.cause);
+                    if driven.broken.is_none() && held.len() >= COLLATERAL_STREAK && alike {
+                        let after = last_reached
+                            .as_deref()
+                            .map_or("the start".to_string(), |case| format!("case `{case}`"));
+                        let why = format!(
+                            "the target's upstream stopped answering after {after}: {} call(s) after it were answered without reaching the upstream ({})",
+                            held.len(),
+                            held[0].2.message
+                        );
+                        target.mark_broken(&why);
+                        driven.broken = Some((last_reached.clone(), why));
+                    }
+                    return;
+                }
+                if driven.broken.is_none() {
+                    for (_, _, earlier) in held.drain(..) {
+                        report(earlier);
+                    }
+                }
+                if result.reached {
+                    last_reached = Some(result.case.clone());
+                }
                 if note_death(&mut result, target.gone()) {
                     driven.touched.push(result.case.clone());
                 }
@@ -360,12 +415,37 @@ where
     while let Some(joined) = tasks.join_next_with_id().await {
         settle(joined, &mut running);
     }
+    if driven.broken.is_some() {
+        driven.collateral = held
+            .into_iter()
+            .map(|(index, route, result)| (cases[index], route, result))
+            .collect();
+    } else {
+        for (_, _, result) in held {
+            report(result);
+        }
+    }
     untouched.sort_by_key(|(index, _)| *index);
     driven.untouched = untouched
         .into_iter()
         .map(|(index, route)| (cases[index], route))
         .collect();
     driven
+}
+
+/// How many results in a row must fail alike without reaching the upstream before the
+/// target counts as broken (its upstream gone while its process lives).
+const COLLATERAL_STREAK: usize = 3;
+
+/// Whether a result could be the collateral of a dead upstream: a failure whose call the
+/// target answered without the upstream ever getting it, on a case whose call is meant to
+/// reach the upstream.
+fn collateral_like(result: &CaseResult, case: &LoadedCase) -> bool {
+    matches!(result.outcome, Outcome::Fail | Outcome::Error)
+        && !result.reached
+        && result.north.is_some()
+        && case.spec.tool.call.is_none()
+        && case.spec.tool.north_name.is_none()
 }
 
 /// The case (its index in a batch) and route each case task runs.
@@ -580,9 +660,20 @@ pub async fn run_one(
         reach: &reach,
     };
     let mut result = CaseResult::without_run(case, route, shape, Outcome::Pass, "");
+    result.reached = !evidence.upstream_calls().is_empty();
     result.request = Some(kept_for_report(&drive.request));
     result.north = north_value(&drive.exchange).map(|v| kept_for_report(&v));
     result.upstream = evidence.upstream_answer().map(kept_for_report);
+    result.follow_ups = drive
+        .follow_ups
+        .iter()
+        .map(|follow| crate::result::Exchanged {
+            step: follow.step.clone(),
+            request: kept_for_report(&follow.request),
+            answer: north_value(&follow.exchange).map(|v| kept_for_report(&v)),
+            kind: follow.exchange.kind().to_string(),
+        })
+        .collect();
 
     if let Some(why) = stimulus_not_sent(case, &evidence, log) {
         result.outcome = Outcome::NotApplicable;
@@ -632,6 +723,8 @@ pub async fn run_one(
     } else {
         result.message = format!("{} check(s) passed", result.checks.len());
     }
+    // The cause is read from the whole values, before they are cut to previews.
+    result.cause = crate::cause::of(&result, rules);
     // A verdict's values and message may hold a whole answer of megabytes: the report keeps
     // previews, as it does for the request and the answers.
     for verdict in &mut result.checks {
@@ -711,7 +804,8 @@ fn stimulus_not_sent(
             .get("result")
             .is_none_or(|r| relaycheck_model::render::read_task_handle(r).is_none())
     {
-        let asked = match evidence.shape {
+        // In the terms of the shape the upstream was spoken to in.
+        let asked = match answer_shape.unwrap_or(evidence.shape) {
             Shape::V2025_11_25 => "params.task",
             _ => "the tasks extension in its client capabilities",
         };
@@ -922,6 +1016,7 @@ mod tests {
             forced: false,
             cases: Vec::new(),
             jobs,
+            starts: jobs,
             canary_cmd: Vec::new(),
             relaycheck: "relaycheck".into(),
             workdir: workdir.clone(),

@@ -236,6 +236,7 @@ impl Pool {
             forced: false,
             cases: Vec::new(),
             jobs: 8,
+            starts: 8,
             canary_cmd: self.canary_cmd.clone(),
             relaycheck: self.relaycheck.clone(),
             workdir: self

@@ -53,6 +53,8 @@ pub struct Target {
     watcher: Option<tokio::task::JoinHandle<()>>,
     /// How the target process ended, once the watcher saw it end ("exited with code 3").
     exit: std::sync::Arc<std::sync::Mutex<Option<String>>>,
+    /// Why the target, alive, can serve no more calls (its upstream stopped answering).
+    broken: std::sync::Mutex<Option<String>>,
 }
 
 impl Drop for Target {
@@ -81,7 +83,18 @@ impl Target {
     /// exit code or signal) or it closed its stdout. A target that only hangs is not gone.
     pub fn gone(&self) -> Option<String> {
         let exit = self.exit.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        exit.or_else(|| self.session.closed())
+        exit.or_else(|| self.session.closed()).or_else(|| {
+            self.broken
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone()
+        })
+    }
+
+    /// Marks a live target as unable to serve more calls: later cases are not started on it.
+    pub fn mark_broken(&self, why: &str) {
+        let mut slot = self.broken.lock().unwrap_or_else(|p| p.into_inner());
+        slot.get_or_insert_with(|| why.to_string());
     }
 
     /// [`Target::gone`], giving the exit watcher a moment to see the process end when only
@@ -152,6 +165,7 @@ impl Target {
             upstream_logs: BTreeMap::new(),
             watcher: None,
             exit: std::sync::Arc::new(std::sync::Mutex::new(None)),
+            broken: std::sync::Mutex::new(None),
         }
     }
 }
@@ -306,6 +320,7 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
         canaries,
         watcher,
         exit,
+        broken: std::sync::Mutex::new(None),
     })
 }
 

@@ -33,6 +33,9 @@ fn result(case: &str, surface: &str, outcome: Outcome) -> CaseResult {
         north: actual.clone(),
         upstream: expected.clone(),
         diff: (outcome == Outcome::Fail).then(|| json_diff(&expected, &actual)),
+        cause: None,
+        follow_ups: Vec::new(),
+        reached: false,
     }
 }
 
@@ -99,6 +102,7 @@ fn a_failing_cell_opens_its_diff_in_chromium() {
         restarted: true,
         not_run: 0,
         restart_failed: None,
+        collateral: Vec::new(),
     };
     let page = html::render_with(
         &info,

@@ -343,7 +343,113 @@ fn a_gateway_that_refuses_a_shape_gets_one_line_for_it_and_no_failure() {
     assert_clean(&got);
 }
 
-/// The ten results of `is-error/*` in 2025-11-25 (one case has two routes), all passing on a
+/// A gateway that takes 2 s to start, run in every released shape with isolated cases among
+/// the chosen ones: never more starts in flight than `--starts` (the zoo runs with
+/// `--jobs 1`, and `--starts` defaults to it), whatever the run would start.
+#[test]
+fn target_starts_in_flight_never_exceed_the_bound() {
+    let _serial = serial();
+    let dir = std::env::temp_dir().join(format!("relaycheck-zoo-starts-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let got = run_with(
+        "slow-start",
+        &relaying("slow-start", &[dir.to_str().unwrap(), "2"]),
+        &[
+            "is-error/flag-reaches-client",
+            "upstream-faults/*-malformed",
+        ],
+        &["--shape", "all", "--starts", "2"],
+    );
+    let log = std::fs::read_to_string(dir.join("starts.log")).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    let seen: Vec<usize> = log.lines().filter_map(|l| l.trim().parse().ok()).collect();
+    assert!(
+        seen.len() >= 6,
+        "the run starts a target per shape and per isolated case: {seen:?}"
+    );
+    assert!(
+        seen.iter().all(|n| *n <= 2),
+        "more than two starts in flight at once: {seen:?}"
+    );
+    assert!(
+        seen.contains(&2),
+        "the bound is used, not one start at a time: {seen:?}"
+    );
+    assert!(
+        !got.results.iter().any(|r| r["outcome"] == "setup-fail"),
+        "{:?}",
+        got.outcomes()
+    );
+    assert_clean(&got);
+}
+
+/// A gateway whose upstream dies on one case while it lives on, answering "Not connected":
+/// the cases after it are reported as its collateral, run again on a restarted gateway, and
+/// pass; the report names the case after which it broke and what the others got before.
+#[test]
+fn cases_after_an_upstream_dies_are_collateral_and_run_again() {
+    let _serial = serial();
+    let dir = std::env::temp_dir().join(format!("relaycheck-zoo-kill-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let marker = dir.join("killed");
+    let _ = std::fs::remove_file(&marker);
+    let got = run_with(
+        "kill-upstream-once",
+        &relaying("kill-upstream-once", &["2", marker.to_str().unwrap()]),
+        &IS_ERROR,
+        &[],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(got.results.len(), 9, "{:?}", got.outcomes());
+    assert_eq!(got.count("pass"), 9, "{:?}", got.results);
+    let again: Vec<&Value> = got
+        .results
+        .iter()
+        .filter(|r| {
+            r["message"]
+                .as_str()
+                .unwrap()
+                .contains("run again after the target was restarted; before, it got:")
+        })
+        .collect();
+    assert!(
+        again.len() >= 3,
+        "the collateral says what it got before: {:?}",
+        got.results
+    );
+    assert!(
+        again
+            .iter()
+            .all(|r| r["message"].as_str().unwrap().contains("Not connected")),
+        "{again:?}"
+    );
+    let events = &got.footer.as_ref().expect("a footer")["target_events"];
+    assert_eq!(events.as_array().map(Vec::len), Some(1), "{events}");
+    let event = &events[0];
+    assert!(
+        event["cause"]
+            .as_str()
+            .unwrap()
+            .starts_with("the target's upstream stopped answering after case `"),
+        "{event}"
+    );
+    assert_eq!(event["restarted"], true);
+    assert_eq!(
+        event["collateral"].as_array().map(Vec::len),
+        Some(again.len())
+    );
+    // The case after which it broke is the third call's, the one whose answer came last.
+    assert_eq!(event["touched"][0], got.results[2]["case"], "{event}");
+    assert!(
+        got.summary.contains("## Target restarts"),
+        "{}",
+        got.summary
+    );
+    assert_clean(&got);
+}
+
+/// The nine results of `is-error/*` in 2025-11-25, all passing on a
 /// gateway that relays them faithfully.
 const IS_ERROR: [&str; 1] = ["is-error/*"];
 
@@ -374,11 +480,11 @@ fn breaks_once(mode: &str, cause: &str) {
         &[],
     );
     let _ = std::fs::remove_dir_all(&dir);
-    assert_eq!(got.results.len(), 10, "{:?}", got.outcomes());
+    assert_eq!(got.results.len(), 9, "{:?}", got.outcomes());
     // Two calls relayed, the third breaks the gateway: that case is an error, and every
     // case after it passes on the restarted gateway.
     assert_eq!(got.outcomes()[..3], ["pass", "pass", "error"]);
-    assert_eq!(got.count("pass"), 9, "{:?}", got.outcomes());
+    assert_eq!(got.count("pass"), 8, "{:?}", got.outcomes());
     let broken = got.message(2);
     assert!(broken.contains(cause), "{broken}");
     let events = &got.footer.as_ref().expect("a footer")["target_events"];
@@ -429,14 +535,14 @@ fn a_gateway_that_always_crashes_is_restarted_once_then_its_cases_end_as_errors(
         &[],
     );
     // Every result is there: one pass and one crash per life, then the rest not run.
-    assert_eq!(got.results.len(), 10, "{:?}", got.outcomes());
+    assert_eq!(got.results.len(), 9, "{:?}", got.outcomes());
     assert_eq!(
         got.outcomes(),
         [
-            "pass", "error", "pass", "error", "error", "error", "error", "error", "error", "error"
+            "pass", "error", "pass", "error", "error", "error", "error", "error", "error"
         ]
     );
-    for index in 4..10 {
+    for index in 4..9 {
         let message = got.message(index);
         assert!(
             message.starts_with("not run: the target process exited with code 3 at case")
@@ -451,8 +557,8 @@ fn a_gateway_that_always_crashes_is_restarted_once_then_its_cases_end_as_errors(
     assert_eq!(events.len(), 2, "{events:?}");
     assert_eq!(events[0]["restarted"], true);
     assert_eq!(events[1]["restarted"], false);
-    assert_eq!(events[1]["not_run"], 6);
-    assert!(got.summary.contains("6 case(s) not run"), "{}", got.summary);
+    assert_eq!(events[1]["not_run"], 5);
+    assert!(got.summary.contains("5 case(s) not run"), "{}", got.summary);
     // Bounded: two starts and four calls, nowhere near a timeout per case.
     assert!(got.elapsed < Duration::from_secs(30), "{:?}", got.elapsed);
     assert_clean(&got);
@@ -486,14 +592,14 @@ fn an_http_gateway_that_crashes_once_is_restarted_and_the_later_cases_pass() {
     );
     let _ = std::fs::remove_dir_all(&dir);
     let cause = "the target process exited with code 3";
-    assert_eq!(got.results.len(), 10, "{:?} {}", got.outcomes(), got.stderr);
+    assert_eq!(got.results.len(), 9, "{:?} {}", got.outcomes(), got.stderr);
     assert_eq!(
         got.outcomes()[..3],
         ["pass", "pass", "error"],
         "{:?}",
         got.results
     );
-    assert_eq!(got.count("pass"), 9, "{:?}", got.results);
+    assert_eq!(got.count("pass"), 8, "{:?}", got.results);
     assert!(got.message(2).contains(cause), "{}", got.message(2));
     let events = &got.footer.as_ref().expect("a footer")["target_events"];
     assert_eq!(events.as_array().map(Vec::len), Some(1), "{events}");
@@ -542,16 +648,16 @@ fn an_http_gateway_that_always_crashes_is_restarted_once_then_its_cases_end_as_e
         &IS_ERROR,
         &[],
     );
-    assert_eq!(got.results.len(), 10, "{:?} {}", got.outcomes(), got.stderr);
+    assert_eq!(got.results.len(), 9, "{:?} {}", got.outcomes(), got.stderr);
     assert_eq!(
         got.outcomes(),
         [
-            "pass", "error", "pass", "error", "error", "error", "error", "error", "error", "error"
+            "pass", "error", "pass", "error", "error", "error", "error", "error", "error"
         ],
         "{:?}",
         got.results
     );
-    for index in 4..10 {
+    for index in 4..9 {
         let message = got.message(index);
         assert!(
             message.starts_with("not run: the target process exited with code 3 at case")
@@ -566,7 +672,7 @@ fn an_http_gateway_that_always_crashes_is_restarted_once_then_its_cases_end_as_e
     assert_eq!(events.len(), 2, "{events:?}");
     assert_eq!(events[0]["restarted"], true);
     assert_eq!(events[1]["restarted"], false);
-    assert_eq!(events[1]["not_run"], 6);
+    assert_eq!(events[1]["not_run"], 5);
     assert!(got.elapsed < Duration::from_secs(30), "{:?}", got.elapsed);
     assert_clean(&got);
 }

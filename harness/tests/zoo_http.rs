@@ -226,6 +226,17 @@ async fn scripted_http_gateways_get_the_outcome_their_break_earns() {
     let got = run_scripted("http-500-empty", |_| ResponseTemplate::new(500)).await;
     assert_all(&got, "error", "HTTP 500 with an empty body");
 
+    // Rate limiting is named as such, with the wait the target asked for.
+    let got = run_scripted("rate-limited", |_| {
+        ResponseTemplate::new(429).insert_header("retry-after", "30")
+    })
+    .await;
+    assert_all(
+        &got,
+        "error",
+        "rate-limited the call (HTTP 429, Retry-After: 30)",
+    );
+
     let got = run_scripted("hung", |m| {
         json_answer(error_answer(&m["id"])).set_delay(Duration::from_secs(600))
     })

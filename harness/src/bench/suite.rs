@@ -54,6 +54,7 @@ impl Env {
             forced: false,
             cases: Vec::new(),
             jobs: self.jobs,
+            starts: self.jobs,
             canary_cmd: self.canary_cmd.clone(),
             relaycheck: self.relaycheck.clone(),
             workdir: self.workdir.join(label),
@@ -414,6 +415,9 @@ mod tests {
             north: None,
             upstream: None,
             diff: None,
+            cause: None,
+            follow_ups: Vec::new(),
+            reached: false,
         }
     }
 

@@ -64,9 +64,22 @@ pub fn evaluate(expectation: &Expectation, evidence: &Evidence<'_>) -> Verdict {
         _ => {}
     }
     if let Some(pointer) = &evidence.view.pick_missed {
+        // Quote what the target answered instead, so the reader sees its own words.
+        let answered = evidence
+            .view
+            .entry
+            .as_ref()
+            .or(evidence.view.whole.as_ref())
+            .map(|value| {
+                format!(
+                    "; it answered {}",
+                    crate::session::preview(value.to_string().as_bytes())
+                )
+            })
+            .unwrap_or_default();
         return Verdict::fail(
             name,
-            format!("the route's pick `{pointer}` found nothing in the target's answer"),
+            format!("the route's pick `{pointer}` found nothing in the target's answer{answered}"),
         );
     }
     match name {
@@ -83,7 +96,7 @@ pub fn evaluate(expectation: &Expectation, evidence: &Evidence<'_>) -> Verdict {
         "max-bytes" => max_bytes(name, params, reply.raw.len()),
         "schema-valid" => schema_valid(name, evidence),
         "task-handle" => task_handle(name, params, evidence),
-        "progress-before-result" => progress(name, params, &reply.notifications),
+        "progress-before-result" => progress(name, params, &reply.notifications, evidence),
         "text-bytes" => text_bytes(name, params, evidence),
         "truncation-marked" => envelope::truncation_marked(name, evidence),
         "serialized-once" => envelope::serialized_once(name, evidence),
@@ -680,23 +693,54 @@ fn answered_as(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>)
     }
 }
 
-fn progress(name: &str, params: &Map<String, Value>, notifications: &[Value]) -> Verdict {
+/// Progress reached the client, and if not, which side lost it: the request without its
+/// token (the target dropped the caller's `_meta`), or notifications the upstream sent that the
+/// client never got.
+fn progress(
+    name: &str,
+    params: &Map<String, Value>,
+    notifications: &[Value],
+    evidence: &Evidence<'_>,
+) -> Verdict {
     let want = params.get("min").and_then(Value::as_u64).unwrap_or(1) as usize;
     let got = notifications
         .iter()
         .filter(|n| n.get("method").and_then(Value::as_str) == Some("notifications/progress"))
         .count();
     if got >= want {
-        Verdict::pass(
+        return Verdict::pass(
             name,
             format!("{got} progress notification(s) before the result"),
-        )
-    } else {
-        Verdict::fail(
-            name,
-            format!("{got} progress notification(s), expected at least {want}"),
-        )
+        );
     }
+    let calls = evidence.upstream_calls();
+    let Some(call) = calls.first() else {
+        return missing_upstream(name);
+    };
+    let meta = call.params.as_ref().and_then(|p| p.get("_meta"));
+    if meta.and_then(|m| m.get("progressToken")).is_none() {
+        return Verdict::fail(
+            name,
+            format!(
+                "the upstream's request carried no progressToken, so it could send no progress: the target dropped the caller's (the request's _meta upstream: {})",
+                meta.map_or("absent".to_string(), Value::to_string)
+            ),
+        );
+    }
+    let sent = evidence
+        .upstream
+        .iter()
+        .filter(|o| {
+            o.direction == relaycheck_model::observation::Direction::Out
+                && o.method.as_deref() == Some("notifications/progress")
+        })
+        .count();
+    Verdict::fail(
+        name,
+        format!(
+            "{got} of the {sent} progress notification(s) the upstream sent reached the client before the result (expected at least {want})"
+        ),
+    )
 }
 
 fn text_bytes(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {

@@ -127,10 +127,27 @@ pub fn task_completes(name: &str, params: &Map<String, Value>, evidence: &Eviden
         .and_then(Value::as_str)
         .unwrap_or("(none)");
     if status != want {
+        // Name what the last follow-up was answered, not only what it lacked.
+        let answered = match &last.exchange {
+            Exchange::Reply(reply) => match reply.message.get("error") {
+                Some(error) => format!(
+                    "tasks/get answered {}: {}",
+                    error
+                        .get("code")
+                        .map_or("an error".to_string(), Value::to_string),
+                    error
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                ),
+                None => format!("the task is `{status}`"),
+            },
+            other => crate::session::describe("tasks/get", other),
+        };
         return Verdict::fail(
             name,
             format!(
-                "after {} poll(s) the task is `{status}`, expected `{want}`",
+                "after {} poll(s) {answered}, expected `{want}`",
                 polls.len()
             ),
         );

@@ -646,7 +646,28 @@ fn progress_counts_notifications_before_the_result() {
             .push(json!({"method": "notifications/progress", "params": {"progress": 1}}));
     }
     passes(&fixture, "progress-before-result", json!({}));
-    fails(&fixture, "progress-before-result", json!({"min": 2}));
+    // The failure says which side lost it: the request without its token...
+    let verdict = fails(&fixture, "progress-before-result", json!({"min": 2}));
+    assert!(
+        verdict.message.contains("carried no progressToken"),
+        "{}",
+        verdict.message
+    );
+    // ... or notifications the upstream sent that the client never got.
+    fixture.upstream[0].params =
+        Some(json!({"name": "tool", "arguments": {"nonce": "n"}, "_meta": {"progressToken": "t"}}));
+    for _ in 0..3 {
+        fixture.upstream.push(Observation {
+            method: Some("notifications/progress".into()),
+            ..observation(Direction::Out, None, None)
+        });
+    }
+    let verdict = fails(&fixture, "progress-before-result", json!({"min": 3}));
+    assert!(
+        verdict.message.starts_with("1 of the 3 progress"),
+        "{}",
+        verdict.message
+    );
 }
 
 fn envelope(extra: Value) -> Value {
@@ -805,6 +826,20 @@ fn task_and_link_checks_follow_up() {
         Some(json!({"status": "completed", "result": final_result}));
     passes(&fixture, "task-completes", json!({}));
     fails(&fixture, "task-completes", json!({"status": "failed"}));
+    // A poll answered with an error is named by its answer.
+    let mut refused = Fixture::results(json!({}), json!({}));
+    refused.follow(
+        "tasks/get",
+        json!({"jsonrpc": "2.0", "id": 4, "error": {"code": -32602, "message": "Unknown task: t-1"}}),
+    );
+    let verdict = fails(&refused, "task-completes", json!({}));
+    assert!(
+        verdict
+            .message
+            .contains("tasks/get answered -32602: Unknown task: t-1"),
+        "{}",
+        verdict.message
+    );
 
     let mut links = Fixture::results(json!({}), json!({}));
     fails(&links, "links-resolve", json!({}));

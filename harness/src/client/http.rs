@@ -76,6 +76,19 @@ impl HttpClient {
             Err(err) => return closed(format!("the POST failed: {err}")),
         };
         let status = response.status().as_u16();
+        if status == 429 {
+            // Rate limiting is the target's policy, not a malformed answer: say so, with how
+            // long it asked the client to wait.
+            let retry = response
+                .headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .map(|v| format!(", Retry-After: {v}"))
+                .unwrap_or_default();
+            return closed(format!(
+                "the target rate-limited the call (HTTP 429{retry})"
+            ));
+        }
         let session_id = response
             .headers()
             .get("mcp-session-id")

@@ -138,6 +138,9 @@ pub fn to_results(scenario: &str, checks: &[Check], duration_ms: u64) -> Vec<Cas
                 north: check.details.clone(),
                 upstream: None,
                 diff: None,
+                cause: None,
+                follow_ups: Vec::new(),
+                reached: false,
             }
         })
         .collect()
@@ -160,6 +163,9 @@ pub fn missing(scenario: &str, why: &str) -> CaseResult {
         north: None,
         upstream: None,
         diff: None,
+        cause: None,
+        follow_ups: Vec::new(),
+        reached: false,
     }
 }
 

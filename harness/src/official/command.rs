@@ -410,7 +410,8 @@ async fn run_command(
         let _ = std::fs::copy(&log, out.join("official.log"));
         let _ = writeln!(stdout, "\nreports written to {}", out.display());
     }
-    let _ = writeln!(stdout, "\n{}", report::total_line(&results));
+    let _ = writeln!(stdout, "\n{}", report::tally_line(&results));
+    let _ = writeln!(stdout, "{}", report::total_line(&results));
     drop(stdout);
     if args.keep_work {
         eprintln!("work files kept in {}", workdir.display());

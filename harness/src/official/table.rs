@@ -428,6 +428,7 @@ async fn relaycheck_once(
         forced: false,
         cases: Vec::new(),
         jobs,
+        starts: jobs,
         canary_cmd: canary_cmd.to_vec(),
         relaycheck: std::env::current_exe().map_err(|e| e.to_string())?,
         workdir: work.to_path_buf(),

@@ -135,6 +135,9 @@ mod tests {
             north: None,
             upstream: None,
             diff: None,
+            cause: None,
+            follow_ups: Vec::new(),
+            reached: false,
         }
     }
 

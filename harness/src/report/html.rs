@@ -85,6 +85,7 @@ pub fn render_with(
     out.push_str(&restarts(notes.target_events));
     out.push_str(&refusals(results));
     out.push_str(&stale(notes.stale));
+    out.push_str(&causes(results));
 
     out.push_str("<h2>Surfaces by shapes</h2>\n<p class=\"legend\">Each cell: results passed of applicable; click a cell for its cases. ");
     let _ = writeln!(
@@ -180,6 +181,44 @@ fn static_result(result: &CaseResult, case: Option<&CaseEvent>) -> String {
         let _ = write!(out, "<pre class=\"diff\">{}</pre>", escape(diff));
     }
     out.push_str("</details>\n");
+    out
+}
+
+/// The failures by cause, each expandable to its results; nothing when nothing failed.
+fn causes(results: &[CaseResult]) -> String {
+    let causes = crate::cause::group(results, crate::cause::failing);
+    if causes.groups.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "<h2>Failures by cause ({})</h2>\n<div id=\"causes\">\n",
+        causes.groups.len()
+    );
+    for group in &causes.groups {
+        let known = match group.known() {
+            0 => String::new(),
+            n => format!(" ({n} known)"),
+        };
+        let _ = writeln!(
+            out,
+            "<details class=\"cause\"><summary><b>{} results</b>{known}, {} case(s): {}</summary><ul>",
+            group.results.len(),
+            group.cases().len(),
+            escape(&group.signature)
+        );
+        for result in &group.results {
+            let _ = writeln!(
+                out,
+                "<li><code>{}</code> [{} {}] {}</li>",
+                escape(&result.case),
+                result.shape,
+                escape(&result.route),
+                result.outcome
+            );
+        }
+        out.push_str("</ul></details>\n");
+    }
+    out.push_str("</div>\n");
     out
 }
 
@@ -320,6 +359,12 @@ const SCRIPT: &str = r#"<script>
         const box = el('div'); box.append(el('b', null, label), el('pre', 'json', json(v))); sides.append(box);
       }
       d.append(sides);
+      for (const f of (r.follow_ups || [])){
+        const step = el('div','sides');
+        const ask = el('div'); ask.append(el('b', null, f.step + ' asked'), el('pre','json', json(f.request)));
+        const got = el('div'); got.append(el('b', null, f.step + ' got (' + f.kind + ')'), el('pre','json', json(f.answer)));
+        step.append(ask, got); d.append(step);
+      }
       body.append(d);
     }
     detail.hidden = false;
@@ -360,6 +405,7 @@ mod tests {
             restarted,
             not_run: if restarted { 0 } else { 7 },
             restart_failed: None,
+            collateral: Vec::new(),
         }
     }
 

@@ -42,6 +42,15 @@ pub struct RunNotes<'a> {
     pub stale: &'a [String],
 }
 
+/// `text` made safe for one cell of a Markdown table: no line breaks, no pipes, no markup that
+/// could open a heading, an image or raw HTML.
+pub fn markdown_cell(text: &str) -> String {
+    text.replace(['\n', '\r'], " ")
+        .replace('|', "\\|")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
 pub fn counts(results: &[CaseResult]) -> BTreeMap<String, usize> {
     let mut counts: BTreeMap<String, usize> = Outcome::ALL
         .iter()
@@ -55,17 +64,14 @@ pub fn counts(results: &[CaseResult]) -> BTreeMap<String, usize> {
     counts
 }
 
-/// The closing line the console and CI read: `Total: N passed, M failed, K skipped`.
-/// Failed counts every failing outcome; skipped counts skip and not-applicable.
+/// The closing line the console and CI read: `Total: N passed, M failed, K skipped`. Passed
+/// counts passes and observations, failed the failures no baseline expected (setup failures
+/// among them), skipped the skipped and not-applicable results. Expected failures are in none
+/// of the three: [`tally_line`], the line before, names them.
 pub fn total_line(results: &[CaseResult]) -> String {
     let passed = results
         .iter()
-        .filter(|r| {
-            matches!(
-                r.outcome,
-                Outcome::Pass | Outcome::Observed | Outcome::ExpectedFail
-            )
-        })
+        .filter(|r| matches!(r.outcome, Outcome::Pass | Outcome::Observed))
         .count();
     let failed = results.iter().filter(|r| r.outcome.is_failure()).count();
     let skipped = results
@@ -73,6 +79,21 @@ pub fn total_line(results: &[CaseResult]) -> String {
         .filter(|r| matches!(r.outcome, Outcome::Skip | Outcome::NotApplicable))
         .count();
     format!("Total: {passed} passed, {failed} failed, {skipped} skipped")
+}
+
+/// The line before [`total_line`]: the outcomes it folds together or leaves out, by name.
+pub fn tally_line(results: &[CaseResult]) -> String {
+    let count = |outcome: Outcome| results.iter().filter(|r| r.outcome == outcome).count();
+    format!(
+        "Known failures (expected-fail): {}; setup failures: {}; errors: {}; timeouts: {}; not applicable: {}; skipped: {}; observed: {}",
+        count(Outcome::ExpectedFail),
+        count(Outcome::SetupFail),
+        count(Outcome::Error),
+        count(Outcome::Timeout),
+        count(Outcome::NotApplicable),
+        count(Outcome::Skip),
+        count(Outcome::Observed),
+    )
 }
 
 pub fn now_rfc3339() -> String {

@@ -122,6 +122,7 @@ pub fn render_with(
     let _ = writeln!(out, "- shapes: {}{mode}", shapes.join(", "));
     let _ = writeln!(out, "- started: {}", info.started);
     let _ = writeln!(out, "- command: `{}`\n", info.command);
+    let _ = writeln!(out, "{}\n", super::tally_line(results));
     let _ = writeln!(out, "{}\n", total_line(results));
 
     let mut totals = Builder::default();
@@ -181,6 +182,8 @@ pub fn render_with(
         matrix.push_record(row);
     }
     let _ = writeln!(out, "{}\n", matrix.build().with(Style::markdown()));
+
+    out.push_str(&crate::cause::markdown(results));
 
     let failures: Vec<&CaseResult> = results.iter().filter(|r| r.outcome.is_failure()).collect();
     if !failures.is_empty() {

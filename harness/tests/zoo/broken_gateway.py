@@ -19,6 +19,14 @@ Modes that relay to a real upstream take its argv after `--`:
             exists, which it creates first): a stream that ends under a live process
   flood-stderr -- CANARY...
             relays every call while writing to stderr without end
+  kill-upstream-once AFTER MARKER -- CANARY...
+            relays; the answer to call AFTER+1 is relayed, then the upstream is killed (unless
+            MARKER exists, which it creates first) and the gateway lives on, answering every
+            later request with -32603 "Not connected": a session that died under a live process
+  slow-start DIR SECONDS -- CANARY...
+            takes SECONDS to start, then relays; while it starts it keeps a file in DIR and
+            appends to DIR/starts.log how many starts (its own included) were under way when it
+            began, so a test can see how many starts a run has in flight at once
   refuse-versions VERSIONS -- CANARY...
             relays, but speaks none of the comma-separated protocol VERSIONS: an `initialize`
             asking for one is answered with 2025-06-18 (the lifecycle's answer to a version the
@@ -162,22 +170,44 @@ def flood(stream, line):
         stream.flush()
 
 
+def slow_start():
+    """The start-up of `slow-start`: seen by the others starting beside it, then gone."""
+    directory, seconds = options[0], float(options[1])
+    mine = os.path.join(directory, "starting-%d" % os.getpid())
+    open(mine, "w").close()
+    under_way = len([n for n in os.listdir(directory) if n.startswith("starting-")])
+    with open(os.path.join(directory, "starts.log"), "a") as log:
+        log.write("%d\n" % under_way)
+    time.sleep(seconds)
+    os.remove(mine)
+
+
 def relay():
     """A transparent gateway: lines in both directions, and the scripted crash."""
+    if mode == "slow-start":
+        slow_start()
     upstream = subprocess.Popen(upstream_argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
     def pump():
         for line in upstream.stdout:
             write_out(line)
+            if state["kill_after_answer"]:
+                state["dead"] = True
+                upstream.kill()
+        if mode == "kill-upstream-once":
+            state["dead"] = True
+            return
         os._exit(4)  # the upstream went away
+
+    state = {"kill_after_answer": False, "dead": False}
 
     threading.Thread(target=pump, daemon=True).start()
     if mode == "flood-stderr":
         threading.Thread(
             target=flood, args=(sys.stderr.buffer, b"a flood of stderr noise\n"), daemon=True
         ).start()
-    crash_after = int(options[0]) if mode.startswith(("crash", "close")) else None
-    marker = options[1] if mode in ("crash-once", "close-once") else None
+    crash_after = int(options[0]) if mode.startswith(("crash", "close", "kill")) else None
+    marker = options[1] if mode in ("crash-once", "close-once", "kill-upstream-once") else None
     refused = set(options[0].split(",")) if mode == "refuse-versions" else set()
     calls = 0
     for line in sys.stdin.buffer:
@@ -197,7 +227,16 @@ def relay():
                     "code": -32022, "message": "Unsupported protocol version",
                     "data": {"supported": ["2025-06-18"], "requested": asked}}}) + "\n").encode())
                 continue
-        if method == "tools/call":
+        if state["dead"] and isinstance(message, dict) and "id" in message:
+            write_out((json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": {
+                "code": -32603, "message": "Not connected"}}) + "\n").encode())
+            continue
+        if method == "tools/call" and mode == "kill-upstream-once":
+            calls += 1
+            if calls == crash_after + 1 and not os.path.exists(marker):
+                open(marker, "w").close()
+                state["kill_after_answer"] = True
+        elif method == "tools/call":
             calls += 1
             if crash_after is not None and calls > crash_after:
                 if marker is None:

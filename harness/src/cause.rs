@@ -1,0 +1,606 @@
+//! Failures grouped by cause: one defect of a target reads as one finding with its cases under
+//! it, not as hundreds of rows.
+//!
+//! A cause is a signature computed from what failed: the failing check and the form of the
+//! difference it saw, with what is particular to the case taken out. Keys the target added
+//! are named (a gateway adds the same keys to every result), members it dropped or changed are
+//! named only when MCP names them (the case chose the rest), array positions become `*`, and a
+//! message loses its numbers and quoted values. Two results with one signature failed the same
+//! way.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use relaycheck_model::{Outcome, Shape};
+use serde_json::Value;
+
+use crate::checks::{Equivalence, same, same_number};
+use crate::result::CaseResult;
+
+/// Members MCP names in results, content blocks, errors and tasks: a difference at one of them
+/// is named in a signature. Any other member was chosen by the case.
+const NAMED: &[&str] = &[
+    "content",
+    "structuredContent",
+    "isError",
+    "_meta",
+    "resultType",
+    "outputs",
+    "type",
+    "text",
+    "data",
+    "mimeType",
+    "uri",
+    "name",
+    "title",
+    "description",
+    "annotations",
+    "audience",
+    "priority",
+    "lastModified",
+    "size",
+    "icons",
+    "resource",
+    "blob",
+    "code",
+    "message",
+    "task",
+    "taskId",
+    "status",
+    "statusMessage",
+    "ttl",
+    "ttlMs",
+    "pollInterval",
+    "pollIntervalMs",
+    "result",
+    "error",
+    "format",
+    "outputSchema",
+    "inputSchema",
+];
+
+/// How many differences a signature names before it says how many more there were.
+const MOST: usize = 3;
+
+/// The cause of a failing result, or `None` for a result that did not fail.
+///
+/// `rules` are the comparison rules of the result's shape: a difference they forgive (a
+/// default written out, a number written another way) did not cause the failure and is left
+/// out of the signature.
+pub fn of(result: &CaseResult, rules: &Equivalence) -> Option<String> {
+    match result.outcome {
+        Outcome::Fail => {}
+        Outcome::Error | Outcome::Timeout => {
+            return Some(format!(
+                "{}: {}",
+                result.outcome,
+                generalize_message(&result.message)
+            ));
+        }
+        Outcome::SetupFail => {
+            let first = result.message.lines().next().unwrap_or_default();
+            return Some(format!("setup-fail: {}", generalize_message(first)));
+        }
+        _ => return None,
+    }
+    let verdict = result.checks.iter().find(|v| v.applicable && !v.passed)?;
+    let summary = match (&verdict.expected, &verdict.actual) {
+        (Some(expected), Some(actual)) if expected.is_object() || expected.is_array() => {
+            let mut ops = Vec::new();
+            diff(expected, actual, "", rules, &mut ops);
+            if ops.is_empty() {
+                generalize_message(&verdict.message)
+            } else {
+                summarize(ops)
+            }
+        }
+        (Some(expected), None)
+            if verdict.check == "relayed-unchanged" && expected.get("code").is_some() =>
+        {
+            "a JSON-RPC error does not reach the client as one".to_string()
+        }
+        _ => generalize_message(&verdict.message),
+    };
+    Some(format!("{}: {summary}", verdict.check))
+}
+
+/// One difference between what was expected and what came.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Op {
+    /// A member the target added, by its generalized path and its own name.
+    Added(String),
+    Removed(String),
+    /// A value changed: its generalized path, and the JSON types on each side.
+    Changed(String, &'static str, &'static str),
+    /// An array of another length at a generalized path.
+    Length(String),
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// The generalized path of `key` under `at`: positions are `*`, and a member MCP does not name
+/// is `<member>`, except where `keep` (the target's own additions, which are the same in every
+/// result it touches).
+fn child(at: &str, key: &str, keep: bool) -> String {
+    let inside_data = at.starts_with("/structuredContent") || at.contains("/arguments");
+    let shown = if keep || (!inside_data && NAMED.contains(&key)) {
+        key.replace('~', "~0").replace('/', "~1")
+    } else {
+        "<member>".to_string()
+    };
+    format!("{at}/{shown}")
+}
+
+fn diff(expected: &Value, actual: &Value, at: &str, rules: &Equivalence, ops: &mut Vec<Op>) {
+    match (expected, actual) {
+        (Value::Object(sent), Value::Object(got)) => {
+            let top = at.is_empty();
+            for (key, value) in sent {
+                match got.get(key) {
+                    Some(other) => diff(value, other, &child(at, key, false), rules, ops),
+                    None if top
+                        && rules
+                            .defaults
+                            .iter()
+                            .any(|(m, d)| m == key && same(d, value)) => {}
+                    None if at == "/_meta" && rules.own_meta.contains(key) => {}
+                    None => ops.push(Op::Removed(child(at, key, false))),
+                }
+            }
+            for (key, value) in got {
+                if sent.contains_key(key) {
+                    continue;
+                }
+                let forgiven = (top
+                    && rules
+                        .defaults
+                        .iter()
+                        .any(|(m, d)| m == key && same(d, value)))
+                    || (at == "/_meta" && rules.own_meta.contains(key));
+                if !forgiven {
+                    ops.push(Op::Added(child(at, key, true)));
+                }
+            }
+        }
+        (Value::Array(sent), Value::Array(got)) if sent.len() == got.len() => {
+            for (x, y) in sent.iter().zip(got) {
+                diff(x, y, &format!("{at}/*"), rules, ops);
+            }
+        }
+        (Value::Array(_), Value::Array(_)) => ops.push(Op::Length(display(at))),
+        (Value::Number(x), Value::Number(y)) if same_number(x, y) => {}
+        (x, y) if same(x, y) => {}
+        (x, y) => ops.push(Op::Changed(display(at), kind(x), kind(y))),
+    }
+}
+
+fn display(at: &str) -> String {
+    if at.is_empty() {
+        "/".into()
+    } else {
+        at.to_string()
+    }
+}
+
+/// The differences in words, alike ones merged, at most [`MOST`] named.
+fn summarize(mut ops: Vec<Op>) -> String {
+    ops.sort();
+    ops.dedup();
+    let mut added: Vec<String> = Vec::new();
+    let mut removed: Vec<String> = Vec::new();
+    let mut changed: Vec<String> = Vec::new();
+    for op in ops {
+        match op {
+            Op::Added(path) => added.push(path),
+            Op::Removed(path) => removed.push(path),
+            Op::Changed(path, from, to) if from == to => changed.push(format!("{path} changed")),
+            Op::Changed(path, from, to) => changed.push(format!("{path} {from} became {to}")),
+            Op::Length(path) => changed.push(format!("{path} has another length")),
+        }
+    }
+    let mut parts = Vec::new();
+    let mut named = 0;
+    let mut more = 0;
+    let mut list = |label: &str, paths: Vec<String>, parts: &mut Vec<String>| {
+        if paths.is_empty() {
+            return;
+        }
+        let room = MOST.saturating_sub(named);
+        let shown: Vec<String> = paths
+            .iter()
+            .take(room.max(1))
+            .map(|p| format!("`{p}`"))
+            .collect();
+        named += shown.len();
+        more += paths.len() - shown.len();
+        parts.push(format!("{label} {}", shown.join(", ")));
+    };
+    list("adds", added, &mut parts);
+    list("drops", removed, &mut parts);
+    list("changes", changed, &mut parts);
+    let mut out = parts.join("; ");
+    if more > 0 {
+        let _ = write!(out, " (and {more} more)");
+    }
+    out
+}
+
+/// A message without what is particular to one case: numbers become `N`, quoted and
+/// backticked values longer than a word become `…`, JSON objects `{…}`.
+pub fn generalize_message(message: &str) -> String {
+    let first = message.lines().next().unwrap_or_default();
+    let mut out = String::with_capacity(first.len());
+    let mut chars = first.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '0'..='9' => {
+                while chars
+                    .peek()
+                    .is_some_and(|c| c.is_ascii_digit() || *c == '.')
+                {
+                    chars.next();
+                }
+                out.push('N');
+            }
+            '{' | '[' => {
+                let close = if c == '{' { '}' } else { ']' };
+                let mut depth = 1;
+                for next in chars.by_ref() {
+                    if next == c {
+                        depth += 1;
+                    } else if next == close {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                }
+                out.push(c);
+                out.push('…');
+                out.push(close);
+            }
+            '"' | '`' => {
+                let mut quoted = String::new();
+                for next in chars.by_ref() {
+                    if next == c {
+                        break;
+                    }
+                    quoted.push(next);
+                }
+                let word = quoted.len() <= 24
+                    && quoted
+                        .chars()
+                        .all(|ch| ch.is_ascii_alphabetic() || "-_/.() ".contains(ch));
+                out.push(c);
+                if word {
+                    out.push_str(&quoted);
+                } else {
+                    out.push('…');
+                }
+                out.push(c);
+            }
+            other => out.push(other),
+        }
+    }
+    // Long tails (a target's whole answer after a colon) say nothing that groups.
+    const KEEP: usize = 160;
+    if out.len() > KEEP {
+        let mut cut = KEEP;
+        while !out.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        out.truncate(cut);
+        out.push('…');
+    }
+    out
+}
+
+/// Failing results grouped by cause, the largest group first.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Causes<'a> {
+    pub groups: Vec<Group<'a>>,
+}
+
+/// One cause and the results it explains.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group<'a> {
+    pub signature: String,
+    pub results: Vec<&'a CaseResult>,
+}
+
+impl Group<'_> {
+    /// The distinct cases, in the order first seen.
+    pub fn cases(&self) -> Vec<&str> {
+        let mut cases: Vec<&str> = Vec::new();
+        for result in &self.results {
+            if !cases.contains(&result.case.as_str()) {
+                cases.push(&result.case);
+            }
+        }
+        cases
+    }
+
+    pub fn shapes(&self) -> Vec<Shape> {
+        let mut shapes: Vec<Shape> = self.results.iter().map(|r| r.shape).collect();
+        shapes.sort();
+        shapes.dedup();
+        shapes
+    }
+
+    /// How many of its results the baseline expected.
+    pub fn known(&self) -> usize {
+        self.results
+            .iter()
+            .filter(|r| r.outcome == Outcome::ExpectedFail)
+            .count()
+    }
+}
+
+/// Groups the results that carry a cause and pass `keep`; the largest group first, ties by
+/// signature.
+pub fn group<'a>(results: &'a [CaseResult], keep: impl Fn(&CaseResult) -> bool) -> Causes<'a> {
+    let mut by: BTreeMap<&str, Vec<&CaseResult>> = BTreeMap::new();
+    for result in results.iter().filter(|r| keep(r)) {
+        if let Some(cause) = &result.cause {
+            by.entry(cause.as_str()).or_default().push(result);
+        }
+    }
+    let mut groups: Vec<Group<'a>> = by
+        .into_iter()
+        .map(|(signature, results)| Group {
+            signature: signature.to_string(),
+            results,
+        })
+        .collect();
+    groups.sort_by(|a, b| {
+        b.results
+            .len()
+            .cmp(&a.results.len())
+            .then(a.signature.cmp(&b.signature))
+    });
+    Causes { groups }
+}
+
+/// Whether a result fails the run or was expected to: the results causes are drawn from.
+pub fn failing(result: &CaseResult) -> bool {
+    result.outcome.is_failure() || result.outcome == Outcome::ExpectedFail
+}
+
+/// The causes the console numbers: those of the unexpected failures that more than one result
+/// shares, in the console's order, so `relaycheck causes --cause N` finds what the console
+/// called cause N.
+pub fn numbered(results: &[CaseResult]) -> Vec<Group<'_>> {
+    group(results, |r| r.outcome.is_failure())
+        .groups
+        .into_iter()
+        .filter(|g| g.results.len() > 1)
+        .collect()
+}
+
+/// `relaycheck causes`: every cause of a run, or every result of one numbered cause.
+pub fn listing(results: &[CaseResult], cause: Option<usize>, all: bool) -> Result<String, String> {
+    let mut out = String::new();
+    match cause {
+        Some(number) => {
+            let groups = numbered(results);
+            let Some(group) = number.checked_sub(1).and_then(|i| groups.get(i)) else {
+                return Err(format!(
+                    "no cause {number}: the run has {} numbered cause(s)",
+                    groups.len()
+                ));
+            };
+            let _ = writeln!(out, "cause {number}: {}", group.signature);
+            for result in &group.results {
+                let _ = writeln!(
+                    out,
+                    "{} [{} {}] {}: {}",
+                    result.case,
+                    result.shape,
+                    result.route,
+                    result.outcome,
+                    result.message.lines().next().unwrap_or_default()
+                );
+            }
+        }
+        None => {
+            let groups = if all {
+                group(results, failing).groups
+            } else {
+                group(results, |r| r.outcome.is_failure()).groups
+            };
+            for (index, group) in groups.iter().enumerate() {
+                let _ = writeln!(
+                    out,
+                    "{:>4} {:>5} result(s) {:>4} case(s)  {}",
+                    format!("{}.", index + 1),
+                    group.results.len(),
+                    group.cases().len(),
+                    group.signature
+                );
+            }
+            if groups.is_empty() {
+                out.push_str("no failures\n");
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The `## Failures by cause` section of summary.md: every failing result's cause, known ones
+/// counted apart; nothing when nothing failed.
+pub fn markdown(results: &[CaseResult]) -> String {
+    let causes = group(results, failing);
+    if causes.groups.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("## Failures by cause\n\n");
+    out.push_str(
+        "One row per cause: what failed and how, with what is particular to each case taken out. \
+         `known` counts the results the expected-failures file lists.\n\n",
+    );
+    out.push_str("| results | known | cause | cases | shapes |\n|---:|---:|---|---|---|\n");
+    for group in &causes.groups {
+        let cases = group.cases();
+        let shown: Vec<String> = cases.iter().take(8).map(|c| format!("`{c}`")).collect();
+        let more = cases.len().saturating_sub(shown.len());
+        let mut cell = shown.join(", ");
+        if more > 0 {
+            let _ = write!(cell, " and {more} more");
+        }
+        let shapes: Vec<&str> = group.shapes().iter().map(|s| s.as_str()).collect();
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {cell} | {} |",
+            group.results.len(),
+            group.known(),
+            crate::report::markdown_cell(&group.signature),
+            shapes.join(", ")
+        );
+    }
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::Verdict;
+    use relaycheck_model::Level;
+    use serde_json::json;
+
+    fn rules() -> Equivalence {
+        Equivalence {
+            defaults: vec![("isError".into(), json!(false))],
+            own_meta: vec!["io.modelcontextprotocol/serverInfo".into()],
+        }
+    }
+
+    fn failed(case: &str, check: &str, expected: Value, actual: Value) -> CaseResult {
+        CaseResult {
+            case: case.into(),
+            surface: "s".into(),
+            level: Level::Must,
+            route: "flat".into(),
+            shape: Shape::V2025_11_25,
+            outcome: Outcome::Fail,
+            message: format!("{check}: differs"),
+            duration_ms: 0,
+            checks: vec![
+                Verdict::pass("is-error", "ok"),
+                Verdict::fail(
+                    check,
+                    "the client's result differs from what the upstream sent",
+                )
+                .compared(Some(expected), Some(actual)),
+            ],
+            request: None,
+            north: None,
+            upstream: None,
+            diff: None,
+            cause: None,
+            follow_ups: Vec::new(),
+            reached: false,
+        }
+    }
+
+    #[test]
+    fn the_same_defect_on_different_cases_has_one_signature() {
+        let one = failed(
+            "content-fidelity/a",
+            "relayed-unchanged",
+            json!({"content": [{"type": "text", "text": "a"}], "_meta": {"com.example/k": 1}}),
+            json!({"content": [{"type": "text", "text": "a"}], "isError": false,
+                "_meta": {"com.example/k": 1, "server_id": "s", "tool_name": "t"}}),
+        );
+        let two = failed(
+            "structured-content/b",
+            "relayed-unchanged",
+            json!({"content": [], "structuredContent": {"rows": [1, 2]}}),
+            json!({"content": [], "structuredContent": {"rows": [1, 2]},
+                "_meta": {"server_id": "x", "tool_name": "y"}}),
+        );
+        let (a, b) = (of(&one, &rules()).unwrap(), of(&two, &rules()).unwrap());
+        assert_eq!(
+            a,
+            "relayed-unchanged: adds `/_meta/server_id`, `/_meta/tool_name`"
+        );
+        assert_eq!(
+            a, b,
+            "the isError default and the case's own values are not the cause"
+        );
+    }
+
+    #[test]
+    fn dropped_members_are_named_only_where_mcp_names_them() {
+        let dropped = failed(
+            "content-fidelity/unknown",
+            "relayed-unchanged",
+            json!({"content": [{"type": "text", "text": "a", "x-confidence": 0.9}], "x-vendor-trace": "t"}),
+            json!({"content": [{"type": "text", "text": "a"}]}),
+        );
+        assert_eq!(
+            of(&dropped, &rules()).unwrap(),
+            "relayed-unchanged: drops `/<member>`, `/content/*/<member>`"
+        );
+        let retyped = failed(
+            "structured-content/n",
+            "kept",
+            json!({"structuredContent": {"id": 1}}),
+            json!({"structuredContent": {"id": "1"}}),
+        );
+        assert_eq!(
+            of(&retyped, &rules()).unwrap(),
+            "kept: changes `/structuredContent/<member> number became string`"
+        );
+    }
+
+    #[test]
+    fn messages_lose_what_is_particular_to_one_call() {
+        let mut timeout = failed("x/y", "c", json!({}), json!({}));
+        timeout.outcome = Outcome::Timeout;
+        timeout.message = "no answer within 1500 ms".into();
+        assert_eq!(
+            of(&timeout, &rules()).unwrap(),
+            "timeout: no answer within N ms"
+        );
+        assert_eq!(
+            generalize_message(
+                "tools/list failed: {\"code\":-32603,\"message\":\"boom\"} after `hangar_call` 3 times"
+            ),
+            "tools/list failed: {…} after `hangar_call` N times"
+        );
+        let mut passed = failed("x/y", "c", json!({}), json!({}));
+        passed.outcome = Outcome::Pass;
+        assert_eq!(of(&passed, &rules()), None);
+    }
+
+    #[test]
+    fn groups_put_the_largest_cause_first() {
+        let mut results = vec![
+            failed("a/1", "kept", json!({"a": 1}), json!({"a": 2})),
+            failed("a/2", "kept", json!({"a": 1}), json!({"a": 3})),
+            failed(
+                "a/3",
+                "relayed-unchanged",
+                json!({"content": []}),
+                json!({}),
+            ),
+        ];
+        for r in &mut results {
+            r.cause = of(r, &rules());
+        }
+        let causes = group(&results, |_| true);
+        assert_eq!(causes.groups.len(), 2);
+        assert_eq!(causes.groups[0].results.len(), 2);
+        assert_eq!(causes.groups[0].cases(), ["a/1", "a/2"]);
+    }
+}
