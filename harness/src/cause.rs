@@ -166,8 +166,19 @@ fn diff(expected: &Value, actual: &Value, at: &str, rules: &Equivalence, ops: &m
                         .iter()
                         .any(|(m, d)| m == key && same(d, value)))
                     || (at == "/_meta" && rules.own_meta.contains(key));
-                if !forgiven {
-                    ops.push(Op::Added(child(at, key, true)));
+                if forgiven {
+                    continue;
+                }
+                // A `_meta` the target made where there was none adds its keys, as one it added
+                // keys to does: the same defect reads the same either way.
+                match value {
+                    Value::Object(fields) if key == "_meta" && !fields.is_empty() => {
+                        let made = child(at, key, true);
+                        for inner in fields.keys() {
+                            ops.push(Op::Added(child(&made, inner, true)));
+                        }
+                    }
+                    _ => ops.push(Op::Added(child(at, key, true))),
                 }
             }
         }
