@@ -618,21 +618,30 @@ async fn relay(
             ),
         };
     };
+    let templated = profile.routes[route].arguments.is_some();
     let Some(received) = received else {
-        return (
-            Verdict::Profile {
-                field: if profile.routes[route].arguments.is_some() {
-                    args_field
-                } else {
-                    tool_field
-                },
-            },
-            format!(
-                "the call never reached the canary (no tools/call with our nonce in its log); the \
-                 target answered {}",
-                crate::session::preview(&reply.raw)
-            ),
-        );
+        // The gateway lists the route's tool and answered the call: with the arguments as the
+        // client wrote them, not forwarding it is the gateway's doing; through an argument
+        // template, the template may be what it refused.
+        let answer = crate::session::preview(&reply.raw);
+        return if templated {
+            (
+                Verdict::Profile { field: args_field },
+                format!(
+                    "the call never reached the canary (no tools/call with our nonce in its log); \
+                     the target answered {answer}: is the route's argument template what the \
+                     target's tool takes?"
+                ),
+            )
+        } else {
+            (
+                Verdict::Gateway,
+                format!(
+                    "the target lists the route's tool and answered the call, but never passed it \
+                     on (no tools/call with our nonce in the canary's log); it answered {answer}"
+                ),
+            )
+        };
     };
     let sent_args = received
         .params
@@ -650,15 +659,28 @@ async fn relay(
             ),
         );
     }
-    if sent_args != Value::Object(arguments.clone()) {
-        return (
-            Verdict::Profile { field: args_field },
-            format!(
-                "the canary received other arguments than the client's (is `{{arguments}}` where \
-                 the target expects the upstream's arguments?):\n{}",
-                crate::result::json_diff(&Some(Value::Object(arguments.clone())), &Some(sent_args))
-            ),
+    if !crate::checks::same(&sent_args, &Value::Object(arguments.clone())) {
+        let diff = crate::result::json_diff(
+            &Some(Value::Object(arguments.clone())),
+            &Some(sent_args.clone()),
         );
+        // Our nonce where the template does not put it means the template is wrong; the same
+        // arguments rewritten is what the gateway did with them.
+        let misplaced = sent_args.get(NONCE_ARG).is_none();
+        return if templated && misplaced {
+            (
+                Verdict::Profile { field: args_field },
+                format!(
+                    "the canary received the client's arguments somewhere else than at the top \
+                     (is `{{arguments}}` where the target expects the upstream's arguments?):\n{diff}"
+                ),
+            )
+        } else {
+            (
+                Verdict::Gateway,
+                format!("the gateway rewrote the arguments on the way to the canary:\n{diff}"),
+            )
+        };
     }
     if let Some(missed) = &driven.view.pick_missed {
         return (

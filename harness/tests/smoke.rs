@@ -306,3 +306,58 @@ fn a_stdio_target_that_exits_or_speaks_no_mcp_is_told_apart() {
     assert!(text.contains("look at `north.transport`"), "{text}");
     assert!(text.contains("starting up"), "{text}");
 }
+
+/// A stdio profile for the zoo's broken gateway relaying to the canary in `mode`.
+fn zoo_relay(mode: &str) -> PathBuf {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/zoo/broken_gateway.py");
+    let command = serde_json::to_string(&[
+        "python3",
+        script.to_str().unwrap(),
+        mode,
+        "--",
+        "{canary_cmd}",
+    ])
+    .unwrap();
+    stdio_profile(mode, &command)
+}
+
+#[test]
+fn a_gateway_that_rejects_or_rewrites_the_call_is_blamed_not_the_profile() {
+    let rejecting = zoo_relay("reject-calls");
+    let (code, text) = smoke(
+        &["--target", rejecting.to_str().unwrap()],
+        Duration::from_secs(30),
+    );
+    let _ = std::fs::remove_dir_all(rejecting.parent().unwrap());
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains("never passed it on") && text.contains("rejected by policy"),
+        "{text}"
+    );
+    assert!(!text.contains("PROFILE"), "{text}");
+
+    let rewriting = zoo_relay("rewrite-arguments");
+    let (code, text) = smoke(
+        &["--target", rewriting.to_str().unwrap()],
+        Duration::from_secs(30),
+    );
+    let _ = std::fs::remove_dir_all(rewriting.parent().unwrap());
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains("the gateway rewrote the arguments") && text.contains("injected"),
+        "{text}"
+    );
+    assert!(!text.contains("PROFILE"), "{text}");
+}
+
+#[test]
+fn smoke_and_run_agree_that_a_default_written_out_is_unchanged() {
+    // The gateway adds `isError: false` to every success: the same value, so smoke passes it,
+    // as `run` does (only the observe-level form case reports it).
+    let (code, text) = smoke(
+        &["--target", "reference", "--mutant", "defaults-written-out"],
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, 0, "{text}");
+    assert!(!text.contains("GATEWAY"), "{text}");
+}

@@ -23,6 +23,10 @@ Modes that relay to a real upstream take its argv after `--`:
             relays; the answer to call AFTER+1 is relayed, then the upstream is killed (unless
             MARKER exists, which it creates first) and the gateway lives on, answering every
             later request with -32603 "Not connected": a session that died under a live process
+  rewrite-arguments -- CANARY...
+            relays, adding `"injected": true` to the arguments of every tools/call
+  reject-calls -- CANARY...
+            relays all but tools/call, which it answers itself with -32602 "rejected by policy"
   slow-start DIR SECONDS -- CANARY...
             takes SECONDS to start, then relays; while it starts it keeps a file in DIR and
             appends to DIR/starts.log how many starts (its own included) were under way when it
@@ -231,6 +235,13 @@ def relay():
             write_out((json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": {
                 "code": -32603, "message": "Not connected"}}) + "\n").encode())
             continue
+        if method == "tools/call" and mode == "reject-calls":
+            write_out((json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": {
+                "code": -32602, "message": "rejected by policy"}}) + "\n").encode())
+            continue
+        if method == "tools/call" and mode == "rewrite-arguments":
+            message["params"].setdefault("arguments", {})["injected"] = True
+            line = (json.dumps(message) + "\n").encode()
         if method == "tools/call" and mode == "kill-upstream-once":
             calls += 1
             if calls == crash_after + 1 and not os.path.exists(marker):
