@@ -26,9 +26,10 @@ rc=target/release/relaycheck
 
 $rc catalogue --out reports/catalogue.md
 # A run whose results fail exits 1; that is its report, not an error of this script.
-$rc run --target direct --shape all --out reports/direct || true
+# The controls run every shape, the proposals included; real gateways run the released ones.
+$rc run --target direct --shape all --shape proposals --out reports/direct || true
 $rc run --target direct --shape sep-3279 --forced --out reports/direct-forced-sep-3279 || true
-$rc run --target reference --shape all --out reports/reference || true
+$rc run --target reference --shape all --shape proposals --out reports/reference || true
 $rc run --target reference --shape sep-3279 --forced --out reports/reference-forced-sep-3279 || true
 $rc compare reports/direct/results.jsonl reports/direct-forced-sep-3279/results.jsonl \
   > reports/compare-direct-negotiated-vs-forced-sep-3279.md
@@ -45,7 +46,7 @@ if ! $skip_hangar; then
     > reports/compare-reference-vs-hangar-front-door.md
 fi
 if ! $skip_gateways; then
-  # Published real gateways, each against its baseline (issue 8).
+  # Published real gateways, each against its baseline.
   $rc run --target harness/targets/supergateway.toml --shape all \
     --expected-failures reports/supergateway-4.0.0/expected-failures.yaml \
     --out reports/supergateway-4.0.0 || true
@@ -64,7 +65,8 @@ for r in reports/hangar-2.34.4/results.jsonl reports/hangar-2.34.4-front-door/re
 done
 $rc matrix "${runs[@]}" > reports/matrix.md
 if ! $skip_mutants; then
-  $rc mutants --target reference-http --shape 2025-11-25 --shape 2026-07-28 --shape sep-3279 \
+  $rc mutants --target reference-http --shape 2025-11-25 --shape 2026-07-28 --shape sep-2200 \
+    --shape sep-3279 \
     --out reports/reference/mutants.md || true
 fi
 # The official MCP conformance suite (pinned; installed on first use) against the controls,

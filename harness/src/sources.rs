@@ -225,7 +225,7 @@ impl Reference {
                 format!("https://www.rfc-editor.org/rfc/rfc{number}#section-{section}")
             }
             Reference::JsonRpc { .. } => "https://www.jsonrpc.org/specification".to_string(),
-            Reference::Requirement { id } => format!("docs/requirements.md#{id}"),
+            Reference::Requirement { id } => format!("../docs/requirements.md#{id}"),
             Reference::RepoFile { repo, at, path } => {
                 format!("https://github.com/{repo}/blob/{at}/{path}")
             }
@@ -237,7 +237,7 @@ impl Reference {
 }
 
 /// Splits a source at `; ` outside parentheses.
-fn split_references(source: &str) -> Vec<&str> {
+pub fn split_references(source: &str) -> Vec<&str> {
     let mut parts = Vec::new();
     let (mut depth, mut start) = (0i32, 0usize);
     let bytes = source.as_bytes();
@@ -260,7 +260,7 @@ fn split_references(source: &str) -> Vec<&str> {
 }
 
 /// The locator of one reference, without its trailing ` (note)`.
-fn locator(reference: &str) -> Result<&str, String> {
+pub fn locator(reference: &str) -> Result<&str, String> {
     let reference = reference.trim();
     if !reference.ends_with(')') {
         return Ok(reference);
@@ -314,7 +314,7 @@ fn patterns() -> &'static Patterns {
 }
 
 /// Parses one reference's locator.
-fn parse_locator(text: &str) -> Result<Reference, String> {
+pub fn parse_locator(text: &str) -> Result<Reference, String> {
     let p = patterns();
     if let Some(c) = p.mcp.captures(text) {
         let (revision, page) = (&c[1], &c[2]);

@@ -5,6 +5,28 @@ use std::fmt::Write;
 
 use crate::catalogue::Catalogue;
 
+/// A source with each reference a link a reader can follow (relative to `reports/`), escaped
+/// for a table cell.
+fn linked(source: &str) -> String {
+    crate::sources::split_references(source)
+        .into_iter()
+        .map(|reference| {
+            let reference = reference.trim();
+            match crate::sources::locator(reference)
+                .and_then(|loc| crate::sources::parse_locator(loc).map(|r| (loc, r)))
+            {
+                Ok((loc, parsed)) => {
+                    let rest = &reference[loc.len()..];
+                    format!("[{loc}]({}){rest}", parsed.url())
+                }
+                Err(_) => reference.to_string(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+        .replace('|', "\\|")
+}
+
 pub fn render(catalogue: &Catalogue, command: &str) -> String {
     let mut out = String::from("# The relaycheck catalogue\n\n");
     let _ = writeln!(
@@ -31,7 +53,7 @@ pub fn render(catalogue: &Catalogue, command: &str) -> String {
             } else {
                 shape.moves.join(", ")
             },
-            shape.source
+            linked(&shape.source)
         );
     }
     let _ = writeln!(out, "\n## Surfaces\n");
@@ -53,14 +75,16 @@ pub fn render(catalogue: &Catalogue, command: &str) -> String {
             surface.reads.join(", "),
             surface.writes.join(", "),
             surface.observed.join(", "),
-            surface.source
+            linked(&surface.source)
         );
     }
     for surface in &catalogue.surfaces {
         let _ = writeln!(
             out,
             "\n## {}\n\n{}. Source: {}.\n",
-            surface.id, surface.title, surface.source
+            surface.id,
+            surface.title,
+            linked(&surface.source)
         );
         let _ = writeln!(
             out,
@@ -69,7 +93,7 @@ pub fn render(catalogue: &Catalogue, command: &str) -> String {
         for case in catalogue.cases.iter().filter(|c| c.surface == surface.id) {
             let mut requirement = case.spec.requirement.clone();
             if let Some(untested) = &case.spec.untested_in_seed {
-                requirement.push_str(&format!(" *(The seed marks this path untested: \"{untested}\"; this case is that test.)*"));
+                requirement.push_str(&format!(" *(MCP Hangar's surface inventory marks this path untested: \"{untested}\"; this case is that test.)*"));
             }
             let _ = writeln!(
                 out,
@@ -78,7 +102,7 @@ pub fn render(catalogue: &Catalogue, command: &str) -> String {
                 case.spec.level,
                 case.spec.routes.join(", "),
                 requirement.replace('|', "\\|"),
-                case.spec.source.replace('|', "\\|")
+                linked(&case.spec.source)
             );
         }
     }
