@@ -41,6 +41,12 @@ fn specs_with(name: &str, file: &str, text: &str) -> PathBuf {
         )
         .unwrap();
     }
+    std::fs::create_dir_all(dir.join("docs")).unwrap();
+    std::fs::copy(
+        repo().join("docs/requirements.md"),
+        dir.join("docs/requirements.md"),
+    )
+    .unwrap();
     std::fs::write(dir.join("specs/cases").join(file), text).unwrap();
     dir
 }
@@ -75,6 +81,28 @@ fn a_malformed_case_file_exits_2_naming_file_and_line() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr.contains("is-error.yaml:"), "{stderr}");
+}
+
+#[test]
+fn lint_refuses_a_source_a_reader_cannot_open() {
+    for (name, source) in [("tracker", "issue 8"), ("outside", "result-shapes.md §5")] {
+        let dir = specs_with(
+            name,
+            "is-error.yaml",
+            &format!(
+                "surface: is-error\ncases:\n  - id: is-error/x\n    level: must\n    requirement: r\n    source: \"{source}\"\n    tool: {{canary: echo}}\n    expect:\n      - check: is-error\n        value: false\n"
+            ),
+        );
+        let out = relaycheck(&["lint"], &dir);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{source}: {stderr}");
+        assert!(
+            stderr.contains("specs/cases/is-error.yaml:3")
+                && stderr.contains(&format!("`{source}` is not a reference a reader can open")),
+            "{source}: {stderr}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
 
 #[test]
@@ -542,4 +570,35 @@ fn one_job_starts_the_cases_in_catalogue_order() {
     assert!(started.len() > 50, "{started:?}");
     assert_eq!(started, expected);
     let _ = std::fs::remove_dir_all(&out_dir);
+}
+
+#[test]
+fn an_expected_failure_that_names_no_case_exits_2_naming_it() {
+    let dir = scratch("baseline-unknown");
+    let baseline = dir.join("expected.yaml");
+    std::fs::write(
+        &baseline,
+        "server:\n  - is-error/flag-reaches-client\n  - case: is-error/no-such-case\n    kind: defect\n    reason: r\n",
+    )
+    .unwrap();
+    let out = relaycheck(
+        &[
+            "run",
+            "--target",
+            "direct",
+            "--case",
+            "is-error/flag-reaches-client",
+            "--expected-failures",
+            baseline.to_str().unwrap(),
+        ],
+        &repo(),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("expected.yaml:3")
+            && stderr.contains("`is-error/no-such-case` names no case"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
