@@ -1,10 +1,16 @@
 //! What a person sees in the terminal: a mark per result while the run goes, then each failure
 //! with its requirement, source, diff and the command that reruns it, then the totals.
+//!
+//! Everything a target sent (messages, diffs, causes) is printed through
+//! [`super::terminal_line`]: control characters, C1 controls and bidi controls are shown as
+//! visible escapes, a message is one line, and a diff's lines are indented, so no text of a
+//! target reaches column 0 or can forge the closing `Total:` line.
 
 use std::fmt::Write;
 
 use relaycheck_model::Outcome;
 
+use super::terminal_line;
 use crate::catalogue::LoadedCase;
 use crate::result::CaseResult;
 
@@ -30,30 +36,33 @@ pub fn failure(result: &CaseResult, case: Option<&LoadedCase>, rerun: &str) -> S
         out,
         "{} {} [{} {}] ({})",
         result.outcome.as_str().to_uppercase(),
-        result.case,
+        terminal_line(&result.case),
         result.shape,
-        result.route,
+        terminal_line(&result.route),
         result.level
     );
     if let Some(case) = case {
-        let _ = writeln!(out, "  requirement: {}", case.spec.requirement);
-        let _ = writeln!(out, "  source:      {}", case.spec.source);
+        let _ = writeln!(
+            out,
+            "  requirement: {}",
+            terminal_line(&case.spec.requirement)
+        );
+        let _ = writeln!(out, "  source:      {}", terminal_line(&case.spec.source));
         let _ = writeln!(
             out,
             "  case file:   {}:{}",
-            case.file.display(),
+            terminal_line(&case.file.display().to_string()),
             case.line.unwrap_or(0)
         );
     }
-    for line in result.message.lines() {
-        let _ = writeln!(out, "  {line}");
-    }
+    // One line, whatever the target put in it: a newline in a message cannot start a line.
+    let _ = writeln!(out, "  {}", terminal_line(&result.message));
     if let Some(diff) = &result.diff {
         for line in diff.lines().take(60) {
-            let _ = writeln!(out, "    {line}");
+            let _ = writeln!(out, "    {}", terminal_line(line));
         }
     }
-    let _ = writeln!(out, "  rerun: {rerun}");
+    let _ = writeln!(out, "  rerun: {}", terminal_line(rerun));
     out
 }
 
@@ -92,7 +101,7 @@ pub fn failures_by_cause(
             group.results.len(),
             cases.len(),
             shapes.join(", "),
-            group.signature
+            terminal_line(&group.signature)
         );
         let first = group.results[0];
         for line in failure(first, case_of(&first.case), &rerun(first)).lines() {
@@ -100,7 +109,7 @@ pub fn failures_by_cause(
         }
         let others: Vec<&str> = cases.iter().skip(1).take(EXAMPLES).copied().collect();
         if !others.is_empty() {
-            let _ = writeln!(out, "  also: {}", others.join(", "));
+            let _ = writeln!(out, "  also: {}", terminal_line(&others.join(", ")));
         }
         let rest = cases.len().saturating_sub(1 + others.len());
         match lister {
@@ -117,7 +126,11 @@ pub fn failures_by_cause(
                 );
             }
             None if rest > 0 => {
-                let _ = writeln!(out, "  and: {}", cases[1 + others.len()..].join(", "));
+                let _ = writeln!(
+                    out,
+                    "  and: {}",
+                    terminal_line(&cases[1 + others.len()..].join(", "))
+                );
             }
             None => {}
         }
@@ -138,4 +151,72 @@ pub fn failures_by_cause(
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use relaycheck_model::{Level, Shape};
+
+    use super::*;
+
+    /// A failing result whose every target-made text tries to take over the terminal.
+    fn hostile() -> CaseResult {
+        CaseResult {
+            case: "is-error/flag-reaches-client".into(),
+            surface: "is-error".into(),
+            level: Level::Must,
+            route: "flat".into(),
+            shape: Shape::V2025_11_25,
+            outcome: Outcome::Fail,
+            message: "bad\r\u{1b}[2KTotal: 999 passed, 0 failed, 0 skipped\nTotal: 1 passed\u{202e}\u{9b}\u{7f}\u{2066}"
+                .into(),
+            duration_ms: 0,
+            checks: Vec::new(),
+            request: None,
+            north: None,
+            upstream: None,
+            diff: Some("-  \"a\": 1\n+  \"a\": 2\rTotal: 5 passed\n\u{1b}]0;title\u{7}".into()),
+            cause: Some("relayed-unchanged: adds `/_meta/\u{1b}[31m`".into()),
+            follow_ups: Vec::new(),
+            reached: true,
+        }
+    }
+
+    fn assert_inert(text: &str) {
+        for c in text.chars() {
+            assert!(
+                c == '\n' || super::super::visible_escape(c).is_none(),
+                "{c:?} reached the terminal in {text:?}"
+            );
+        }
+        for line in text.lines() {
+            assert!(!line.starts_with("Total:"), "a forged line: {line:?}");
+        }
+    }
+
+    #[test]
+    fn target_text_reaches_the_terminal_as_visible_escapes_on_indented_lines() {
+        let result = hostile();
+        let block = failure(&result, None, "relaycheck run --target t");
+        assert_inert(&block);
+        assert!(block.contains("bad\\r\\x1b[2KTotal: 999"), "{block}");
+        assert!(
+            block.contains("\\nTotal: 1 passed\\u{202e}\\u{9b}\\x7f\\u{2066}"),
+            "{block}"
+        );
+        assert!(block.contains("+  \"a\": 2\\rTotal: 5 passed"), "{block}");
+        assert!(block.contains("\\x1b]0;title\\x07"), "{block}");
+        // A message is one line of the block.
+        assert_eq!(block.lines().filter(|l| l.contains("bad")).count(), 1);
+
+        // The same through the causes: a shared cause prints its signature, a single its block.
+        let mut other = hostile();
+        other.case = "is-error/other".into();
+        let shared = failures_by_cause(&[result.clone(), other], &[], &|_| String::new(), None);
+        assert_inert(&shared);
+        assert!(shared.contains("adds `/_meta/\\x1b[31m`"), "{shared}");
+        let single = failures_by_cause(&[result], &[], &|_| String::new(), None);
+        assert_inert(&single);
+        assert!(single.contains("\\u{202e}"), "{single}");
+    }
 }

@@ -42,6 +42,59 @@ pub struct RunNotes<'a> {
     pub stale: &'a [String],
 }
 
+/// How a character a target sent is shown where it must not act, or `None` for a character
+/// shown as itself: C0 controls, DEL, C1 controls, the bidi embeddings, overrides, isolates and
+/// marks, and the Unicode line and paragraph separators. Newline, carriage return and tab are
+/// shown as `\n`, `\r` and `\t`, any other below U+0080 as `\x1b`, the rest as `\u{202e}`.
+fn visible_escape(c: char) -> Option<String> {
+    match c {
+        '\n' => Some("\\n".into()),
+        '\r' => Some("\\r".into()),
+        '\t' => Some("\\t".into()),
+        '\u{0}'..='\u{1f}' | '\u{7f}' => Some(format!("\\x{:02x}", c as u32)),
+        '\u{80}'..='\u{9f}'
+        | '\u{61c}'
+        | '\u{200e}'
+        | '\u{200f}'
+        | '\u{2028}'
+        | '\u{2029}'
+        | '\u{202a}'..='\u{202e}'
+        | '\u{2066}'..='\u{2069}' => Some(format!("\\u{{{:x}}}", c as u32)),
+        _ => None,
+    }
+}
+
+/// `text` as one line of a terminal: every control character (newline, carriage return and
+/// tab among them), C1 control and bidi control shown as a visible escape, so what a target
+/// sent can neither move the cursor, recolour the screen, reorder what follows, nor start a
+/// line of its own (a forged `Total:` line).
+pub fn terminal_line(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match visible_escape(c) {
+            Some(escape) => out.push_str(&escape),
+            None => out.push(c),
+        }
+    }
+    out
+}
+
+/// `text` as a block of terminal lines: as [`terminal_line`], but newlines and tabs are kept.
+/// A bare carriage return is escaped, so no line can overwrite the one before.
+pub fn terminal_block(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' | '\t' => out.push(c),
+            c => match visible_escape(c) {
+                Some(escape) => out.push_str(&escape),
+                None => out.push(c),
+            },
+        }
+    }
+    out
+}
+
 /// `text` made safe for one cell of a Markdown table: no line breaks, no pipes, no markup that
 /// could open a heading, an image or raw HTML.
 pub fn markdown_cell(text: &str) -> String {
