@@ -59,6 +59,17 @@ const NAMED: &[&str] = &[
     "inputSchema",
 ];
 
+/// The members of a result itself (`CallToolResult`, a SEP-3279 result, a nested task handle).
+const RESULT_MEMBERS: &[&str] = &[
+    "content",
+    "structuredContent",
+    "isError",
+    "_meta",
+    "resultType",
+    "outputs",
+    "task",
+];
+
 /// How many differences a signature names before it says how many more there were.
 const MOST: usize = 3;
 
@@ -84,24 +95,56 @@ pub fn of(result: &CaseResult, rules: &Equivalence) -> Option<String> {
         _ => return None,
     }
     let verdict = result.checks.iter().find(|v| v.applicable && !v.passed)?;
-    let summary = match (&verdict.expected, &verdict.actual) {
-        (Some(expected), Some(actual)) if expected.is_object() || expected.is_array() => {
+    // Checks that compare what the upstream sent with what the client got read the same
+    // difference the same way: one family, so `kept` and `relayed-unchanged` seeing one defect
+    // give one cause.
+    let family = match verdict.check.as_str() {
+        "relayed-unchanged" | "relayed-verbatim" | "kept" => Some("the result"),
+        "task-completes" => Some("the task's result"),
+        "continuation-returns-original" => Some("the continued result"),
+        "arguments-kept" => Some("the arguments"),
+        _ => None,
+    };
+    let at = verdict.at.as_deref().unwrap_or("");
+    let structural = match (family, &verdict.expected, &verdict.actual) {
+        (Some(_), Some(expected), Some(actual)) => {
             let mut ops = Vec::new();
-            diff(expected, actual, "", rules, &mut ops);
-            if ops.is_empty() {
-                generalize_message(&verdict.message)
-            } else {
-                summarize(ops)
-            }
+            diff(expected, actual, &generalize_pointer(at), rules, &mut ops);
+            (!ops.is_empty()).then(|| summarize(ops))
         }
-        (Some(expected), None)
+        (Some(_), Some(_), None) if !at.is_empty() => {
+            Some(summarize(vec![Op::Removed(generalize_pointer(at))]))
+        }
+        (Some(_), Some(expected), None)
             if verdict.check == "relayed-unchanged" && expected.get("code").is_some() =>
         {
-            "a JSON-RPC error does not reach the client as one".to_string()
+            Some("a JSON-RPC error does not reach the client as one".to_string())
         }
-        _ => generalize_message(&verdict.message),
+        _ => None,
     };
-    Some(format!("{}: {summary}", verdict.check))
+    Some(match (family, structural) {
+        (Some(family), Some(summary)) => format!("{family}: {summary}"),
+        _ => format!(
+            "{}: {}",
+            verdict.check,
+            generalize_message(&verdict.message)
+        ),
+    })
+}
+
+/// A JSON pointer as a signature names it: positions `*`, members MCP does not name
+/// `<member>`.
+fn generalize_pointer(pointer: &str) -> String {
+    let mut at = String::new();
+    for segment in pointer.split('/').skip(1) {
+        let key = segment.replace("~1", "/").replace("~0", "~");
+        at = if key.parse::<usize>().is_ok() {
+            format!("{at}/*")
+        } else {
+            child(&at, &key, false)
+        };
+    }
+    at
 }
 
 /// One difference between what was expected and what came.
@@ -132,7 +175,14 @@ fn kind(value: &Value) -> &'static str {
 /// result it touches).
 fn child(at: &str, key: &str, keep: bool) -> String {
     let inside_data = at.starts_with("/structuredContent") || at.contains("/arguments");
-    let shown = if keep || (!inside_data && NAMED.contains(&key)) {
+    // At the top of a result only the result's own members are named: a cache hint or a
+    // vendor member there is a member MCP's CallToolResult does not define.
+    let named = if at.is_empty() {
+        RESULT_MEMBERS.contains(&key)
+    } else {
+        NAMED.contains(&key)
+    };
+    let shown = if keep || (!inside_data && named) {
         key.replace('~', "~0").replace('/', "~1")
     } else {
         "<member>".to_string()
@@ -175,7 +225,9 @@ fn diff(expected: &Value, actual: &Value, at: &str, rules: &Equivalence, ops: &m
                     Value::Object(fields) if key == "_meta" && !fields.is_empty() => {
                         let made = child(at, key, true);
                         for inner in fields.keys() {
-                            ops.push(Op::Added(child(&made, inner, true)));
+                            if !(top && rules.own_meta.contains(inner)) {
+                                ops.push(Op::Added(child(&made, inner, true)));
+                            }
                         }
                     }
                     _ => ops.push(Op::Added(child(at, key, true))),
@@ -253,14 +305,36 @@ pub fn generalize_message(message: &str) -> String {
     let mut chars = first.chars().peekable();
     while let Some(c) = chars.next() {
         match c {
-            '0'..='9' => {
-                while chars
-                    .peek()
-                    .is_some_and(|c| c.is_ascii_digit() || *c == '.')
-                {
-                    chars.next();
+            c if c.is_ascii_alphanumeric() => {
+                // A word: an identifier with digits in it (an id, a uuid, a port) says
+                // nothing about the cause; a number is `N`; any other word is kept.
+                let mut word = String::from(c);
+                while let Some(next) = chars.peek().copied() {
+                    let number_so_far = word.chars().all(|ch| ch.is_ascii_digit());
+                    if next.is_ascii_alphanumeric() || next == '-' || next == '_' {
+                        if next == '-' && number_so_far {
+                            break;
+                        }
+                        word.push(next);
+                        chars.next();
+                    } else if next == '.' && number_so_far {
+                        word.push(next);
+                        chars.next();
+                    } else {
+                        break;
+                    }
                 }
-                out.push('N');
+                let digits = word.chars().filter(char::is_ascii_digit).count();
+                if digits == 0 {
+                    out.push_str(&word);
+                } else if word.chars().all(|ch| ch.is_ascii_digit() || ch == '.') {
+                    out.push('N');
+                } else if word.len() >= 6 {
+                    out.push('…');
+                } else {
+                    // Short words with digits (`v2`, `2xx`) keep their letters.
+                    out.push_str(&word.replace(|ch: char| ch.is_ascii_digit(), "N"));
+                }
             }
             '{' | '[' => {
                 let close = if c == '{' { '}' } else { ']' };
@@ -468,12 +542,14 @@ pub fn markdown(results: &[CaseResult]) -> String {
             let _ = write!(cell, " and {more} more");
         }
         let shapes: Vec<&str> = group.shapes().iter().map(|s| s.as_str()).collect();
+        // The signature names keys the target added and quotes its messages: inert Markdown.
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {cell} | {} |",
+            "| {} | {} | {} | {} | {} |",
             group.results.len(),
             group.known(),
-            crate::report::markdown_cell(&group.signature),
+            crate::report::markdown_inline(&group.signature),
+            crate::report::markdown_inline(&cell),
             shapes.join(", ")
         );
     }
@@ -540,10 +616,7 @@ mod tests {
                 "_meta": {"server_id": "x", "tool_name": "y"}}),
         );
         let (a, b) = (of(&one, &rules()).unwrap(), of(&two, &rules()).unwrap());
-        assert_eq!(
-            a,
-            "relayed-unchanged: adds `/_meta/server_id`, `/_meta/tool_name`"
-        );
+        assert_eq!(a, "the result: adds `/_meta/server_id`, `/_meta/tool_name`");
         assert_eq!(
             a, b,
             "the isError default and the case's own values are not the cause"
@@ -560,7 +633,7 @@ mod tests {
         );
         assert_eq!(
             of(&dropped, &rules()).unwrap(),
-            "relayed-unchanged: drops `/<member>`, `/content/*/<member>`"
+            "the result: drops `/<member>`, `/content/*/<member>`"
         );
         let retyped = failed(
             "structured-content/n",
@@ -570,7 +643,22 @@ mod tests {
         );
         assert_eq!(
             of(&retyped, &rules()).unwrap(),
-            "kept: changes `/structuredContent/<member> number became string`"
+            "the result: changes `/structuredContent/<member> number became string`"
+        );
+        // A member `kept` found missing reads as the same drop `relayed-unchanged` sees.
+        let mut gone = failed("p/ttl", "kept", json!(1000), json!(null));
+        gone.checks[1].actual = None;
+        gone.checks[1].at = Some("/ttlMs".into());
+        let whole = failed(
+            "p/x",
+            "relayed-unchanged",
+            json!({"content": [], "x-vendor": 1}),
+            json!({"content": []}),
+        );
+        assert_eq!(of(&gone, &rules()), of(&whole, &rules()));
+        assert_eq!(
+            of(&whole, &rules()).unwrap(),
+            "the result: drops `/<member>`"
         );
     }
 
@@ -588,6 +676,12 @@ mod tests {
                 "tools/list failed: {\"code\":-32603,\"message\":\"boom\"} after `hangar_call` 3 times"
             ),
             "tools/list failed: {…} after `hangar_call` N times"
+        );
+        assert_eq!(
+            generalize_message(
+                "tasks/get answered -32602: Unknown task: 5bb1c4d2-9a0e-77f1, on port 40123"
+            ),
+            "tasks/get answered -N: Unknown task: …, on port N"
         );
         let mut passed = failed("x/y", "c", json!({}), json!({}));
         passed.outcome = Outcome::Pass;

@@ -424,6 +424,7 @@ fn kept(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Ver
     } else {
         Verdict::fail(name, format!("`{pointer}` differs from the upstream's"))
             .compared(sent.cloned(), got.cloned())
+            .at(pointer)
     }
 }
 

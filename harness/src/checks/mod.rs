@@ -112,6 +112,10 @@ pub struct Verdict {
     pub expected: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actual: Option<Value>,
+    /// Where in the result `expected` and `actual` were read, for a check of one member (a
+    /// JSON pointer); absent when they are the whole result or error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
 }
 
 fn yes() -> bool {
@@ -138,6 +142,7 @@ impl Verdict {
             message: message.into(),
             expected: None,
             actual: None,
+            at: None,
         }
     }
 
@@ -149,12 +154,19 @@ impl Verdict {
             message: message.into(),
             expected: None,
             actual: None,
+            at: None,
         }
     }
 
     pub fn compared(mut self, expected: Option<Value>, actual: Option<Value>) -> Verdict {
         self.expected = expected;
         self.actual = actual;
+        self
+    }
+
+    /// Says where in the result the compared values were read.
+    pub fn at(mut self, pointer: &str) -> Verdict {
+        self.at = Some(pointer.to_string());
         self
     }
 }
