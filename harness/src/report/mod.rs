@@ -95,13 +95,79 @@ pub fn terminal_block(text: &str) -> String {
     out
 }
 
-/// `text` made safe for one cell of a Markdown table: no line breaks, no pipes, no markup that
-/// could open a heading, an image or raw HTML.
+/// Characters Markdown reads as a line break: each becomes a space in inline text.
+fn markdown_line_break(c: char) -> bool {
+    matches!(c, '\n' | '\r' | '\u{85}' | '\u{2028}' | '\u{2029}')
+}
+
+/// A piece of text outside code spans, inert: backslash escapes for what Markdown reads as
+/// markup (`\\`, `|`, `!`, `[`, `]`, backticks), entities for `<`, `>` and `&` (no raw HTML,
+/// no autolink, no entity a target spelled), spaces for line breaks, visible escapes for
+/// control characters.
+fn markdown_plain(text: &str, out: &mut String) {
+    for c in text.chars() {
+        match c {
+            '\\' | '|' | '!' | '[' | ']' | '`' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            c if markdown_line_break(c) => out.push(' '),
+            c => match visible_escape(c) {
+                Some(escape) => out.push_str(&escape),
+                None => out.push(c),
+            },
+        }
+    }
+}
+
+/// Whether `text` can stand inside a code span as it is: a code span shows its text literally
+/// (no HTML, no links, no escapes), so it must hold nothing a reader should see escaped and
+/// nothing that ends it or a table cell early.
+fn code_span_safe(text: &str) -> bool {
+    !text.is_empty()
+        && !text.chars().any(|c| {
+            matches!(c, '\\' | '|' | '`') || markdown_line_break(c) || visible_escape(c).is_some()
+        })
+}
+
+/// Text made inert for one line of Markdown: a list item or a table cell of summary.md, or any
+/// other place a report embeds what a target sent (messages, causes, answers). Nothing in it can
+/// break the line (`\n`, `\r`, U+0085, U+2028 and U+2029 become spaces), open raw HTML, an
+/// image or a link, end a table cell (`|` is escaped), or reach a terminal that prints the
+/// summary as a control character (see [`terminal_line`]).
+///
+/// A pair of backticks around plain text stays a code span (the runner's own messages quote
+/// field and method names so); its text is shown literally, so a span is kept only when it
+/// holds no backslash, pipe or control character. Every other backtick is escaped.
+pub fn markdown_inline(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    let parts: Vec<&str> = text.split('`').collect();
+    for (index, part) in parts.iter().enumerate() {
+        let inside = index % 2 == 1;
+        let closed = index + 1 < parts.len();
+        if !inside {
+            markdown_plain(part, &mut out);
+        } else if closed && code_span_safe(part) {
+            out.push('`');
+            out.push_str(part);
+            out.push('`');
+        } else {
+            out.push_str("\\`");
+            markdown_plain(part, &mut out);
+            if closed {
+                out.push_str("\\`");
+            }
+        }
+    }
+    out
+}
+
+/// `text` made safe for one cell of a Markdown table: [`markdown_inline`], which escapes pipes.
 pub fn markdown_cell(text: &str) -> String {
-    text.replace(['\n', '\r'], " ")
-        .replace('|', "\\|")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+    markdown_inline(text)
 }
 
 pub fn counts(results: &[CaseResult]) -> BTreeMap<String, usize> {
@@ -153,4 +219,36 @@ pub fn now_rfc3339() -> String {
     time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inline_markdown_keeps_plain_code_spans_and_escapes_the_rest() {
+        assert_eq!(
+            markdown_inline("adds `/_meta/server_id`, `<member>`"),
+            "adds `/_meta/server_id`, `<member>`"
+        );
+        assert_eq!(
+            markdown_inline("a\nb\r\nc\u{2028}d\u{2029}e\u{85}f"),
+            "a b  c d e f"
+        );
+        assert_eq!(
+            markdown_inline("![i](http://x/i.png) <b>&amp; `a|b` `\\` | \\| `"),
+            "\\!\\[i\\](http://x/i.png) &lt;b&gt;&amp;amp; \\`a\\|b\\` \\`\\\\\\` \\| \\\\\\| \\`"
+        );
+        assert_eq!(markdown_inline("\u{1b}[1m\u{202e}"), "\\x1b\\[1m\\u{202e}");
+        assert_eq!(markdown_cell("x|y"), "x\\|y");
+    }
+
+    #[test]
+    fn terminal_text_shows_controls_as_escapes() {
+        assert_eq!(
+            terminal_line("a\r\n\tb\u{1b}[0m\u{7f}\u{9b}\u{2067}"),
+            "a\\r\\n\\tb\\x1b[0m\\x7f\\u{9b}\\u{2067}"
+        );
+        assert_eq!(terminal_block("a\n\tb\rc\u{0}"), "a\n\tb\\rc\\x00");
+    }
 }

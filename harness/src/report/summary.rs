@@ -1,5 +1,10 @@
 //! `summary.md`: the run's header, its totals, the matrix of surfaces by shapes, and every
 //! failure, in Markdown that reads well as a pull-request comment.
+//!
+//! Every string a target made (messages, causes, the answers of shapes it refused, the reasons
+//! of its restarts) and every string the profile or the command line gave goes through
+//! [`markdown_inline`]: one line, no raw HTML, no image or link, no control character. The
+//! summary is printed to stdout too, so that also keeps it inert on a terminal.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -8,7 +13,7 @@ use relaycheck_model::{Outcome, Shape};
 use tabled::builder::Builder;
 use tabled::settings::Style;
 
-use super::{RunInfo, RunNotes, counts, total_line};
+use super::{RunInfo, RunNotes, counts, markdown_inline, total_line};
 use crate::impact::Impact;
 use crate::result::CaseResult;
 
@@ -109,19 +114,27 @@ pub fn render_with(
     notes: &RunNotes<'_>,
 ) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "# relaycheck: `{}`\n", info.target);
+    let _ = writeln!(
+        out,
+        "# relaycheck: {}\n",
+        markdown_inline(&format!("`{}`", info.target))
+    );
     let target = match (&info.target_product, &info.target_version) {
         (Some(product), Some(version)) => format!("{product} {version}"),
         (Some(product), None) => product.clone(),
         _ => info.target.clone(),
     };
-    let _ = writeln!(out, "- target: {target}");
-    let _ = writeln!(out, "- relaycheck: {}", info.tool_version);
+    let _ = writeln!(out, "- target: {}", markdown_inline(&target));
+    let _ = writeln!(out, "- relaycheck: {}", markdown_inline(&info.tool_version));
     let shapes: Vec<&str> = info.shapes.iter().map(|s| s.as_str()).collect();
     let mode = if info.forced { " (forced)" } else { "" };
     let _ = writeln!(out, "- shapes: {}{mode}", shapes.join(", "));
-    let _ = writeln!(out, "- started: {}", info.started);
-    let _ = writeln!(out, "- command: `{}`\n", info.command);
+    let _ = writeln!(out, "- started: {}", markdown_inline(&info.started));
+    let _ = writeln!(
+        out,
+        "- command: {}\n",
+        markdown_inline(&format!("`{}`", info.command))
+    );
     let _ = writeln!(out, "{}\n", super::tally_line(results));
     let _ = writeln!(out, "{}\n", total_line(results));
 
@@ -142,7 +155,7 @@ pub fn render_with(
             "Every case of these shapes is not applicable; none counts as a failure.\n"
         );
         for (shape, answer) in &refused {
-            let _ = writeln!(out, "- {shape}: {}", answer.replace('\n', " "));
+            let _ = writeln!(out, "- {shape}: {}", markdown_inline(answer));
         }
         out.push('\n');
     }
@@ -153,7 +166,7 @@ pub fn render_with(
             "These expected failures pass now, which fails the run: remove them from the baseline.\n"
         );
         for entry in notes.stale {
-            let _ = writeln!(out, "- `{entry}`");
+            let _ = writeln!(out, "- {}", markdown_inline(&format!("`{entry}`")));
         }
         out.push('\n');
     }
@@ -197,12 +210,26 @@ pub fn render_with(
                 result.route,
                 result.outcome,
                 result.level,
-                result.message.replace('\n', " ")
+                markdown_inline(&result.message)
             );
         }
         out.push('\n');
     }
-    out.push_str(&crate::restart::markdown(notes.target_events));
+    out.push_str(&restarts(notes.target_events));
+    out
+}
+
+/// The "Target restarts" section, as [`crate::restart::markdown`] writes it, each event's
+/// sentence made inert: it quotes why the target died and why its restart failed, which the
+/// target's own output can say.
+fn restarts(events: &[crate::restart::TargetEvent]) -> String {
+    if events.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\n## Target restarts\n\n");
+    for event in events {
+        let _ = writeln!(out, "- {}", markdown_inline(&event.describe()));
+    }
     out
 }
 
@@ -221,5 +248,136 @@ mod tests {
         assert_eq!(cell.render(), "**1/2**");
         cell.add(Outcome::ExpectedFail);
         assert_eq!(cell.render(), "**1/3** (1 known)");
+    }
+
+    /// What a hostile target can put in a summary's lines: every kind of line break, raw HTML,
+    /// an image and a link that load remote content, backticks and pipes, control characters.
+    const HOSTILE: &str = "bad\n## Forged heading\rTotal: 999 passed, 0 failed, 0 skipped\u{2028}\
+         <img src=http://evil.example/a.png>\u{2029}![x](http://evil.example/b.png)\u{85}\
+         [click](http://evil.example/) `a|b` | cell \\| `ok` \u{1b}[31m\u{202e}end`";
+
+    fn result(case: &str, outcome: Outcome, message: &str) -> CaseResult {
+        CaseResult {
+            case: case.into(),
+            surface: "is-error".into(),
+            level: relaycheck_model::Level::Must,
+            route: "flat".into(),
+            shape: Shape::V2025_11_25,
+            outcome,
+            message: message.into(),
+            duration_ms: 0,
+            checks: Vec::new(),
+            request: None,
+            north: None,
+            upstream: None,
+            diff: None,
+            cause: None,
+            follow_ups: Vec::new(),
+            reached: true,
+        }
+    }
+
+    /// The pipes of a Markdown line that end a table cell (not escaped by a backslash).
+    fn cell_pipes(line: &str) -> usize {
+        let mut count = 0;
+        let mut chars = line.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => {
+                    chars.next();
+                }
+                '|' => count += 1,
+                _ => {}
+            }
+        }
+        count
+    }
+
+    #[test]
+    fn target_text_is_inert_markdown_on_one_line() {
+        let mut failed = result("is-error/a", Outcome::Fail, HOSTILE);
+        failed.cause = Some(format!("relayed-unchanged: adds `/_meta/x|y`: {HOSTILE}"));
+        let mut other = result("is-error/b", Outcome::Error, HOSTILE);
+        other.cause = failed.cause.clone();
+        let refused = result(
+            "is-error/c",
+            Outcome::NotApplicable,
+            &format!("{}2026-07-28: {HOSTILE}", crate::result::SHAPE_REFUSED),
+        );
+        let events = [crate::restart::TargetEvent {
+            target: "t".into(),
+            shape: Shape::V2025_11_25,
+            cause: HOSTILE.into(),
+            touched: vec!["is-error/a".into()],
+            restarted: false,
+            not_run: 1,
+            restart_failed: Some(HOSTILE.into()),
+            collateral: Vec::new(),
+        }];
+        let info = RunInfo {
+            tool_version: "0.1.0".into(),
+            target: "t".into(),
+            target_product: None,
+            target_version: None,
+            shapes: vec![Shape::V2025_11_25],
+            forced: false,
+            started: "2026-01-01T00:00:00Z".into(),
+            command: "relaycheck run --target t".into(),
+        };
+        let page = render_with(
+            &info,
+            &[failed, other, refused],
+            &["is-error".into()],
+            &Impact::default(),
+            &RunNotes {
+                target_events: &events,
+                stale: &[],
+            },
+        );
+        for forbidden in [
+            "\r", "\u{2028}", "\u{2029}", "\u{85}", "\u{1b}", "\u{202e}", "<img", "![",
+        ] {
+            assert!(!page.contains(forbidden), "{forbidden:?} in {page}");
+        }
+        // A link's `](` only with its bracket escaped.
+        for (at, _) in page.match_indices("](") {
+            assert_eq!(&page[at - 1..at], "\\", "a link at {at}: {page}");
+        }
+        for line in page.lines() {
+            assert!(!line.starts_with("## Forged"), "a forged heading: {line}");
+            assert!(!line.starts_with("Total: 999"), "a forged total: {line}");
+            assert!(!line.starts_with("<img"), "{line}");
+        }
+        // Each target text is inside its one line: the item or row that quotes it.
+        let quoting: Vec<&str> = page.lines().filter(|l| l.contains("bad")).collect();
+        assert_eq!(
+            quoting.len(),
+            5,
+            "refused, cause, two failures, restart: {page}"
+        );
+        for line in &quoting {
+            assert!(line.starts_with("- ") || line.starts_with("| "), "{line}");
+            assert!(line.contains("bad ## Forged heading Total: 999"), "{line}");
+            assert!(line.contains("\\x1b\\[31m\\u{202e}"), "{line}");
+            assert!(
+                line.contains("&lt;img src=http://evil.example/a.png&gt;"),
+                "{line}"
+            );
+            assert!(
+                line.contains("\\!\\[x\\](http://evil.example/b.png)"),
+                "{line}"
+            );
+            // The backtick pair around a pipe is escaped, the plain one stays a code span.
+            assert!(
+                line.contains("\\`a\\|b\\`") && line.contains("`ok`"),
+                "{line}"
+            );
+        }
+        // A cause row keeps its six cell borders, whatever pipes the cause held.
+        let row = quoting
+            .iter()
+            .find(|l| l.starts_with("| 2 |"))
+            .expect("the cause row");
+        assert_eq!(cell_pipes(row), 6, "{row}");
     }
 }
