@@ -44,11 +44,17 @@ pub fn render_with(
         "results": results,
         "cases": case_index,
     });
+    // The data block ends at the first `</script`, whatever JSON says, and a `<!--` in it
+    // would change how the page parses: no `<`, `>` or `&` is left in it as itself. U+2028
+    // and U+2029 are valid in JSON but end a line in older JavaScript: escaped too, so the
+    // block reads the same to any parser that meets it.
     let embedded = serde_json::to_string(&data)
         .unwrap_or_else(|_| "{}".into())
         .replace('<', "\\u003c")
         .replace('>', "\\u003e")
-        .replace('&', "\\u0026");
+        .replace('&', "\\u0026")
+        .replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029");
 
     let mut out = String::new();
     out.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n");
@@ -455,5 +461,46 @@ mod tests {
         assert_eq!(inline_code("a `<b>` c `d"), "a <code>&lt;b&gt;</code> c `d");
         assert_eq!(inline_code("no spans & all"), "no spans &amp; all");
         assert_eq!(inline_code("`x``y`"), "<code>x</code><code>y</code>");
+    }
+
+    #[test]
+    fn a_message_cannot_break_out_of_the_data_block_or_the_page() {
+        let message = "</script><script>alert(1)</script>\u{2028}\u{2029}<!-- x";
+        let result: CaseResult = serde_json::from_value(json!({
+            "case": "is-error/flag-reaches-client",
+            "surface": "is-error",
+            "level": "must",
+            "route": "flat",
+            "shape": "2025-11-25",
+            "outcome": "fail",
+            "message": message,
+            "duration_ms": 0,
+            "diff": message,
+        }))
+        .unwrap();
+        let page = render(
+            &info(),
+            &[result],
+            &[],
+            &["is-error".into()],
+            &Impact::default(),
+        );
+        // The page's own two scripts and nothing else.
+        assert_eq!(page.matches("<script").count(), 2, "{page}");
+        assert_eq!(page.matches("</script").count(), 2, "{page}");
+        assert!(!page.contains("<!--"), "{page}");
+        let open = "<script type=\"application/json\" id=\"data\">";
+        let start = page.find(open).unwrap() + open.len();
+        let block = &page[start..start + page[start..].find("</script>").unwrap()];
+        assert!(
+            !block.contains(['<', '>', '&', '\u{2028}', '\u{2029}']),
+            "{block}"
+        );
+        let data: serde_json::Value = serde_json::from_str(block).unwrap();
+        assert_eq!(data["results"][0]["message"], message);
+        // The static failure shows it as text.
+        assert!(
+            page.contains("<p class=\"msg\">&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;")
+        );
     }
 }

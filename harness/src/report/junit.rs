@@ -58,7 +58,7 @@ pub fn render_with(info: &RunInfo, results: &[CaseResult], notes: &RunNotes<'_>)
                 Outcome::Fail => Some(format!(
                     "<failure message=\"{}\">{}</failure>",
                     escape(&result.message),
-                    escape(result.diff.as_deref().unwrap_or(&result.message))
+                    escape_text(result.diff.as_deref().unwrap_or(&result.message))
                 )),
                 Outcome::Error | Outcome::Timeout | Outcome::SetupFail => Some(format!(
                     "<error type=\"{}\" message=\"{}\"/>",
@@ -110,8 +110,21 @@ fn tally<'a>(results: impl Iterator<Item = &'a CaseResult>) -> (usize, usize) {
     })
 }
 
-/// Escapes text for XML attributes and content, dropping characters XML 1.0 cannot carry.
+/// Escapes text for an XML attribute value: markup characters and quotes as entities; tab,
+/// newline and carriage return as character references (a parser would turn them into spaces
+/// in an attribute); characters XML 1.0 cannot carry at all as visible escapes (see
+/// [`forbidden`]).
 fn escape(text: &str) -> String {
+    escape_as(text, true)
+}
+
+/// Escapes text for XML element content: as [`escape`], but tab and newline stay as they are
+/// (a diff reads as lines); a carriage return is a character reference, which a parser keeps.
+fn escape_text(text: &str) -> String {
+    escape_as(text, false)
+}
+
+fn escape_as(text: &str, attribute: bool) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -120,12 +133,33 @@ fn escape(text: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
-            '\t' | '\n' | '\r' => out.push(c),
-            c if (c as u32) < 0x20 => out.push('\u{FFFD}'),
+            '\t' | '\n' if !attribute => out.push(c),
+            '\t' | '\n' | '\r' => {
+                let _ = write!(out, "&#{};", c as u32);
+            }
+            c if forbidden(c) => {
+                let _ = write!(out, "{}", visible(c));
+            }
             c => out.push(c),
         }
     }
     out
+}
+
+/// Characters XML 1.0 forbids even as character references (its `Char` production): C0
+/// controls other than tab, newline and carriage return, and U+FFFE and U+FFFF. (Surrogates
+/// cannot occur in a Rust string.)
+fn forbidden(c: char) -> bool {
+    matches!(c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}')
+}
+
+/// A forbidden character as a reader can see it: `\x1b`, `\u{fffe}`.
+fn visible(c: char) -> String {
+    if (c as u32) < 0x80 {
+        format!("\\x{:02x}", c as u32)
+    } else {
+        format!("\\u{{{:x}}}", c as u32)
+    }
 }
 
 #[cfg(test)]
@@ -135,8 +169,12 @@ mod tests {
     #[test]
     fn escaping_keeps_xml_well_formed() {
         assert_eq!(
-            escape("a<b & \"c\"\u{1}"),
-            "a&lt;b &amp; &quot;c&quot;\u{FFFD}"
+            escape("a<b & \"c\"\u{1}\u{ffff}\t\n\r"),
+            "a&lt;b &amp; &quot;c&quot;\\x01\\u{ffff}&#9;&#10;&#13;"
+        );
+        assert_eq!(
+            escape_text("a\tb\nc\rd\u{1b}\u{fffe}'"),
+            "a\tb\nc&#13;d\\x1b\\u{fffe}&apos;"
         );
     }
 }

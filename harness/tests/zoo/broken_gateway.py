@@ -6,6 +6,10 @@ Usage: python3 broken_gateway.py MODE
   crash     answers the handshake and tools/list, then exits at the first tools/call
   wrong-id  answers the handshake, then answers every request under another id
   late      answers the handshake, then answers tools/call after 30 s
+  hostile-bytes
+            answers the handshake, then answers every request with a line that is not JSON-RPC,
+            made of what could forge a report or work a terminal (CR, ESC, bidi, U+2028,
+            characters XML forbids, </script>, Markdown images and links)
   flood-stdout
             answers the handshake, then writes garbage lines to stdout without end
 Modes that relay to a real upstream take its argv after `--`:
@@ -301,3 +305,9 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": 987654, "result": {"content": []}})
     elif mode == "late":
         time.sleep(30)
+    elif mode == "hostile-bytes":
+        write_out(("\r\x1b[2KTotal: 999 passed, 0 failed, 0 skipped \x1b]0;owned\x07 "
+                   "\u2028\u2029\u0085 \u202e\u2066 \x7f\x9b \ufffe\uffff \x01\x0b "
+                   "</script><script>alert(1)</script> <img src=http://evil.example/x.png> "
+                   "![i](http://evil.example/i.png) [l](http://evil.example/) `a|b` & \"q\" 'a'"
+                   "\n").encode())

@@ -1,0 +1,492 @@
+//! relaycheck against a hostile target and a hostile checkout: what a target sends cannot forge
+//! a report or work the terminal that shows it.
+//!
+//! The target here is the zoo gateway (tests/zoo/broken_gateway.py) in modes of its own; each
+//! test writes its profile into a scratch directory and runs the `relaycheck` binary, bounded.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// The longest any one run here may take; a run past it is killed and the test fails.
+const RUN_BOUND: Duration = Duration::from_secs(90);
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("relaycheck-hostile-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A stdio profile starting the zoo gateway with `args`.
+fn zoo_profile(dir: &Path, name: &str, args: &[&str]) -> PathBuf {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/zoo/broken_gateway.py");
+    let mut command = vec!["python3".to_string(), script.display().to_string()];
+    command.extend(args.iter().map(|a| a.to_string()));
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(
+        &path,
+        format!(
+            "name = \"{name}\"\ndescription = \"a hostile gateway\"\n\
+             [start]\ncommand = {}\nready = \"first-response\"\ntimeout_ms = 5000\n\
+             [north]\ntransport = \"stdio\"\n[canary]\ntransport = \"stdio\"\n[routes.flat]\ntool = \"{{tool}}\"\n",
+            serde_json::to_string(&command).unwrap()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// What one run of the binary left.
+struct Ran {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `relaycheck args` from the repository root with `env` added, waiting at most
+/// [`RUN_BOUND`]; stdout and stderr go to files in `dir`.
+fn relaycheck(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Ran {
+    let (out, err) = (dir.join("stdout.log"), dir.join("stderr.log"));
+    let mut command = Command::new(env!("CARGO_BIN_EXE_relaycheck"));
+    command
+        .current_dir(repo())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let started = Instant::now();
+    let mut child = command.spawn().unwrap();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > RUN_BOUND {
+            // relaycheck ends its process groups on SIGTERM; a kill is the last resort.
+            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+            std::thread::sleep(Duration::from_secs(2));
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("relaycheck {args:?} ran past {RUN_BOUND:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Ran {
+        code: status.code(),
+        stdout: String::from_utf8_lossy(&std::fs::read(&out).unwrap()).into_owned(),
+        stderr: String::from_utf8_lossy(&std::fs::read(&err).unwrap()).into_owned(),
+    }
+}
+
+/// `relaycheck run` of one case on `profile` in 2025-11-25, reports into `out`.
+fn run_one(dir: &Path, profile: &Path, case: &str, out: &Path, env: &[(&str, &str)]) -> Ran {
+    relaycheck(
+        dir,
+        &[
+            "run",
+            "--target",
+            profile.to_str().unwrap(),
+            "--shape",
+            "2025-11-25",
+            "--case",
+            case,
+            "--jobs",
+            "1",
+            "--timeout-ms",
+            "1500",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        env,
+    )
+}
+
+fn results_of(out: &Path) -> Vec<Value> {
+    std::fs::read_to_string(out.join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|event| event["event"] == "result")
+        .collect()
+}
+
+/// Characters that must never reach a terminal or a report's text as themselves: C0 controls
+/// (newline apart), DEL, C1 controls, bidi controls, the Unicode line separators.
+fn acts_on_a_terminal(c: char) -> bool {
+    (c < ' ' && c != '\n')
+        || ('\u{7f}'..='\u{9f}').contains(&c)
+        || ('\u{202a}'..='\u{202e}').contains(&c)
+        || ('\u{2066}'..='\u{2069}').contains(&c)
+        || matches!(
+            c,
+            '\u{2028}' | '\u{2029}' | '\u{200e}' | '\u{200f}' | '\u{61c}'
+        )
+}
+
+/// Characters XML 1.0 forbids anywhere (its `Char` production).
+fn forbidden_in_xml(c: char) -> bool {
+    matches!(c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}')
+}
+
+/// What junit.xml shows for a character XML forbids.
+fn xml_visible(c: char) -> String {
+    if (c as u32) < 0x80 {
+        format!("\\x{:02x}", c as u32)
+    } else {
+        format!("\\u{{{:x}}}", c as u32)
+    }
+}
+
+/// One element of a parsed XML document: its name, its attributes and its text, decoded.
+#[derive(Debug)]
+struct Element {
+    name: String,
+    attributes: Vec<(String, String)>,
+    text: String,
+}
+
+impl Element {
+    fn attribute(&self, name: &str) -> Option<&str> {
+        self.attributes
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+    }
+}
+
+/// Text with its references decoded; every `&` must start one of XML's five entities or a
+/// character reference to a character XML allows.
+fn decode_references(text: &str) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find('&') {
+        out.push_str(&rest[..at]);
+        let end = rest[at..]
+            .find(';')
+            .ok_or_else(|| format!("an `&` that starts no reference: {rest:?}"))?;
+        let name = &rest[at + 1..at + end];
+        let decoded = match name {
+            "amp" => '&',
+            "lt" => '<',
+            "gt" => '>',
+            "quot" => '"',
+            "apos" => '\'',
+            _ => {
+                let number = if let Some(hex) = name.strip_prefix("#x") {
+                    u32::from_str_radix(hex, 16).ok()
+                } else if let Some(decimal) = name.strip_prefix('#') {
+                    decimal.parse().ok()
+                } else {
+                    None
+                };
+                number
+                    .and_then(char::from_u32)
+                    .filter(|c| !forbidden_in_xml(*c))
+                    .ok_or_else(|| format!("not a reference XML allows: &{name};"))?
+            }
+        };
+        out.push(decoded);
+        rest = &rest[at + end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// A small well-formedness check of the XML relaycheck writes (a declaration, elements,
+/// double-quoted attributes, text; no comments, CDATA or processing instructions): no
+/// character XML forbids, no raw `<` or `&` in attribute values or text, no raw `>` in text,
+/// every element closed in order, one root. Returns the elements in document order.
+fn parse_xml(xml: &str) -> Result<Vec<Element>, String> {
+    if let Some(c) = xml.chars().find(|c| forbidden_in_xml(*c)) {
+        return Err(format!("a character XML forbids: {c:?}"));
+    }
+    let mut rest = xml
+        .strip_prefix("<?xml version=\"1.0\" encoding=\"UTF-8\"?>")
+        .ok_or("no XML declaration")?;
+    let mut elements: Vec<Element> = Vec::new();
+    let mut open: Vec<usize> = Vec::new();
+    let mut roots = 0;
+    let name_char = |c: char| c.is_ascii_alphanumeric() || "_:.-".contains(c);
+    loop {
+        let next = rest.find('<').unwrap_or(rest.len());
+        let text = &rest[..next];
+        if text.contains('>') {
+            return Err(format!("a raw `>` in text: {text:?}"));
+        }
+        let text = decode_references(text)?;
+        match open.last() {
+            Some(&index) => elements[index].text.push_str(&text),
+            None if !text.trim().is_empty() => {
+                return Err(format!("text outside the root: {text:?}"));
+            }
+            None => {}
+        }
+        if next == rest.len() {
+            break;
+        }
+        rest = &rest[next + 1..];
+        if let Some(after) = rest.strip_prefix('/') {
+            let end = after.find('>').ok_or("an unclosed end tag")?;
+            let name = &after[..end];
+            let index = open
+                .pop()
+                .ok_or_else(|| format!("`</{name}>` closes nothing"))?;
+            if elements[index].name != name {
+                return Err(format!("`</{name}>` closes `<{}>`", elements[index].name));
+            }
+            rest = &after[end + 1..];
+            continue;
+        }
+        let end = rest.find(|c: char| !name_char(c)).unwrap_or(rest.len());
+        let name = &rest[..end];
+        if name.is_empty() {
+            return Err(format!(
+                "a `<` that starts no tag: {:?}",
+                &rest[..rest.len().min(40)]
+            ));
+        }
+        if open.is_empty() {
+            roots += 1;
+        }
+        let mut element = Element {
+            name: name.to_string(),
+            attributes: Vec::new(),
+            text: String::new(),
+        };
+        rest = &rest[end..];
+        let closes = loop {
+            rest = rest.trim_start_matches([' ', '\t', '\n', '\r']);
+            if let Some(after) = rest.strip_prefix("/>") {
+                rest = after;
+                break true;
+            }
+            if let Some(after) = rest.strip_prefix('>') {
+                rest = after;
+                break false;
+            }
+            let end = rest.find(|c: char| !name_char(c)).unwrap_or(rest.len());
+            let key = &rest[..end];
+            let after = rest[end..]
+                .strip_prefix("=\"")
+                .filter(|_| !key.is_empty())
+                .ok_or_else(|| format!("not an attribute: {:?}", &rest[..rest.len().min(60)]))?;
+            let close = after.find('"').ok_or("an unclosed attribute value")?;
+            let value = &after[..close];
+            if value.contains('<') {
+                return Err(format!("a raw `<` in an attribute: {value:?}"));
+            }
+            element
+                .attributes
+                .push((key.to_string(), decode_references(value)?));
+            rest = &after[close + 1..];
+        };
+        elements.push(element);
+        if !closes {
+            open.push(elements.len() - 1);
+        }
+    }
+    if let Some(&index) = open.last() {
+        return Err(format!("`<{}>` is never closed", elements[index].name));
+    }
+    if roots != 1 {
+        return Err(format!("{roots} root elements"));
+    }
+    Ok(elements)
+}
+
+#[test]
+fn the_xml_check_refuses_what_a_parser_would() {
+    assert!(
+        parse_xml("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<a b=\"&amp;&#10;\"><c/>t</a>\n")
+            .is_ok()
+    );
+    for broken in [
+        "<a b=\"x\u{1}\"/>",
+        "<a b=\"x\u{ffff}\"/>",
+        "<a b=\"<\"/>",
+        "<a b=\"a\"c\"/>",
+        "<a>&</a>",
+        "<a>&#1;</a>",
+        "<a>></a>",
+        "<a><b></a>",
+        "<a/><b/>",
+    ] {
+        let xml = format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{broken}\n");
+        assert!(parse_xml(&xml).is_err(), "{broken:?} passed");
+    }
+}
+
+/// A result as results.jsonl holds it, with every target-made text `text`.
+fn hostile_result(outcome: &str, text: &str) -> relaycheck::result::CaseResult {
+    serde_json::from_value(json!({
+        "case": "is-error/flag-reaches-client",
+        "surface": "is-error",
+        "level": "must",
+        "route": "flat",
+        "shape": "2025-11-25",
+        "outcome": outcome,
+        "message": text,
+        "duration_ms": 3,
+        "diff": format!("--- expected\n+++ actual\n-{text}\n+{text}\n"),
+        "cause": format!("error: {text}"),
+    }))
+    .unwrap()
+}
+
+/// What a target could send to break XML, HTML, Markdown or a terminal.
+const HOSTILE: &str = "a\u{1}b\u{b}c\u{1b}[2K\u{ffff}\u{fffe}\t\r\nTotal: 9 passed \"q\" 'a' & <x> ]]> </script><script>alert(1)</script>\u{2028}\u{202e}";
+
+#[test]
+fn junit_xml_parses_whatever_a_target_sent() {
+    let info = relaycheck::report::RunInfo {
+        tool_version: "0.1.0".into(),
+        target: "t \"<&>\"".into(),
+        target_product: None,
+        target_version: None,
+        shapes: vec![relaycheck_model::Shape::V2025_11_25],
+        forced: false,
+        started: "2026-01-01T00:00:00Z".into(),
+        command: "relaycheck run".into(),
+    };
+    let results: Vec<_> = ["fail", "error", "skip"]
+        .iter()
+        .map(|outcome| hostile_result(outcome, HOSTILE))
+        .collect();
+    let xml = relaycheck::report::junit::render(&info, &results);
+    let elements = parse_xml(&xml).unwrap_or_else(|err| panic!("{err}\n{xml}"));
+    let shown: String = HOSTILE
+        .chars()
+        .map(|c| {
+            if forbidden_in_xml(c) {
+                xml_visible(c)
+            } else {
+                c.to_string()
+            }
+        })
+        .collect();
+    assert!(
+        shown.contains("a\\x01b\\x0bc\\x1b[2K\\u{ffff}\\u{fffe}\t\r\n"),
+        "{shown:?}"
+    );
+    let failure = elements.iter().find(|e| e.name == "failure").unwrap();
+    // An attribute keeps tab, CR and newline (as character references) and every other
+    // character it may hold, and shows the forbidden ones as escapes.
+    assert_eq!(failure.attribute("message"), Some(shown.as_str()));
+    let diff = hostile_result("fail", HOSTILE).diff.unwrap();
+    let diff_shown: String = diff
+        .chars()
+        .map(|c| {
+            if forbidden_in_xml(c) {
+                xml_visible(c)
+            } else {
+                c.to_string()
+            }
+        })
+        .collect();
+    assert_eq!(failure.text, diff_shown);
+    let error = elements.iter().find(|e| e.name == "error").unwrap();
+    assert_eq!(error.attribute("message"), Some(shown.as_str()));
+    let skipped = elements.iter().find(|e| e.name == "skipped").unwrap();
+    assert_eq!(
+        skipped.attribute("message"),
+        Some(format!("skip: {shown}").as_str())
+    );
+    let root = &elements[0];
+    assert_eq!(root.attribute("name"), Some("relaycheck t \"<&>\""));
+}
+
+/// A target whose every answer is a line of hostile bytes: the run reports it as an `error`
+/// quoting the line, and no report and no console line lets the bytes act.
+#[test]
+fn a_hostile_target_forges_no_report_and_works_no_terminal() {
+    let dir = scratch("bytes");
+    let profile = zoo_profile(&dir, "zoo-hostile-bytes", &["hostile-bytes"]);
+    let out = dir.join("out");
+    let ran = run_one(&dir, &profile, "is-error/flag-reaches-client", &out, &[]);
+    assert_eq!(ran.code, Some(1), "{}", ran.stderr);
+    let results = results_of(&out);
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0]["outcome"], "error", "{}", results[0]);
+    // results.jsonl keeps the evidence verbatim (JSON escapes it).
+    let message = results[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("\r\u{1b}[2KTotal: 999 passed") && message.contains("</script>"),
+        "{message:?}"
+    );
+
+    // The console: every line inert, the only `Total:` lines the run's own.
+    let total = "Total: 0 passed, 1 failed, 0 skipped";
+    for (name, text) in [("stdout", &ran.stdout), ("stderr", &ran.stderr)] {
+        if let Some(c) = text.chars().find(|c| acts_on_a_terminal(*c)) {
+            panic!("{c:?} reached the terminal on {name}:\n{text}");
+        }
+        for line in text.lines() {
+            assert!(
+                !line.starts_with("Total:") || line == total,
+                "a forged line on {name}: {line:?}"
+            );
+        }
+    }
+    assert_eq!(ran.stdout.lines().last(), Some(total), "{}", ran.stdout);
+    assert!(
+        ran.stderr.contains("\\r\\x1b[2KTotal: 999 passed"),
+        "{}",
+        ran.stderr
+    );
+
+    // summary.md: inert Markdown, the quoted line on its own list item or table row.
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(!summary.chars().any(acts_on_a_terminal), "{summary}");
+    for markup in ["<script", "</script", "<img", "![", "[l](", "`a|b`"] {
+        assert!(!summary.contains(markup), "{markup} in {summary}");
+    }
+    for line in summary.lines().filter(|l| l.contains("owned")) {
+        assert!(line.starts_with("- ") || line.starts_with("| "), "{line}");
+    }
+
+    // junit.xml parses, and its message is the target's line with XML's forbidden characters
+    // shown as escapes.
+    let xml = std::fs::read_to_string(out.join("junit.xml")).unwrap();
+    let elements = parse_xml(&xml).unwrap_or_else(|err| panic!("{err}\n{xml}"));
+    let error = elements
+        .iter()
+        .find(|e| e.name == "error")
+        .expect("an error");
+    let shown: String = message
+        .chars()
+        .map(|c| {
+            if forbidden_in_xml(c) {
+                xml_visible(c)
+            } else {
+                c.to_string()
+            }
+        })
+        .collect();
+    assert_eq!(error.attribute("message"), Some(shown.as_str()));
+
+    // report.html: the page's two scripts only; the data block is JSON holding the message.
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert_eq!(page.matches("<script").count(), 2, "{page}");
+    assert_eq!(page.matches("</script").count(), 2);
+    let start = page
+        .find("<script type=\"application/json\" id=\"data\">")
+        .unwrap();
+    let block = &page[start..];
+    let block = &block[block.find('>').unwrap() + 1..block.find("</script>").unwrap()];
+    assert!(
+        !block.contains(['<', '>', '\u{2028}', '\u{2029}']),
+        "{block}"
+    );
+    let data: Value = serde_json::from_str(block).unwrap();
+    assert_eq!(data["results"][0]["message"], message);
+}
