@@ -584,12 +584,15 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         started: report::now_rfc3339(),
         command: invocation(),
     };
-    let mut writer = match &args.out {
-        Some(dir) => {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create {}", dir.display()))?;
-            let mut writer = JsonlWriter::create(&dir.join("results.jsonl"))
-                .with_context(|| format!("cannot write {}", dir.display()))?;
+    // Held (locked, see report::out_dir) until the run returns.
+    let out_dir = args
+        .out
+        .as_deref()
+        .map(report::out_dir::OutDir::open)
+        .transpose()?;
+    let mut writer: Option<JsonlWriter> = match &out_dir {
+        Some(out) => {
+            let mut writer = out.results()?;
             writer.write(&Event::Header(info.clone()))?;
             for case in &catalogue.cases {
                 writer.write(&Event::Case(CaseEvent::of(case)))?;
@@ -750,12 +753,10 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(exit_code as u8))
 }
 
-/// Writes through a temporary file and a rename, so a reader never sees half a report.
+/// Writes through a temporary file and a rename, so a reader never sees half a report, and
+/// never through a symbolic link ([`report::out_dir::write_atomic`]).
 fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
-    let temporary = path.with_extension("partial");
-    std::fs::write(&temporary, text)
-        .with_context(|| format!("cannot write {}", temporary.display()))?;
-    std::fs::rename(&temporary, path).with_context(|| format!("cannot write {}", path.display()))
+    report::out_dir::write_atomic(path, text)
 }
 
 fn read_results(path: &Path) -> anyhow::Result<(String, Vec<CaseResult>)> {

@@ -490,3 +490,110 @@ fn a_hostile_target_forges_no_report_and_works_no_terminal() {
     let data: Value = serde_json::from_str(block).unwrap();
     assert_eq!(data["results"][0]["message"], message);
 }
+
+/// A second run into the `--out` of a run under way is refused, exit 2, naming the lock file;
+/// the first run is not disturbed and removes the lock when it ends.
+#[test]
+fn a_second_run_into_a_busy_out_is_refused_naming_the_lock() {
+    let dir = scratch("busy");
+    let starts = dir.join("starts");
+    std::fs::create_dir_all(&starts).unwrap();
+    // A gateway that takes two seconds to start keeps the first run busy.
+    let profile = zoo_profile(
+        &dir,
+        "zoo-slow",
+        &[
+            "slow-start",
+            starts.to_str().unwrap(),
+            "2",
+            "--",
+            "{canary_cmd}",
+        ],
+    );
+    let out = dir.join("out");
+    let lock = out.join(".relaycheck.lock");
+    let first_dir = dir.join("first");
+    std::fs::create_dir_all(&first_dir).unwrap();
+    let first = {
+        let (profile, out, first_dir) = (profile.clone(), out.clone(), first_dir.clone());
+        std::thread::spawn(move || {
+            run_one(
+                &first_dir,
+                &profile,
+                "is-error/flag-reaches-client",
+                &out,
+                &[],
+            )
+        })
+    };
+    let waited = Instant::now();
+    while !lock.exists() {
+        assert!(
+            waited.elapsed() < Duration::from_secs(30),
+            "the first run took no lock"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let second = run_one(&dir, &profile, "is-error/flag-reaches-client", &out, &[]);
+    assert_eq!(second.code, Some(2), "{}", second.stderr);
+    assert!(
+        second.stderr.contains(&lock.display().to_string()),
+        "{}",
+        second.stderr
+    );
+    let first = first.join().unwrap();
+    assert_eq!(first.code, Some(0), "{}", first.stderr);
+    assert_eq!(
+        results_of(&out).len(),
+        1,
+        "the first run's results are whole"
+    );
+    assert!(!lock.exists(), "the lock outlived the run");
+}
+
+/// `--out` refuses to write through a symbolic link planted as a report or as the directory,
+/// naming it, before anything runs; what the link points at is untouched.
+#[test]
+fn out_refuses_a_planted_link_naming_it() {
+    let dir = scratch("links");
+    let victim = dir.join("victim.txt");
+    std::fs::write(&victim, "keep me").unwrap();
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let direct = repo().join("harness/targets/direct.toml");
+    for name in ["results.jsonl", "summary.md", "junit.xml", "report.html"] {
+        let planted = out.join(name);
+        std::os::unix::fs::symlink(&victim, &planted).unwrap();
+        let ran = run_one(&dir, &direct, "is-error/flag-reaches-client", &out, &[]);
+        assert_eq!(ran.code, Some(2), "{name}: {}", ran.stderr);
+        assert!(
+            ran.stderr.contains(&planted.display().to_string())
+                && ran.stderr.contains("symbolic link"),
+            "{name}: {}",
+            ran.stderr
+        );
+        std::fs::remove_file(&planted).unwrap();
+    }
+    let linked = dir.join("linked-out");
+    std::os::unix::fs::symlink(&out, &linked).unwrap();
+    let ran = run_one(&dir, &direct, "is-error/flag-reaches-client", &linked, &[]);
+    assert_eq!(ran.code, Some(2), "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains(&linked.display().to_string()),
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
+    // Without links the same run writes every report, and no temporary file stays.
+    let ran = run_one(&dir, &direct, "is-error/flag-reaches-client", &out, &[]);
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    let mut left: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        ["junit.xml", "report.html", "results.jsonl", "summary.md"]
+    );
+}

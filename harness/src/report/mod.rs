@@ -9,6 +9,7 @@ pub mod html;
 pub mod jsonl;
 pub mod junit;
 pub mod matrix;
+pub mod out_dir;
 pub mod summary;
 
 use std::collections::BTreeMap;
