@@ -551,6 +551,9 @@ impl Profile {
             field: field.to_string(),
             message: message.to_string(),
         };
+        if let Err(message) = check_name(&self.name) {
+            return Err(invalid("name", &message));
+        }
         if self.north.transport == Transport::Http && self.north.url.is_none() {
             return Err(invalid("north.url", "an HTTP target needs a URL"));
         }
@@ -940,6 +943,45 @@ impl Profile {
             .find(|skip| crate::glob::matches(&skip.case, case_id))
             .map(|skip| skip.reason.as_str())
     }
+}
+
+/// The longest profile name, in bytes.
+pub const MAX_NAME_BYTES: usize = 64;
+
+/// Whether `name` can name a target: it becomes part of each start's work folder under the
+/// run's temporary root (`<root>/<name>-<shape>-<n>`) and appears in every report, so it may
+/// hold no path separator, no `..`, no NUL, control or bidi character, and at most
+/// [`MAX_NAME_BYTES`] bytes.
+fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("is empty".into());
+    }
+    if name.len() > MAX_NAME_BYTES {
+        return Err(format!(
+            "is {} bytes long; at most {MAX_NAME_BYTES}",
+            name.len()
+        ));
+    }
+    if let Some(c) = name.chars().find(|c| matches!(c, '/' | '\\')) {
+        return Err(format!(
+            "holds `{c}`: a name is one path component of the run's work folders"
+        ));
+    }
+    if name.contains("..") {
+        return Err("holds `..`: a name is one path component of the run's work folders".into());
+    }
+    if let Some(c) = name.chars().find(|c| {
+        c.is_control()
+            || matches!(
+                c,
+                '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{2028}' | '\u{2029}'
+            )
+            || ('\u{202a}'..='\u{202e}').contains(c)
+            || ('\u{2066}'..='\u{2069}').contains(c)
+    }) {
+        return Err(format!("holds the control character U+{:04X}", c as u32));
+    }
+    Ok(())
 }
 
 /// The placeholders a profile's start strings may use, with what each becomes. The runner sets
@@ -1346,6 +1388,42 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("`north.url`"), "{err}");
+    }
+
+    #[test]
+    fn a_name_that_could_leave_the_work_root_is_refused_by_field() {
+        let body = "description='d'\nnorth={transport='stdio'}\ncanary={transport='stdio'}\nstart={command=['a'],ready='first-response'}\n[routes.flat]\ntool='x'\n";
+        let long = "n".repeat(MAX_NAME_BYTES + 1);
+        for name in [
+            "../escape",
+            "a/b",
+            "/etc",
+            "a\\\\b",
+            "..",
+            "x..y",
+            "nul\\u0000",
+            "esc\\u001b[31m",
+            "tab\\t",
+            "c1\\u009b",
+            "bidi\\u202e",
+            long.as_str(),
+            "",
+        ] {
+            let text = format!("name=\"{name}\"\n{body}");
+            let err = Profile::parse(Path::new("t.toml"), &text)
+                .err()
+                .unwrap_or_else(|| panic!("{name:?} was accepted"));
+            assert_eq!(err.field(), Some("name"), "{name:?}: {err}");
+            assert!(err.to_string().contains("t.toml:1: field `name`"), "{err}");
+        }
+        let fine = "n".repeat(MAX_NAME_BYTES);
+        for name in ["zoo-crashy", "hangar.front_door", "é-target", fine.as_str()] {
+            let text = format!("name=\"{name}\"\n{body}");
+            assert!(
+                Profile::parse(Path::new("t.toml"), &text).is_ok(),
+                "{name:?}"
+            );
+        }
     }
 
     #[test]

@@ -597,3 +597,33 @@ fn out_refuses_a_planted_link_naming_it() {
         ["junit.xml", "report.html", "results.jsonl", "summary.md"]
     );
 }
+
+/// A profile whose name could put work folders outside the run's temporary root is refused
+/// where it is loaded: exit 2, naming the field, before anything starts.
+#[test]
+fn a_profile_name_that_leaves_the_work_root_exits_2_naming_the_field() {
+    let dir = scratch("name");
+    let profile = dir.join("escape.toml");
+    let text = std::fs::read_to_string(repo().join("harness/targets/direct.toml")).unwrap();
+    let renamed: String = text
+        .lines()
+        .map(|line| {
+            if line.starts_with("name =") {
+                "name = \"../../../tmp/relaycheck-escaped\"".to_string()
+            } else {
+                line.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        renamed.contains("relaycheck-escaped"),
+        "direct.toml has a `name =` line"
+    );
+    std::fs::write(&profile, renamed).unwrap();
+    let out = dir.join("out");
+    let ran = run_one(&dir, &profile, "is-error/flag-reaches-client", &out, &[]);
+    assert_eq!(ran.code, Some(2), "{}", ran.stderr);
+    assert!(ran.stderr.contains("field `name`"), "{}", ran.stderr);
+    assert!(!out.exists(), "a report was written for a refused profile");
+}
