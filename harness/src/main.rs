@@ -14,6 +14,9 @@ fn main() -> ExitCode {
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         relaycheck::process::kill_all_groups();
+        if closed_pipe(info) {
+            end_as_a_closed_pipe_does();
+        }
         default_hook(info);
     }));
     let args = cli::Cli::parse();
@@ -23,10 +26,36 @@ fn main() -> ExitCode {
     match cli::dispatch(args) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("relaycheck: {err:#}");
+            // An error can quote a target (its answer, its stderr): inert on the terminal.
+            eprintln!(
+                "relaycheck: {}",
+                relaycheck::report::terminal_block(&format!("{err:#}"))
+            );
             ExitCode::from(2)
         }
     }
+}
+
+/// Whether a panic is `println!`'s (or `eprintln!`'s) on a closed pipe: the reader of the
+/// output went away (`relaycheck list --json | head -1`). Rust ignores SIGPIPE, so the write
+/// fails with EPIPE and the print macros panic; that is not a fault of relaycheck's.
+fn closed_pipe(info: &std::panic::PanicHookInfo<'_>) -> bool {
+    info.payload_as_str().is_some_and(|message| {
+        message.starts_with("failed printing to std")
+            && (message.contains("os error 32") || message.contains("Broken pipe"))
+    })
+}
+
+/// Ends the process as a program that keeps the default SIGPIPE does when its reader goes:
+/// killed by SIGPIPE (a shell says 141), with nothing on stderr. The rest of the output has
+/// nowhere to go.
+fn end_as_a_closed_pipe_does() -> ! {
+    // SAFETY: restoring a signal's default disposition and raising it touch no memory of ours.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::raise(libc::SIGPIPE);
+    }
+    std::process::exit(128 + libc::SIGPIPE)
 }
 
 /// On SIGINT or SIGTERM: kill every process group we started, then exit 130 like a shell does.

@@ -627,3 +627,56 @@ fn a_profile_name_that_leaves_the_work_root_exits_2_naming_the_field() {
     assert!(ran.stderr.contains("field `name`"), "{}", ran.stderr);
     assert!(!out.exists(), "a report was written for a refused profile");
 }
+
+/// `relaycheck list --json | head -1`: the reader closes the pipe after one line, and the
+/// command ends as a program with the default SIGPIPE does, with nothing on stderr.
+#[test]
+fn a_closed_stdout_pipe_ends_a_command_quietly() {
+    use std::io::BufRead;
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_relaycheck"))
+        .current_dir(repo())
+        .args(["list", "--json"])
+        .env("RUST_BACKTRACE", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    {
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        stdout.read_line(&mut first).unwrap();
+        // The reader goes away: the rest of the listing (tens of kilobytes, more than a pipe
+        // holds) has nowhere to go.
+    }
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(first.trim_end(), "{", "the listing began");
+    assert!(stderr.is_empty(), "stderr: {stderr}");
+    assert!(
+        output.status.signal() == Some(libc::SIGPIPE) || output.status.code() == Some(141),
+        "{:?}",
+        output.status
+    );
+}
+
+/// An error that quotes what it read (here an unknown profile key holding ESC and CR) reaches
+/// the terminal with the control characters as visible escapes.
+#[test]
+fn an_error_shows_the_controls_it_quotes_as_escapes() {
+    let dir = scratch("error");
+    let profile = dir.join("controls.toml");
+    let text = std::fs::read_to_string(repo().join("harness/targets/direct.toml")).unwrap();
+    std::fs::write(&profile, format!("\"\\u001b[2J\\rkey\" = 1\n{text}")).unwrap();
+    let ran = run_one(
+        &dir,
+        &profile,
+        "is-error/flag-reaches-client",
+        &dir.join("out"),
+        &[],
+    );
+    assert_eq!(ran.code, Some(2), "{}", ran.stderr);
+    assert!(!ran.stderr.contains(['\u{1b}', '\r']), "{:?}", ran.stderr);
+    assert!(ran.stderr.contains("\\x1b[2J\\rkey"), "{}", ran.stderr);
+}
