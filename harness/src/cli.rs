@@ -627,6 +627,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
     let mut write_error = None;
     let verbose = args.verbose;
     let outcome = runtime.block_on(run(&plan, &mut |mut result: CaseResult| {
+        report::mask(&mut result, &profile.secrets());
         if let Some(baseline) = &baseline {
             baseline.apply(&mut result);
         }

@@ -237,9 +237,15 @@ pub struct Start {
     /// list is in harness/targets/README.md). An item exactly `{canary_cmd}` expands to the
     /// canary's whole argv, an item exactly `{mutant_args}` to `--mutant NAME` or nothing.
     pub command: Vec<String>,
-    /// Environment variables added for the target; values take placeholders.
+    /// Environment variables added for the target; values take placeholders. The values of
+    /// those whose names contain `KEY`, `TOKEN`, `SECRET`, `PASSWORD`, `PASS`, `AUTH` or
+    /// `CREDENTIAL` (any case) are masked as `***` in every report and console line.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Names of `env` variables whose values are secret whatever their names: masked as `***`
+    /// in every report and console line, as those with secret-looking names are.
+    #[serde(default)]
+    pub secret_env: Vec<String>,
     /// A config file template, relative to the profile file; its placeholders are filled and
     /// the result written to `config_path` before start. Goes with `config_path`.
     #[serde(default)]
@@ -563,6 +569,16 @@ impl Profile {
         if let Some(start) = &self.start {
             if start.command.is_empty() {
                 return Err(invalid("start.command", "is empty"));
+            }
+            if let Some(name) = start
+                .secret_env
+                .iter()
+                .find(|n| !start.env.contains_key(*n))
+            {
+                return Err(invalid(
+                    "start.secret_env",
+                    &format!("names `{name}`, which `start.env` does not set"),
+                ));
             }
             if start.ready == Readiness::Http && start.ready_path.is_none() {
                 return Err(invalid(
@@ -943,6 +959,148 @@ impl Profile {
             .find(|skip| crate::glob::matches(&skip.case, case_id))
             .map(|skip| skip.reason.as_str())
     }
+}
+
+/// The shortest value masked as a secret: a shorter one would mask ordinary text.
+pub const MIN_SECRET_BYTES: usize = 4;
+
+/// Query parameter names (and parts of names, split at `-`, `_` and `.`) whose values are
+/// secrets: `api_key`, `X-Amz-Signature`, `access_token`.
+const SECRET_PARAMETERS: &[&str] = &[
+    "api_key",
+    "apikey",
+    "key",
+    "token",
+    "access_token",
+    "secret",
+    "password",
+    "auth",
+    "signature",
+];
+
+/// Headers whose values describe the request, never a credential: not masked, so a profile's
+/// `accept = "application/json"` does not mask every mime type in a report.
+const PLAIN_HEADERS: &[&str] = &[
+    "accept",
+    "accept-encoding",
+    "accept-language",
+    "content-type",
+    "mcp-protocol-version",
+    "user-agent",
+];
+
+/// Words that make an environment variable's value a secret, anywhere in its name.
+const SECRET_ENV_WORDS: &[&str] = &[
+    "KEY",
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASS",
+    "AUTH",
+    "CREDENTIAL",
+];
+
+impl Profile {
+    /// The secrets this profile gives the target or sends it, longest first: what reports and
+    /// the console must show as `***` (see `report::mask`). They are the userinfo of
+    /// `north.url` (and its password alone) and its query values whose names look like secrets
+    /// ([`SECRET_PARAMETERS`]), each also percent-decoded; every value of `north.headers` and of
+    /// `north.identities.*` but those of [`PLAIN_HEADERS`], and the credential after a scheme
+    /// word (`Bearer tok` gives `tok` too); and the `start.env` values listed in `start.secret_env` or whose names look like
+    /// secrets ([`SECRET_ENV_WORDS`]). Values shorter than [`MIN_SECRET_BYTES`] are left out.
+    pub fn secrets(&self) -> Vec<String> {
+        let mut found = Vec::new();
+        if let Some(url) = &self.north.url {
+            url_secrets(url, &mut found);
+        }
+        let headers = self
+            .north
+            .headers
+            .iter()
+            .chain(self.north.identities.values().flat_map(|h| h.iter()))
+            .filter(|(name, _)| !PLAIN_HEADERS.contains(&name.to_ascii_lowercase().as_str()))
+            .map(|(_, value)| value);
+        for value in headers {
+            found.push(value.clone());
+            if let Some((scheme, credential)) = value.trim().split_once(' ')
+                && scheme.chars().all(|c| c.is_ascii_alphabetic())
+            {
+                found.push(credential.trim().to_string());
+            }
+        }
+        if let Some(start) = &self.start {
+            for (name, value) in &start.env {
+                let upper = name.to_ascii_uppercase();
+                if start.secret_env.contains(name)
+                    || SECRET_ENV_WORDS.iter().any(|word| upper.contains(word))
+                {
+                    found.push(value.clone());
+                }
+            }
+        }
+        found.retain(|secret| secret.len() >= MIN_SECRET_BYTES);
+        found.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        found.dedup();
+        found
+    }
+}
+
+/// The secrets of a URL: its userinfo and password, and its secret-looking query values.
+fn url_secrets(url: &str, found: &mut Vec<String>) {
+    let mut push = |value: &str| {
+        found.push(value.to_string());
+        let decoded = percent_decode(value);
+        if decoded != value {
+            found.push(decoded);
+        }
+    };
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if let Some((userinfo, _)) = authority.rsplit_once('@') {
+        push(userinfo);
+        if let Some((_, password)) = userinfo.split_once(':') {
+            push(password);
+        }
+    }
+    let Some((_, query)) = rest.split_once('?') else {
+        return;
+    };
+    let query = query.split('#').next().unwrap_or_default();
+    for pair in query.split('&') {
+        let Some((name, value)) = pair.split_once('=') else {
+            continue;
+        };
+        let name = percent_decode(name).to_ascii_lowercase();
+        let secret = SECRET_PARAMETERS.contains(&name.as_str())
+            || name
+                .split(['-', '_', '.'])
+                .any(|part| SECRET_PARAMETERS.contains(&part));
+        if secret && !value.is_empty() {
+            push(value);
+        }
+    }
+}
+
+/// `%XX` sequences decoded (and `+` left as it is); anything that is not valid UTF-8 after
+/// decoding is kept as written.
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let (Some(high), Some(low)) = (hex(bytes[i + 1]), hex(bytes[i + 2]))
+        {
+            out.push((high * 16 + low) as u8);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| text.to_string())
 }
 
 /// The longest profile name, in bytes.
@@ -1424,6 +1582,51 @@ mod tests {
                 "{name:?}"
             );
         }
+    }
+
+    #[test]
+    fn secrets_are_drawn_from_the_url_headers_and_secret_env() {
+        let text = "name='x'\ndescription='d'\ncanary={transport='stdio'}\n[routes.flat]\ntool='x'\n\
+            [north]\ntransport='http'\n\
+            url='http://user:hunter2pass@127.0.0.1:{port}/mcp?api_key=sk-live-123456&X-Amz-Signature=c2lnbmF0dXJl&page=12345&token=a%2Fb%3Dcd'\n\
+            headers={authorization='Bearer tok-abcdef123', accept='application/json'}\n\
+            identities={other={authorization='Basic b3RoZXI6c2VjcmV0'}}\n\
+            [start]\ncommand=['gw']\nready='http'\nready_path='/health'\nsecret_env=['PLAIN_BUT_SECRET']\n\
+            [start.env]\nMY_TOKEN='envsecret-999'\nApi_Key='lower-case-key'\nDB_PASSWORD='pw-123456'\n\
+            PLAIN_BUT_SECRET='listed-value'\nLOG_LEVEL='debug-verbose'\nSHORT_TOKEN='abc'\n";
+        let profile = Profile::parse(Path::new("t.toml"), text).unwrap();
+        let secrets = profile.secrets();
+        for secret in [
+            "user:hunter2pass",
+            "hunter2pass",
+            "sk-live-123456",
+            "c2lnbmF0dXJl",
+            "a%2Fb%3Dcd",
+            "a/b=cd",
+            "Bearer tok-abcdef123",
+            "tok-abcdef123",
+            "Basic b3RoZXI6c2VjcmV0",
+            "b3RoZXI6c2VjcmV0",
+            "envsecret-999",
+            "lower-case-key",
+            "pw-123456",
+            "listed-value",
+        ] {
+            assert!(
+                secrets.iter().any(|s| s == secret),
+                "{secret} not in {secrets:?}"
+            );
+        }
+        for not in ["12345", "debug-verbose", "abc", "application/json"] {
+            assert!(!secrets.iter().any(|s| s == not), "{not} in {secrets:?}");
+        }
+        assert!(
+            secrets.windows(2).all(|w| w[0].len() >= w[1].len()),
+            "longest first: {secrets:?}"
+        );
+        let unknown = text.replace("secret_env=['PLAIN_BUT_SECRET']", "secret_env=['NOT_SET']");
+        let err = Profile::parse(Path::new("t.toml"), &unknown).unwrap_err();
+        assert_eq!(err.field(), Some("start.secret_env"), "{err}");
     }
 
     #[test]

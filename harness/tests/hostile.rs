@@ -680,3 +680,67 @@ fn an_error_shows_the_controls_it_quotes_as_escapes() {
     assert!(!ran.stderr.contains(['\u{1b}', '\r']), "{:?}", ran.stderr);
     assert!(ran.stderr.contains("\\x1b[2J\\rkey"), "{}", ran.stderr);
 }
+
+/// The secrets a profile supplies (URL userinfo and `api_key`, an authorization header, a
+/// `start.env` token) reach no file under `--out` and no console line, though the run's
+/// setup failure quotes the URL and the target's stderr (written before its `LISTENING` line,
+/// so before the runner's first request fails) echoes the header and the token.
+#[test]
+fn secrets_the_profile_supplies_are_masked_everywhere() {
+    let dir = scratch("secrets");
+    let profile = dir.join("leaky.toml");
+    std::fs::write(
+        &profile,
+        "name = \"leaky\"\ndescription = \"an HTTP target that never listens\"\n\
+         [start]\n\
+         command = [\"sh\", \"-c\", \"echo \\\"got $MY_TOKEN and $ECHOED\\\" >&2; echo LISTENING now; exec sleep 30\"]\n\
+         ready = \"listening-line\"\ntimeout_ms = 3000\n\
+         [start.env]\nMY_TOKEN = \"envsecret-999\"\nECHOED = \"Bearer tok-abcdef123\"\n\
+         [north]\ntransport = \"http\"\n\
+         url = \"http://user:hunter2pass@127.0.0.1:{port}/mcp?api_key=sk-live-123456\"\n\
+         headers = { authorization = \"Bearer tok-abcdef123\" }\n\
+         [canary]\ntransport = \"stdio\"\n[routes.flat]\ntool = \"{tool}\"\n",
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let ran = run_one(&dir, &profile, "is-error/*", &out, &[]);
+    assert_eq!(ran.code, Some(1), "{}", ran.stderr);
+    let results = results_of(&out);
+    assert!(!results.is_empty());
+    assert!(results.iter().all(|r| r["outcome"] == "setup-fail"));
+    // The failure still says what it was about, with the secrets masked.
+    let message = results[0]["message"].as_str().unwrap();
+    assert!(message.contains("http://***@127.0.0.1:"), "{message}");
+    assert!(message.contains("api_key=***"), "{message}");
+    assert!(message.contains("got *** and ***"), "{message}");
+    let secrets = [
+        "hunter2pass",
+        "sk-live-123456",
+        "tok-abcdef123",
+        "envsecret-999",
+    ];
+    let mut places = vec![
+        ("stdout".to_string(), ran.stdout),
+        ("stderr".to_string(), ran.stderr),
+    ];
+    for entry in std::fs::read_dir(&out).unwrap() {
+        let path = entry.unwrap().path();
+        places.push((
+            path.display().to_string(),
+            std::fs::read_to_string(&path).unwrap(),
+        ));
+    }
+    assert!(
+        places.len() >= 6,
+        "{:?}",
+        places.iter().map(|p| &p.0).collect::<Vec<_>>()
+    );
+    for (place, text) in &places {
+        for secret in secrets {
+            // Whole, or the first bytes a preview or a cause kept.
+            for shown in [secret, &secret[..6]] {
+                assert!(!text.contains(shown), "{shown} in {place}:\n{text}");
+            }
+        }
+    }
+}

@@ -171,6 +171,165 @@ pub fn markdown_cell(text: &str) -> String {
     markdown_inline(text)
 }
 
+/// What a secret is shown as.
+pub const MASK: &str = "***";
+
+/// `text` with every secret in it shown as [`MASK`]: each secret as written and as JSON
+/// writes it inside a string, and a secret's first bytes where a preview cut it (`sk-liv…`).
+/// `secrets` come from `Profile::secrets`, longest first.
+pub fn mask_text(text: &str, secrets: &[String]) -> String {
+    let mut out = text.to_string();
+    for secret in secrets {
+        if secret.is_empty() {
+            continue;
+        }
+        if out.contains(secret.as_str()) {
+            out = out.replace(secret.as_str(), MASK);
+        }
+        let quoted = serde_json::to_string(secret).unwrap_or_default();
+        if let Some(escaped) = quoted.get(1..quoted.len().saturating_sub(1))
+            && escaped != secret
+            && !escaped.is_empty()
+            && out.contains(escaped)
+        {
+            out = out.replace(escaped, MASK);
+        }
+    }
+    mask_cut_secrets(&out, secrets)
+}
+
+/// Where a preview ends a text with `…`, a secret it cut leaves its first bytes before it:
+/// those are masked too, from four bytes on.
+fn mask_cut_secrets(text: &str, secrets: &[String]) -> String {
+    const CUT: &str = "…";
+    if !text.contains(CUT) {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(CUT) {
+        // A cut inside a character leaves a replacement character before the `…`.
+        let kept = rest[..at].trim_end_matches('\u{fffd}');
+        let (before, replaced) = rest[..at].split_at(kept.len());
+        let cut = secrets
+            .iter()
+            .filter_map(|secret| {
+                (crate::profile::MIN_SECRET_BYTES..secret.len())
+                    .rev()
+                    .filter(|len| secret.is_char_boundary(*len))
+                    .find(|len| before.ends_with(&secret[..*len]))
+            })
+            .max();
+        match cut {
+            Some(len) => {
+                out.push_str(&before[..before.len() - len]);
+                out.push_str(MASK);
+            }
+            None => out.push_str(before),
+        }
+        out.push_str(replaced);
+        out.push_str(CUT);
+        rest = &rest[at + CUT.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Every string of a JSON value (object keys too) masked by [`mask_text`].
+fn mask_value(value: &mut serde_json::Value, secrets: &[String]) {
+    use serde_json::Value;
+    match value {
+        Value::String(text) => {
+            let masked = mask_text(text, secrets);
+            if masked != *text {
+                *text = masked;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|item| mask_value(item, secrets)),
+        Value::Object(fields) => {
+            let keys_leak = fields.keys().any(|key| mask_text(key, secrets) != *key);
+            if keys_leak {
+                let taken = std::mem::take(fields);
+                for (key, mut item) in taken {
+                    mask_value(&mut item, secrets);
+                    fields.insert(mask_text(&key, secrets), item);
+                }
+            } else {
+                fields
+                    .values_mut()
+                    .for_each(|item| mask_value(item, secrets));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A result made fit to leave the process: every secret the profile supplies (see
+/// `Profile::secrets`) shown as [`MASK`] in its message, diff, cause, each check's message
+/// and values, and the request, answers and follow-ups it quotes. The runner calls it once per
+/// result, before any report or console line is made from it.
+///
+/// A cause is a generalised message (numbers become `N`, long tails are cut): the cause of an
+/// error, timeout or setup failure is made again from the masked message, and a failure's is
+/// masked as written and in its generalised form.
+pub fn mask(result: &mut CaseResult, secrets: &[String]) {
+    if secrets.is_empty() {
+        return;
+    }
+    let message = mask_text(&result.message, secrets);
+    let message_changed = message != result.message;
+    result.message = message;
+    if let Some(diff) = &mut result.diff {
+        *diff = mask_text(diff, secrets);
+    }
+    for verdict in &mut result.checks {
+        verdict.message = mask_text(&verdict.message, secrets);
+        if let Some(at) = &mut verdict.at {
+            *at = mask_text(at, secrets);
+        }
+        for value in [&mut verdict.expected, &mut verdict.actual]
+            .into_iter()
+            .flatten()
+        {
+            mask_value(value, secrets);
+        }
+    }
+    for value in [&mut result.request, &mut result.north, &mut result.upstream]
+        .into_iter()
+        .flatten()
+    {
+        mask_value(value, secrets);
+    }
+    for exchange in &mut result.follow_ups {
+        exchange.step = mask_text(&exchange.step, secrets);
+        exchange.kind = mask_text(&exchange.kind, secrets);
+        mask_value(&mut exchange.request, secrets);
+        if let Some(answer) = &mut exchange.answer {
+            mask_value(answer, secrets);
+        }
+    }
+    if result.cause.is_some() {
+        let remade = message_changed
+            && matches!(
+                result.outcome,
+                Outcome::Error | Outcome::Timeout | Outcome::SetupFail
+            );
+        if remade {
+            // These causes are made from the message alone; no shape rule enters them.
+            result.cause = crate::cause::of(result, &crate::checks::Equivalence::default());
+        }
+        let generalized: Vec<String> = secrets
+            .iter()
+            .map(|secret| crate::cause::generalize_message(secret))
+            .filter(|g| g.len() >= crate::profile::MIN_SECRET_BYTES && !secrets.contains(g))
+            .chain(secrets.iter().cloned())
+            .collect();
+        if let Some(cause) = &mut result.cause {
+            *cause = mask_text(cause, &generalized);
+        }
+    }
+}
+
 pub fn counts(results: &[CaseResult]) -> BTreeMap<String, usize> {
     let mut counts: BTreeMap<String, usize> = Outcome::ALL
         .iter()
@@ -251,5 +410,55 @@ mod tests {
             "a\\r\\n\\tb\\x1b[0m\\x7f\\u{9b}\\u{2067}"
         );
         assert_eq!(terminal_block("a\n\tb\rc\u{0}"), "a\n\tb\\rc\\x00");
+    }
+
+    #[test]
+    fn masking_hides_every_secret_wherever_a_result_carries_it() {
+        let secrets = vec![
+            "user:hunter2pass".to_string(),
+            "sk-live-123456".to_string(),
+            "hunter2pass".to_string(),
+            "a\"quoted\"b".to_string(),
+        ];
+        let mut result: CaseResult = serde_json::from_value(serde_json::json!({
+            "case": "is-error/flag-reaches-client",
+            "surface": "is-error",
+            "level": "must",
+            "route": "flat",
+            "shape": "2025-11-25",
+            "outcome": "setup-fail",
+            "message": "the endpoint is http://user:hunter2pass@h/mcp?api_key=sk-live-123456",
+            "duration_ms": 0,
+            "diff": "-hunter2pass\n+x",
+            "cause": "setup-fail: the endpoint is http://user:hunterNpass@h/mcp?api_key=sk-live-N",
+            "checks": [{"check": "c", "passed": false, "message": "saw sk-live-123456",
+                "expected": {"k": ["sk-live-123456"]}, "actual": {"sk-live-123456": 1}}],
+            "request": {"params": {"arguments": {"u": "http://user:hunter2pass@h"}}},
+            "north": "raw bytes {\"a\":\"a\\\"quoted\\\"b\"} and a cut sk-live-12… (900 bytes)",
+            "upstream": {"content": [{"type": "text", "text": "hunter2pass"}]},
+            "follow_ups": [{"step": "tools/list", "request": {"q": "sk-live-123456"},
+                "answer": {"error": "hunter2pass"}, "kind": "response"}],
+        }))
+        .unwrap();
+        mask(&mut result, &secrets);
+        let all = serde_json::to_string(&result).unwrap();
+        for leaked in ["hunter", "sk-live-1", "sk-live-N", "quoted"] {
+            assert!(!all.contains(leaked), "{leaked} in {all}");
+        }
+        assert_eq!(
+            result.message,
+            "the endpoint is http://***@h/mcp?api_key=***"
+        );
+        // The cause is made again from the masked message.
+        assert_eq!(
+            result.cause.as_deref(),
+            Some("setup-fail: the endpoint is http://***@h/mcp?api_key=***")
+        );
+        assert!(all.contains("a cut ***… (900 bytes)"), "{all}");
+        assert!(all.contains("{\\\"a\\\":\\\"***\\\"}"), "{all}");
+        // Without secrets nothing changes.
+        let before = result.clone();
+        mask(&mut result, &[]);
+        assert_eq!(result, before);
     }
 }
