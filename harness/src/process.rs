@@ -136,11 +136,61 @@ pub enum Pipes {
     StdoutOnly,
 }
 
+/// The variables of relaycheck's own environment a target gets; it also gets every variable
+/// whose name starts with [`PASSED_PREFIX`] and those its profile's `start.env` sets, and
+/// nothing else: a target is untrusted code, and relaycheck's environment can hold the
+/// credentials of whoever runs it (cloud keys, CI tokens).
+pub const PASSED_TO_TARGETS: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER"];
+
+/// Variables relaycheck sets for its own processes (`RELAYCHECK_CACHE`, `RELAYCHECK_CANARY`, a
+/// test's marker such as `RELAYCHECK_ZOO_TEST_PID`) start with this, and reach the target and
+/// the canary it starts.
+pub const PASSED_PREFIX: &str = "RELAYCHECK_";
+
+/// Whether a variable of relaycheck's environment is passed to a target.
+pub fn passed_to_targets(name: &std::ffi::OsStr) -> bool {
+    name.to_str()
+        .is_some_and(|name| PASSED_TO_TARGETS.contains(&name) || name.starts_with(PASSED_PREFIX))
+}
+
+/// What a child's environment is made of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Environment {
+    /// relaycheck's whole environment, with the given variables added.
+    Inherited,
+    /// Only [`passed_to_targets`] variables, with the given variables added.
+    Minimal,
+}
+
 impl GroupChild {
-    /// Starts `argv` in a new process group with stderr appended to `stderr_path`.
+    /// Starts `argv` in a new process group with stderr appended to `stderr_path`; it
+    /// inherits relaycheck's environment, with `env` added.
     pub fn spawn(
         argv: &[String],
         env: &[(String, String)],
+        cwd: &Path,
+        stderr_path: &Path,
+        pipes: Pipes,
+    ) -> std::io::Result<GroupChild> {
+        GroupChild::start(argv, env, Environment::Inherited, cwd, stderr_path, pipes)
+    }
+
+    /// As [`GroupChild::spawn`], for a target: its environment is only the variables
+    /// [`passed_to_targets`] and `env`, nothing else of relaycheck's.
+    pub fn spawn_target(
+        argv: &[String],
+        env: &[(String, String)],
+        cwd: &Path,
+        stderr_path: &Path,
+        pipes: Pipes,
+    ) -> std::io::Result<GroupChild> {
+        GroupChild::start(argv, env, Environment::Minimal, cwd, stderr_path, pipes)
+    }
+
+    fn start(
+        argv: &[String],
+        env: &[(String, String)],
+        environment: Environment,
         cwd: &Path,
         stderr_path: &Path,
         pipes: Pipes,
@@ -153,6 +203,10 @@ impl GroupChild {
             .append(true)
             .open(stderr_path)?;
         let mut command = Command::new(program);
+        if environment == Environment::Minimal {
+            command.env_clear();
+            command.envs(std::env::vars_os().filter(|(name, _)| passed_to_targets(name)));
+        }
         command
             .args(args)
             .current_dir(cwd)
@@ -347,6 +401,42 @@ mod tests {
         let _ = std::fs::remove_file(&log);
         assert_eq!(status.code(), Some(3));
         assert_eq!(text, "the reason\n");
+    }
+
+    #[tokio::test]
+    async fn a_target_gets_only_the_passed_variables_and_its_own() {
+        let dir = std::env::temp_dir();
+        let log = dir.join(format!("relaycheck-env-{}.log", std::process::id()));
+        let _ = std::fs::remove_file(&log);
+        let mut child = GroupChild::spawn_target(
+            &["env".into()],
+            &[("FROM_PROFILE".into(), "yes".into())],
+            &dir,
+            &log,
+            Pipes::StdoutOnly,
+        )
+        .unwrap();
+        let mut stdout = child.take_stdout().unwrap();
+        let mut text = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut stdout, &mut text)
+            .await
+            .unwrap();
+        let _ = child.wait().await;
+        let _ = std::fs::remove_file(&log);
+        let names: Vec<&str> = text
+            .lines()
+            .filter_map(|line| line.split_once('=').map(|(name, _)| name))
+            .collect();
+        assert!(names.contains(&"FROM_PROFILE"), "{text}");
+        for name in &names {
+            assert!(
+                *name == "FROM_PROFILE" || passed_to_targets(std::ffi::OsStr::new(name)),
+                "{name} reached the target: {text}"
+            );
+        }
+        if std::env::var_os("PATH").is_some() {
+            assert!(names.contains(&"PATH"), "{text}");
+        }
     }
 
     fn is_zombie(pid: i32) -> bool {

@@ -237,9 +237,11 @@ pub struct Start {
     /// list is in harness/targets/README.md). An item exactly `{canary_cmd}` expands to the
     /// canary's whole argv, an item exactly `{mutant_args}` to `--mutant NAME` or nothing.
     pub command: Vec<String>,
-    /// Environment variables added for the target; values take placeholders. The values of
-    /// those whose names contain `KEY`, `TOKEN`, `SECRET`, `PASSWORD`, `PASS`, `AUTH` or
-    /// `CREDENTIAL` (any case) are masked as `***` in every report and console line.
+    /// Environment variables set for the target; values take placeholders. The target gets
+    /// these, `PATH`, `HOME`, `LANG`, `LC_ALL`, `TMPDIR`, `USER` and every `RELAYCHECK_*`
+    /// variable, and nothing else of relaycheck's environment. The values of those whose names
+    /// contain `KEY`, `TOKEN`, `SECRET`, `PASSWORD`, `PASS`, `AUTH` or `CREDENTIAL` (any case)
+    /// are masked as `***` in every report and console line.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// Names of `env` variables whose values are secret whatever their names: masked as `***`

@@ -479,7 +479,8 @@ async fn spawn(launch: &Launch<'_>) -> Result<Spawned, String> {
             Transport::Stdio => Pipes::Both,
             Transport::Http => Pipes::StdoutOnly,
         };
-        let mut child = GroupChild::spawn(
+        // A minimal environment: the target is untrusted (see process::PASSED_TO_TARGETS).
+        let mut child = GroupChild::spawn_target(
             &argv,
             &env,
             &workdir,

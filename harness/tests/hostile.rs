@@ -744,3 +744,58 @@ fn secrets_the_profile_supplies_are_masked_everywhere() {
         }
     }
 }
+
+/// A target starts with a minimal environment: PATH, HOME, LANG, LC_ALL, TMPDIR, USER, every
+/// `RELAYCHECK_*` variable, and what its profile's `start.env` sets; a credential in
+/// relaycheck's own environment does not reach it.
+#[test]
+fn a_target_does_not_inherit_relaycheck_s_environment() {
+    let dir = scratch("env");
+    let seen = dir.join("target-env.json");
+    let profile = zoo_profile(
+        &dir,
+        "zoo-print-env",
+        &["print-env", seen.to_str().unwrap(), "--", "{canary_cmd}"],
+    );
+    let text = std::fs::read_to_string(&profile).unwrap();
+    std::fs::write(
+        &profile,
+        text.replace(
+            "timeout_ms = 5000\n",
+            "timeout_ms = 5000\n[start.env]\nFROM_PROFILE = \"set-by-profile\"\n",
+        ),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let ran = run_one(
+        &dir,
+        &profile,
+        "is-error/flag-reaches-client",
+        &out,
+        &[
+            ("AWS_SECRET_ACCESS_KEY", "should-not-pass"),
+            ("RELAYCHECK_TEST_PASSED", "passed"),
+            ("LANG", "C.UTF-8"),
+        ],
+    );
+    // The gateway relays: the case passes, so the canary the target started had what it needs.
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    let env: serde_json::Map<String, Value> =
+        serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    assert!(!env.contains_key("AWS_SECRET_ACCESS_KEY"), "{env:?}");
+    assert_eq!(env.get("RELAYCHECK_TEST_PASSED"), Some(&json!("passed")));
+    assert_eq!(env.get("FROM_PROFILE"), Some(&json!("set-by-profile")));
+    assert_eq!(env.get("LANG"), Some(&json!("C.UTF-8")));
+    assert!(env.contains_key("PATH"), "{env:?}");
+    // Nothing else of the test's own environment either (cargo's variables, say); what the
+    // interpreter's launcher adds itself (a pyenv shim sets PYENV_*) is not relaycheck's.
+    let passed = ["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER"];
+    for (name, value) in std::env::vars() {
+        if passed.contains(&name.as_str()) || name.starts_with("RELAYCHECK_") {
+            continue;
+        }
+        if env.get(&name) == Some(&json!(value)) && !name.starts_with("PYENV") {
+            panic!("{name} reached the target: {env:?}");
+        }
+    }
+}

@@ -40,6 +40,8 @@ Modes that relay to a real upstream take its argv after `--`:
             asking for one is answered with 2025-06-18 (the lifecycle's answer to a version the
             server does not support), and a stateless request carrying one in its `_meta`
             gets the 2026-07-28 UnsupportedProtocolVersion error (-32022)
+  print-env FILE -- CANARY...
+            writes its environment to FILE as a JSON object, then relays every call
 Modes that serve streamable HTTP on 127.0.0.1:PORT (GET /health answers 200 once ready) and
 relay POSTs to the upstream URL after `--`:
   http-crash-once PORT AFTER MARKER -- URL
@@ -267,6 +269,10 @@ def relay():
         upstream.stdin.flush()
     os._exit(0)
 
+
+if mode == "print-env":
+    with open(options[0], "w") as env_file:
+        json.dump(dict(os.environ), env_file)
 
 if upstream_argv:
     relay()
