@@ -54,7 +54,7 @@ pub struct MutationTable {
 
 /// Whether a result shows the mutant: a failure, or an `observe` case whose check saw the
 /// defect (it reports and never fails a run, yet it is what catches a defect of form).
-fn failed(result: &CaseResult) -> bool {
+pub fn shows_defect(result: &CaseResult) -> bool {
     matches!(
         result.outcome,
         Outcome::Fail | Outcome::Error | Outcome::Timeout
@@ -67,7 +67,7 @@ impl MutationTable {
         MutationTable {
             baseline_failures: baseline
                 .iter()
-                .filter(|r| r.outcome.is_failure() || failed(r))
+                .filter(|r| r.outcome.is_failure() || shows_defect(r))
                 .map(|r| r.case.clone())
                 .collect(),
             mutants,
@@ -79,7 +79,7 @@ impl MutationTable {
     pub fn record(&mut self, mutant: &str, results: &[CaseResult]) {
         let caught: BTreeSet<String> = results
             .iter()
-            .filter(|r| failed(r) && !self.baseline_failures.contains(&r.case))
+            .filter(|r| shows_defect(r) && !self.baseline_failures.contains(&r.case))
             .map(|r| r.case.clone())
             .collect();
         self.caught.insert(mutant.to_string(), caught);

@@ -91,7 +91,17 @@ fn write_specs(dir: &Path, corpus: &[Secret]) {
     for shape in std::fs::read_dir(specs.join("shapes")).unwrap().flatten() {
         std::fs::copy(shape.path(), dir.join("shapes").join(shape.file_name())).unwrap();
     }
-    let source = "reference-impl/tests/corpus/secrets.json";
+    // Lint reads the requirements page beside the specs, and holds every source to it.
+    let docs = dir.join("../docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::copy(
+        specs.join("../docs/requirements.md"),
+        docs.join("requirements.md"),
+    )
+    .unwrap();
+    let corpus_note = "(the corpus: reference-impl/tests/corpus/secrets.json)";
+    let in_result_source = format!("docs/requirements.md#redaction-in-context {corpus_note}");
+    let in_error_source = format!("docs/requirements.md#side-channel-redaction {corpus_note}");
     let mut in_results = Vec::new();
     let mut in_errors = Vec::new();
     for secret in corpus {
@@ -101,7 +111,7 @@ fn write_specs(dir: &Path, corpus: &[Secret]) {
             "id": format!("context-redaction/corpus-{}", slug(&secret.name)),
             "level": "must",
             "requirement": format!("The corpus secret `{}` in a result reaches neither the answer nor the audit or logs.", secret.name),
-            "source": source,
+            "source": in_result_source,
             "tool": {"respond": {"result": {
                 "content": [{"type": "text", "text": secret.text}],
                 "structuredContent": {"note": secret.text},
@@ -114,7 +124,7 @@ fn write_specs(dir: &Path, corpus: &[Secret]) {
             "id": format!("side-channel-redaction/corpus-{}", slug(&secret.name)),
             "level": "must",
             "requirement": format!("The corpus secret `{}` in a tool error's text reaches neither the answer nor the audit or logs.", secret.name),
-            "source": source,
+            "source": in_error_source,
             "tool": {"canary": "is_error", "arguments": {"text": secret.text}},
             "routes": ["flat"],
             "expect": [no_secret("answer"), no_secret("side-channels")]

@@ -1,0 +1,120 @@
+//! The published runs under `reports/` read as a vendor would read them: no failure in any of
+//! them is only a difference of form (a default written out, a number written another way,
+//! members in another order), no 2025-06-18 result carries a task handle, and every task case
+//! in 2025-11-25 asked for its task with `params.task`.
+
+use std::path::{Path, PathBuf};
+
+use relaycheck::catalogue::Catalogue;
+use relaycheck::checks::same;
+use relaycheck::report::jsonl;
+use relaycheck_model::render::read_task_handle;
+use relaycheck_model::{Outcome, Shape};
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Every `results.jsonl` under `reports/`.
+fn published() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.file_name().is_some_and(|n| n == "results.jsonl") {
+                out.push(path);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&repo().join("reports"), &mut out);
+    out.sort();
+    out
+}
+
+/// A value a report kept only as a preview cannot be compared.
+fn whole(value: &Value) -> bool {
+    value.get("relaycheck-report-note").is_none()
+}
+
+#[test]
+fn no_published_failure_is_only_a_difference_of_form() {
+    let catalogue = Catalogue::load(&repo().join("specs")).unwrap_or_else(|e| panic!("{e}"));
+    let runs = published();
+    assert!(runs.len() >= 6, "the published runs are there: {runs:?}");
+    let mut judged = 0;
+    for path in &runs {
+        let back = jsonl::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        for result in &back.results {
+            if !matches!(result.outcome, Outcome::Fail | Outcome::ExpectedFail) {
+                continue;
+            }
+            let rules = catalogue.rules(result.shape);
+            for verdict in result.checks.iter().filter(|v| v.applicable && !v.passed) {
+                let (Some(expected), Some(actual)) = (&verdict.expected, &verdict.actual) else {
+                    continue;
+                };
+                if !whole(expected) || !whole(actual) {
+                    continue;
+                }
+                let alike = match verdict.check.as_str() {
+                    "relayed-unchanged" => rules.same_result(expected, actual),
+                    "kept" => same(expected, actual),
+                    _ => continue,
+                };
+                judged += 1;
+                assert!(
+                    !alike,
+                    "{}: {} [{} {}] fails `{}` on a difference of form only",
+                    path.display(),
+                    result.case,
+                    result.shape,
+                    result.route,
+                    verdict.check
+                );
+            }
+        }
+    }
+    assert!(judged > 0, "some published failure compares values");
+}
+
+#[test]
+fn published_task_results_were_asked_for_as_their_shape_says() {
+    let catalogue = Catalogue::load(&repo().join("specs")).unwrap_or_else(|e| panic!("{e}"));
+    let mut asked = 0;
+    for path in published() {
+        let back = jsonl::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        for result in &back.results {
+            if result.shape == Shape::V2025_06_18 {
+                for value in [&result.north, &result.upstream].into_iter().flatten() {
+                    let handle = value.get("result").and_then(read_task_handle);
+                    assert!(
+                        handle.is_none(),
+                        "{}: {} carries a task handle in 2025-06-18",
+                        path.display(),
+                        result.case
+                    );
+                }
+            }
+            let task_case = catalogue
+                .cases
+                .iter()
+                .any(|c| c.spec.id == result.case && c.spec.wants_task());
+            if task_case
+                && result.shape == Shape::V2025_11_25
+                && let Some(request) = &result.request
+            {
+                assert!(
+                    request.pointer("/params/task").is_some(),
+                    "{}: {} asked for no task in 2025-11-25: {request}",
+                    path.display(),
+                    result.case
+                );
+                asked += 1;
+            }
+        }
+    }
+    assert!(asked > 0, "some published task case ran in 2025-11-25");
+}
