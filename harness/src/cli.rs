@@ -644,7 +644,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
                 result.case,
                 result.shape,
                 result.route,
-                result.message
+                report::terminal_line(&result.message)
             );
         } else {
             eprint!("{}", console::mark(result.outcome));
@@ -663,7 +663,10 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         eprintln!("work files kept in {}", workdir.display());
     }
-    let target_events = outcome.map_err(anyhow::Error::msg)?;
+    let mut target_events = outcome.map_err(anyhow::Error::msg)?;
+    for event in &mut target_events {
+        report::mask_event(event, &profile.secrets());
+    }
     if let Some(err) = write_error {
         return Err(err).context("writing results.jsonl failed");
     }
@@ -708,7 +711,8 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
     for (shape, answer) in relaycheck::result::refused_shapes(&results) {
         let _ = writeln!(
             stderr,
-            "not-applicable: the target does not speak {shape}: {answer}"
+            "not-applicable: the target does not speak {shape}: {}",
+            report::terminal_line(&answer)
         );
     }
     drop(stderr);

@@ -242,7 +242,7 @@ pub(crate) async fn run_batch(
                 let (outcome, message) = match events.last_mut() {
                     Some(event) if deaths > 0 => {
                         event.restarted = false;
-                        event.restart_failed = Some(err.clone());
+                        event.restart_failed = Some(crate::result::capped_message(&err));
                         event.not_run = items.len();
                         eprintln!("relaycheck: {}", event.describe());
                         (

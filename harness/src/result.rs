@@ -91,6 +91,45 @@ impl CaseResult {
     }
 }
 
+/// The most lines, bytes per line and bytes in all of one message a report keeps: a message can
+/// quote a target (its stderr, its answer), and a setup failure's message is copied into every
+/// result of the start, so an unbounded one multiplies into every report.
+pub const MESSAGE_LINES: usize = 40;
+pub const MESSAGE_LINE_BYTES: usize = 2048;
+pub const MESSAGE_BYTES: usize = 16 * 1024;
+
+/// `message` within the bounds above, saying what was cut.
+pub fn capped_message(message: &str) -> String {
+    if message.len() <= MESSAGE_LINE_BYTES && !message.contains('\n') {
+        return message.to_string();
+    }
+    let mut out = String::new();
+    let total = message.lines().count();
+    for (index, line) in message.lines().enumerate() {
+        if index == MESSAGE_LINES || out.len() >= MESSAGE_BYTES {
+            out.push_str(&format!("\n… ({} more line(s) cut)", total - index));
+            return out;
+        }
+        if index > 0 {
+            out.push('\n');
+        }
+        out.push_str(&capped_line(line, MESSAGE_LINE_BYTES));
+    }
+    out
+}
+
+/// `line` cut to `bytes` on a character boundary, saying how much was cut.
+pub fn capped_line(line: &str, bytes: usize) -> String {
+    if line.len() <= bytes {
+        return line.to_string();
+    }
+    let mut cut = bytes;
+    while !line.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}… ({} more bytes)", &line[..cut], line.len() - cut)
+}
+
 /// How the message of every result of a shape the target refused begins: the report says
 /// once per shape what the target answered, from the results that carry it.
 pub const SHAPE_REFUSED: &str = "the target does not speak ";
@@ -130,6 +169,20 @@ pub fn json_diff(expected: &Option<Value>, actual: &Option<Value>) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_message_is_kept_within_its_bounds() {
+        let huge = "x".repeat(50 * 1024 * 1024);
+        let capped = capped_message(&huge);
+        assert!(capped.len() < MESSAGE_LINE_BYTES + 64, "{}", capped.len());
+        assert!(capped.ends_with(&format!("({} more bytes)", huge.len() - MESSAGE_LINE_BYTES)));
+        let many: String = (0..10_000).map(|n| format!("line {n}\n")).collect();
+        let capped = capped_message(&many);
+        assert_eq!(capped.lines().count(), MESSAGE_LINES + 1);
+        assert!(capped.ends_with("more line(s) cut)"), "{capped}");
+        assert!(capped_message(&"é".repeat(5000)).is_char_boundary(0));
+        assert_eq!(capped_message("short"), "short");
+    }
 
     #[test]
     fn the_diff_shows_the_changed_member() {

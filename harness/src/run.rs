@@ -93,6 +93,9 @@ pub async fn run(
         .map(|shape| (*shape, plan.catalogue.rules(*shape)))
         .collect();
     let mut report = |mut result: CaseResult| {
+        // Every message within its bounds, whichever path made it: a setup failure quoting a
+        // target's 50 MB answer is copied into every result of the start.
+        result.message = crate::result::capped_message(&result.message);
         if result.cause.is_none()
             && let Some(rules) = rules.get(&result.shape)
         {
@@ -735,6 +738,16 @@ pub async fn run_one(
     result.message = capped_width(&result.message);
     if case.spec.level == Level::Observe && result.outcome != Outcome::NotApplicable {
         result.outcome = Outcome::Observed;
+    }
+    if let Some(reply) = drive.exchange.reply()
+        && reply.notifications_dropped > 0
+    {
+        result.message = format!(
+            "{} (the target sent {} more notification(s) for this call; relaycheck kept the first {})",
+            result.message,
+            reply.notifications_dropped,
+            crate::client::MAX_NOTIFICATIONS
+        );
     }
     if let Some(problem) = side_problems.first() {
         // An unreadable channel would read as a clean one: the verdict cannot stand.

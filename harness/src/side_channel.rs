@@ -27,6 +27,17 @@ use crate::profile::{SideChannel, SideChannelKind, Vars};
 /// waited on.
 const COMMAND_DEADLINE: Duration = Duration::from_secs(20);
 
+/// The most bytes of one channel relaycheck reads (a file as it grows, a command's output):
+/// past it the channel is an error for every case that reads it, so a target writing a log of
+/// gigabytes costs bounded memory, and no verdict rests on a channel read only in part.
+pub const MAX_CHANNEL_BYTES: u64 = 64 * 1024 * 1024;
+
+fn too_large() -> String {
+    format!(
+        "the channel holds more than {MAX_CHANNEL_BYTES} bytes; relaycheck reads no more of it, so no verdict can rest on it"
+    )
+}
+
 /// One side channel of a started target, its placeholders filled.
 #[derive(Debug, Clone)]
 pub enum Source {
@@ -60,7 +71,7 @@ impl Source {
     /// naming why, so a check never reads an unreadable channel as a clean one.
     pub async fn read(&self) -> Result<Lines, String> {
         match self {
-            Source::File(file) => Ok(file.snapshot()),
+            Source::File(file) => file.snapshot(),
             Source::Command {
                 argv,
                 jsonl,
@@ -180,6 +191,8 @@ struct FileState {
     /// Bytes after the last newline read (a line being written).
     partial: Vec<u8>,
     lines: Vec<String>,
+    /// Set once the file grew past [`MAX_CHANNEL_BYTES`].
+    overflowed: bool,
     /// Line numbers by each runner nonce (`rc-<pid>-<n>`) a line holds.
     nonces: BTreeMap<String, Vec<usize>>,
     /// For each text asked about: how many lines have been searched for it, and the first
@@ -200,16 +213,19 @@ impl FileLines {
     }
 
     /// Reads what was appended since the last read and returns the file as it stands.
-    fn snapshot(self: &Arc<Self>) -> Lines {
+    fn snapshot(self: &Arc<Self>) -> Result<Lines, String> {
         let mut state = self.lock();
         state.refresh(&self.path);
+        if state.overflowed {
+            return Err(too_large());
+        }
         let partial = (!state.partial.is_empty())
             .then(|| String::from_utf8_lossy(&state.partial).into_owned());
-        Lines::File {
+        Ok(Lines::File {
             file: self.clone(),
             upto: state.lines.len(),
             partial,
-        }
+        })
     }
 
     fn first_containing(&self, text: &str) -> Option<usize> {
@@ -262,11 +278,19 @@ impl FileState {
         if file.metadata().is_ok_and(|m| m.len() < self.offset) {
             *self = FileState::default();
         }
-        if file.seek(SeekFrom::Start(self.offset)).is_err() {
+        if self.overflowed || file.seek(SeekFrom::Start(self.offset)).is_err() {
             return;
         }
+        let room = MAX_CHANNEL_BYTES.saturating_sub(self.offset);
         let mut fresh = Vec::new();
-        if file.read_to_end(&mut fresh).is_err() {
+        if (&mut file).take(room + 1).read_to_end(&mut fresh).is_err() {
+            return;
+        }
+        if fresh.len() as u64 > room {
+            // Nothing of it is kept: the lines already read stay, and the channel reads as an
+            // error from now on.
+            self.overflowed = true;
+            self.partial.clear();
             return;
         }
         self.offset += fresh.len() as u64;
@@ -341,9 +365,13 @@ async fn read_command(argv: &[String], jsonl: bool, workdir: &Path) -> Result<Ve
     let collect = async {
         let mut out = Vec::new();
         if let Some(pipe) = stdout.as_mut() {
-            tokio::io::AsyncReadExt::read_to_end(pipe, &mut out)
+            let mut limited = tokio::io::AsyncReadExt::take(pipe, MAX_CHANNEL_BYTES + 1);
+            tokio::io::AsyncReadExt::read_to_end(&mut limited, &mut out)
                 .await
                 .map_err(|err| err.to_string())?;
+            if out.len() as u64 > MAX_CHANNEL_BYTES {
+                return Err(too_large());
+            }
         }
         let status = child.wait().await.map_err(|err| err.to_string())?;
         Ok::<_, String>((status, out))
@@ -448,6 +476,33 @@ mod tests {
         let lines = source.read().await.unwrap();
         assert!(lines.all().is_empty());
         assert!(!lines.contains("rc-"));
+    }
+
+    #[tokio::test]
+    async fn a_channel_past_its_bound_is_an_error_not_a_partial_read() {
+        let dir = workdir("flood");
+        let path = dir.join("log.jsonl");
+        let _ = std::fs::remove_file(&path);
+        let source = Source::File(Arc::new(FileLines::new(path.clone())));
+        append(&path, "{\"nonce\":\"rc-1-1\"}\n");
+        assert!(source.read().await.unwrap().contains("rc-1-1"));
+        let line = "x".repeat(1024 * 1024) + "\n";
+        {
+            use std::io::Write;
+            let mut file = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .unwrap();
+            for _ in 0..=(MAX_CHANNEL_BYTES / (1024 * 1024)) {
+                file.write_all(line.as_bytes()).unwrap();
+            }
+        }
+        let problem = source.read().await.unwrap_err();
+        assert!(problem.contains("more than"), "{problem}");
+        // And it stays an error: later lines cannot make a partial read look whole.
+        append(&path, "{\"nonce\":\"rc-1-2\"}\n");
+        assert!(source.read().await.is_err());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     fn append(path: &Path, text: &str) {

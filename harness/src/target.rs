@@ -676,17 +676,36 @@ async fn wait_http_ready(
 }
 
 fn stderr_context(workdir: &Path, message: String) -> String {
-    let tail = std::fs::read_to_string(workdir.join("target.stderr.log"))
-        .ok()
+    // The last lines of the log's last 64 KiB, each within a line's bound: the log itself is
+    // capped, but a single line of it may be megabytes.
+    const TAIL_BYTES: u64 = 64 * 1024;
+    let tail = read_tail(&workdir.join("target.stderr.log"), TAIL_BYTES)
         .map(|text| {
-            let lines: Vec<&str> = text.lines().rev().take(8).collect();
+            let lines: Vec<String> = text
+                .lines()
+                .rev()
+                .take(8)
+                .map(|line| crate::result::capped_line(line, crate::result::MESSAGE_LINE_BYTES))
+                .collect();
             lines.into_iter().rev().collect::<Vec<_>>().join("\n")
         })
         .filter(|tail| !tail.is_empty());
+    let message = crate::result::capped_message(&message);
     match tail {
         Some(tail) => format!("{message}\n--- target stderr (last lines) ---\n{tail}"),
         None => message,
     }
+}
+
+/// The last `bytes` of a file, as text (bytes that are not UTF-8 replaced).
+fn read_tail(path: &Path, bytes: u64) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(bytes))).ok()?;
+    let mut buffer = Vec::new();
+    file.take(bytes).read_to_end(&mut buffer).ok()?;
+    Some(String::from_utf8_lossy(&buffer).into_owned())
 }
 
 #[cfg(test)]

@@ -799,3 +799,81 @@ fn a_target_does_not_inherit_relaycheck_s_environment() {
         }
     }
 }
+
+/// Every file a run wrote, with its size.
+fn sizes(out: &Path) -> Vec<(String, u64)> {
+    std::fs::read_dir(out)
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                e.metadata().unwrap().len(),
+            )
+        })
+        .collect()
+}
+
+/// A target whose answers or stderr are megabytes long: every message is cut at its bound,
+/// so each report stays small however many results quote it, and the run ends in bounded time.
+#[test]
+fn huge_answers_and_stderr_lines_cost_bounded_reports() {
+    for (mode, outcome) in [
+        ("huge-error", "setup-fail"),
+        ("huge-stderr-line", "setup-fail"),
+        ("unterminated-stdout", "setup-fail"),
+    ] {
+        let dir = scratch(mode);
+        let profile = zoo_profile(&dir, mode, &[mode]);
+        let out = dir.join("out");
+        let ran = relaycheck(
+            &dir,
+            &[
+                "run",
+                "--target",
+                profile.to_str().unwrap(),
+                "--shape",
+                "all",
+                "--case",
+                "is-error/*",
+                "--timeout-ms",
+                "1500",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            &[],
+        );
+        assert_eq!(ran.code, Some(1), "{mode}: {}", ran.stderr);
+        let results = results_of(&out);
+        assert!(results.len() >= 20, "{mode}: {}", results.len());
+        // A stateless shape never sends `initialize`: an error to its first request reads as
+        // a target that does not speak that version, which is its verdict, not a failure.
+        let outcomes: Vec<&str> = results
+            .iter()
+            .map(|r| r["outcome"].as_str().unwrap())
+            .collect();
+        assert!(outcomes.contains(&outcome), "{mode}: {outcomes:?}");
+        assert!(
+            outcomes
+                .iter()
+                .all(|o| *o == outcome || *o == "not-applicable"),
+            "{mode}: {outcomes:?}"
+        );
+        for result in &results {
+            let message = result["message"].as_str().unwrap();
+            assert!(
+                message.len() <= 20 * 1024,
+                "{mode}: a message of {} bytes",
+                message.len()
+            );
+        }
+        for (file, size) in sizes(&out) {
+            assert!(size < 2 * 1024 * 1024, "{mode}: {file} is {size} bytes");
+        }
+        assert!(
+            ran.stdout.len() + ran.stderr.len() < 2 * 1024 * 1024,
+            "{mode}: console"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::{Exchange, Reply, classify, id_key, sse};
 
 /// The most body bytes read for one answer.
-pub const MAX_BODY_BYTES: usize = 512 * 1024 * 1024;
+pub const MAX_BODY_BYTES: usize = super::MAX_ANSWER_BYTES;
 
 /// One POST: the message and the headers to send with it.
 pub struct Post<'a> {
@@ -115,7 +115,7 @@ impl HttpClient {
             .is_some_and(|ct| ct.starts_with("text/event-stream"));
         let mut body = Vec::new();
         let mut scanned = 0;
-        let mut notifications = Vec::new();
+        let mut notifications = super::Notifications::default();
         loop {
             match response.chunk().await {
                 Ok(Some(chunk)) => {
@@ -212,13 +212,14 @@ fn with_http(
     exchange: Exchange,
     status: u16,
     content_type: &Option<String>,
-    notifications: Vec<Value>,
+    notifications: super::Notifications,
 ) -> Exchange {
     match exchange {
         Exchange::Reply(reply) => Exchange::Reply(Reply {
             http_status: Some(status),
             content_type: content_type.clone(),
-            notifications,
+            notifications: notifications.items,
+            notifications_dropped: notifications.dropped,
             ..reply
         }),
         other => other,
@@ -231,7 +232,7 @@ fn scan_events(
     body: &[u8],
     scanned: &mut usize,
     id: &Value,
-    notifications: &mut Vec<Value>,
+    notifications: &mut super::Notifications,
 ) -> Option<Exchange> {
     while let Some(end) = event_end(&body[*scanned..]) {
         let block = &body[*scanned..*scanned + end];
@@ -247,7 +248,7 @@ fn scanned_rest(
     body: &[u8],
     scanned: &mut usize,
     id: &Value,
-    notifications: &mut Vec<Value>,
+    notifications: &mut super::Notifications,
 ) -> Option<Exchange> {
     if let Some(exchange) = scan_events(body, scanned, id, notifications) {
         return Some(exchange);
@@ -255,7 +256,11 @@ fn scanned_rest(
     take_block(&body[*scanned..], id, notifications)
 }
 
-fn take_block(block: &[u8], id: &Value, notifications: &mut Vec<Value>) -> Option<Exchange> {
+fn take_block(
+    block: &[u8],
+    id: &Value,
+    notifications: &mut super::Notifications,
+) -> Option<Exchange> {
     for data in sse::events(block) {
         match serde_json::from_slice::<Value>(&data) {
             Ok(message) if message.get("method").is_some() && message.get("id").is_none() => {
@@ -302,10 +307,26 @@ mod tests {
     fn sse_scanning_collects_notifications_then_the_answer() {
         let body = b"data:\n\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\n\n";
         let mut scanned = 0;
-        let mut notes = Vec::new();
+        let mut notes = crate::client::Notifications::default();
         let exchange = scan_events(body, &mut scanned, &json!(3), &mut notes).unwrap();
         assert_eq!(exchange.kind(), "response");
-        assert_eq!(notes.len(), 1);
+        assert_eq!(notes.items.len(), 1);
+    }
+
+    #[test]
+    fn a_notification_flood_keeps_a_bounded_number_and_a_count() {
+        let note =
+            b"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\n";
+        let mut body = Vec::new();
+        for _ in 0..(crate::client::MAX_NOTIFICATIONS + 500) {
+            body.extend_from_slice(note);
+        }
+        body.extend_from_slice(b"data: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\n\n");
+        let (mut scanned, mut notes) = (0, crate::client::Notifications::default());
+        let exchange = scan_events(&body, &mut scanned, &json!(3), &mut notes).unwrap();
+        assert_eq!(exchange.kind(), "response");
+        assert_eq!(notes.items.len(), crate::client::MAX_NOTIFICATIONS);
+        assert_eq!(notes.dropped, 500);
     }
 
     #[test]
@@ -325,7 +346,7 @@ mod tests {
     #[test]
     fn an_incomplete_event_waits() {
         let mut scanned = 0;
-        let mut notes = Vec::new();
+        let mut notes = crate::client::Notifications::default();
         let partial = b"data: {\"jsonrpc\":\"2.0\",\"id\":3";
         assert!(scan_events(partial, &mut scanned, &json!(3), &mut notes).is_none());
         assert_eq!(scanned, 0);

@@ -7,6 +7,33 @@ pub mod stdio;
 
 use serde_json::Value;
 
+/// The largest answer (a stdio line, an HTTP body or event stream) read from a target: a few
+/// times the catalogue's largest result, so a gateway that relays it whole, even twice over,
+/// is still read and judged; a target that sends more, or never ends a line, is at fault,
+/// not a reason to exhaust the harness's memory.
+pub const MAX_ANSWER_BYTES: usize = 128 * 1024 * 1024;
+
+/// The most notifications kept for one call (progress, log messages, requests to the client);
+/// more are counted and dropped, so a flood for a pending call costs bounded memory.
+pub const MAX_NOTIFICATIONS: usize = 1024;
+
+/// The notifications kept for one call: the first [`MAX_NOTIFICATIONS`], and how many more.
+#[derive(Debug, Default)]
+pub struct Notifications {
+    pub items: Vec<Value>,
+    pub dropped: u64,
+}
+
+impl Notifications {
+    pub fn push(&mut self, message: Value) {
+        if self.items.len() < MAX_NOTIFICATIONS {
+            self.items.push(message);
+        } else {
+            self.dropped += 1;
+        }
+    }
+}
+
 /// What came back for one request.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Exchange {
@@ -29,8 +56,11 @@ pub struct Reply {
     /// The response message's own bytes (a stdio line, an SSE event's data, or an HTTP body).
     pub raw: Vec<u8>,
     pub message: Value,
-    /// Notifications that arrived for this request before its response (progress).
+    /// Notifications that arrived for this request before its response (progress), the first
+    /// [`MAX_NOTIFICATIONS`] of them.
     pub notifications: Vec<Value>,
+    /// How many more notifications arrived for this request and were dropped.
+    pub notifications_dropped: u64,
     pub http_status: Option<u16>,
     pub content_type: Option<String>,
 }

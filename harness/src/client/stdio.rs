@@ -17,7 +17,7 @@ use super::{Exchange, Reply, classify, id_key};
 
 /// Longest line read from a target: a larger one is a fault of the target, not a reason to
 /// exhaust the harness's memory.
-pub const MAX_LINE_BYTES: usize = 512 * 1024 * 1024;
+pub const MAX_LINE_BYTES: usize = super::MAX_ANSWER_BYTES;
 
 /// How many stray lines are kept, and how many bytes of each: a target flooding its stdout
 /// between calls must not grow the harness's memory for as long as the run lasts.
@@ -28,6 +28,7 @@ struct Pending {
     id: Value,
     reply_to: oneshot::Sender<Exchange>,
     notifications: Vec<Value>,
+    notifications_dropped: u64,
 }
 
 #[derive(Default)]
@@ -82,6 +83,7 @@ impl StdioClient {
                     id: id.clone(),
                     reply_to: tx,
                     notifications: Vec::new(),
+                    notifications_dropped: 0,
                 },
             );
         }
@@ -228,7 +230,11 @@ fn dispatch(state: &std::sync::Mutex<State>, raw: Vec<u8>) {
                 && let Some(request) = state.tokens.get(&id_key(token)).cloned()
                 && let Some(pending) = state.pending.get_mut(&request)
             {
-                pending.notifications.push(message.clone());
+                if pending.notifications.len() < super::MAX_NOTIFICATIONS {
+                    pending.notifications.push(message.clone());
+                } else {
+                    pending.notifications_dropped += 1;
+                }
                 return;
             }
             keep_stray(&mut state, raw);
@@ -247,6 +253,7 @@ fn dispatch(state: &std::sync::Mutex<State>, raw: Vec<u8>) {
             let exchange = match classify(raw, &pending.id) {
                 Exchange::Reply(reply) => Exchange::Reply(Reply {
                     notifications: pending.notifications,
+                    notifications_dropped: pending.notifications_dropped,
                     ..reply
                 }),
                 other => other,

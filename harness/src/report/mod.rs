@@ -272,6 +272,17 @@ fn mask_value(value: &mut serde_json::Value, secrets: &[String]) {
 /// A cause is a generalised message (numbers become `N`, long tails are cut): the cause of an
 /// error, timeout or setup failure is made again from the masked message, and a failure's is
 /// masked as written and in its generalised form.
+/// A target event quotes what the target printed as it died; it is masked like a result.
+pub fn mask_event(event: &mut crate::restart::TargetEvent, secrets: &[String]) {
+    if secrets.is_empty() {
+        return;
+    }
+    event.cause = mask_text(&event.cause, secrets);
+    if let Some(failed) = &mut event.restart_failed {
+        *failed = mask_text(failed, secrets);
+    }
+}
+
 pub fn mask(result: &mut CaseResult, secrets: &[String]) {
     if secrets.is_empty() {
         return;
@@ -410,6 +421,22 @@ mod tests {
             "a\\r\\n\\tb\\x1b[0m\\x7f\\u{9b}\\u{2067}"
         );
         assert_eq!(terminal_block("a\n\tb\rc\u{0}"), "a\n\tb\\rc\\x00");
+    }
+
+    #[test]
+    fn a_target_event_is_masked_like_a_result() {
+        let mut event: crate::restart::TargetEvent = serde_json::from_value(serde_json::json!({
+            "target": "leaky",
+            "shape": "2025-11-25",
+            "cause": "the target process exited with code 3; its stderr ends: token tok-abc123",
+            "restarted": false,
+            "restart_failed": "the restarted target printed tok-abc123",
+        }))
+        .unwrap();
+        mask_event(&mut event, &["tok-abc123".to_string()]);
+        let all = serde_json::to_string(&event).unwrap();
+        assert!(!all.contains("tok-abc"), "{all}");
+        assert!(event.cause.ends_with("token ***"), "{}", event.cause);
     }
 
     #[test]

@@ -6,6 +6,12 @@ Usage: python3 broken_gateway.py MODE
   crash     answers the handshake and tools/list, then exits at the first tools/call
   wrong-id  answers the handshake, then answers every request under another id
   late      answers the handshake, then answers tools/call after 30 s
+  huge-error
+            answers every request with a JSON-RPC error whose message is 50 MB
+  huge-stderr-line
+            writes one line of 15 MB to stderr, then exits with code 5 before answering
+  unterminated-stdout
+            answers the handshake, then writes stdout without a newline, without end
   hostile-bytes
             answers the handshake, then answers every request with a line that is not JSON-RPC,
             made of what could forge a report or work a terminal (CR, ESC, bidi, U+2028,
@@ -282,6 +288,11 @@ def send(message):
     write_out((json.dumps(message) + "\n").encode())
 
 
+if mode == "huge-stderr-line":
+    sys.stderr.write("x" * (15 * 1024 * 1024) + "\n")
+    sys.stderr.flush()
+    sys.exit(5)
+
 for line in sys.stdin:
     if mode == "hang":
         continue
@@ -292,6 +303,14 @@ for line in sys.stdin:
     if "id" not in request:
         continue
     method = request.get("method")
+    if mode == "huge-error":
+        send({"jsonrpc": "2.0", "id": request["id"], "error": {
+            "code": -32603, "message": "y" * (50 * 1024 * 1024)}})
+        continue
+    if method == "tools/list" and mode == "unterminated-stdout":
+        chunk = b"z" * 65536
+        while True:
+            write_out(chunk)
     if method == "initialize":
         send({"jsonrpc": "2.0", "id": request["id"], "result": {
             "protocolVersion": request["params"]["protocolVersion"],
