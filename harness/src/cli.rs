@@ -560,6 +560,9 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let workdir = std::env::temp_dir().join(format!("relaycheck-{}", std::process::id()));
+    if !args.keep_work {
+        relaycheck::reaper::remove_at_exit(&workdir);
+    }
     let plan = RunPlan {
         catalogue: &catalogue,
         profile: &profile,
@@ -663,10 +666,14 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         eprintln!("work files kept in {}", workdir.display());
     }
-    let mut target_events = outcome.map_err(anyhow::Error::msg)?;
-    for event in &mut target_events {
+    let mut log = outcome.map_err(anyhow::Error::msg)?;
+    for event in &mut log.events {
         report::mask_event(event, &profile.secrets());
     }
+    for record in &mut log.strays {
+        report::mask_strays(record, &profile.secrets());
+    }
+    let (target_events, stray_lines) = (log.events, log.strays);
     if let Some(err) = write_error {
         return Err(err).context("writing results.jsonl failed");
     }
@@ -708,6 +715,9 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
             "STALE baseline entry `{entry}`: it passes now; remove it from the expected failures"
         );
     }
+    for record in &stray_lines {
+        let _ = writeln!(stderr, "{}", report::terminal_line(&record.describe()));
+    }
     for (shape, answer) in relaycheck::result::refused_shapes(&results) {
         let _ = writeln!(
             stderr,
@@ -720,6 +730,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
     let surfaces = catalogue.surface_ids();
     let notes = report::RunNotes {
         target_events: &target_events,
+        strays: &stray_lines,
         stale: &stale,
     };
     let summary =
@@ -732,6 +743,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
                 exit_code,
                 stale_baseline: stale.clone(),
                 target_events: target_events.clone(),
+                stray_lines: stray_lines.clone(),
             }))?;
         }
         write_file(
@@ -945,6 +957,7 @@ fn mutants(args: MutantsArgs) -> anyhow::Result<ExitCode> {
     }
     let shapes = parse_shapes(&args.shapes, &profile)?;
     let workdir = std::env::temp_dir().join(format!("relaycheck-mutants-{}", std::process::id()));
+    relaycheck::reaper::remove_at_exit(&workdir);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -1050,6 +1063,7 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         args.sizes.iter().map(|&bytes| Size { bytes }).collect()
     };
     let workdir = std::env::temp_dir().join(format!("relaycheck-bench-{}", std::process::id()));
+    relaycheck::reaper::remove_at_exit(&workdir);
     // Each build's canary script leaves out the tools of the cases its profile skips, as a run
     // does: some gateways refuse a whole upstream's listing over one tool they cannot read.
     let script_for = |profile: &Profile, side: &str| {
@@ -1145,6 +1159,7 @@ fn bench_retention(args: BenchArgs, catalogue: Catalogue) -> anyhow::Result<Exit
         _ => bail!("bench retention takes one --size"),
     };
     let workdir = std::env::temp_dir().join(format!("relaycheck-bench-{}", std::process::id()));
+    relaycheck::reaper::remove_at_exit(&workdir);
     let script = relaycheck::run::write_script_for(&catalogue, &profile, &workdir)
         .map_err(anyhow::Error::msg)?;
     let canary = canary_command()?;
@@ -1199,6 +1214,7 @@ fn bench_retention(args: BenchArgs, catalogue: Catalogue) -> anyhow::Result<Exit
 fn bench_mode(args: BenchArgs, catalogue: Catalogue) -> anyhow::Result<ExitCode> {
     use relaycheck::bench::modes;
     let workdir = std::env::temp_dir().join(format!("relaycheck-bench-{}", std::process::id()));
+    relaycheck::reaper::remove_at_exit(&workdir);
     let sizes = match (args.mode, args.sizes.is_empty()) {
         (_, false) => args.sizes.clone(),
         (BenchMode::Stream, true) => vec![1_000_000_000],

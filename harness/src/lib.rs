@@ -21,6 +21,7 @@ pub mod official;
 pub mod process;
 pub mod profile;
 pub mod provision;
+pub mod reaper;
 pub mod report;
 pub mod restart;
 pub mod result;

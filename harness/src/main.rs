@@ -9,11 +9,18 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    let mut argv = std::env::args_os().skip(1);
+    if argv.next().as_deref() == Some(std::ffi::OsStr::new(relaycheck::reaper::WATCH_ARG)) {
+        let marker = argv.next().unwrap_or_default();
+        relaycheck::reaper::watch_until_closed(&marker.to_string_lossy(), std::io::stdin());
+        return ExitCode::SUCCESS;
+    }
     // Targets and canaries live in process groups of their own, out of reach of the terminal's
     // Ctrl-C; end them on a panic and on SIGINT or SIGTERM.
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         relaycheck::process::kill_all_groups();
+        relaycheck::reaper::sweep();
         if closed_pipe(info) {
             end_as_a_closed_pipe_does();
         }
@@ -21,9 +28,16 @@ fn main() -> ExitCode {
     }));
     let args = cli::Cli::parse();
     if args.starts_targets() {
+        if let Ok(exe) = std::env::current_exe() {
+            relaycheck::reaper::start(&exe);
+        }
         install_signal_handler();
     }
-    match cli::dispatch(args) {
+    let outcome = cli::dispatch(args);
+    // What left its process group (a `setsid` descendant) ends here, not after the watcher
+    // notices the exit.
+    relaycheck::reaper::sweep();
+    match outcome {
         Ok(code) => code,
         Err(err) => {
             // An error can quote a target (its answer, its stderr): inert on the terminal.
@@ -79,6 +93,7 @@ fn install_signal_handler() {
                 _ = term.recv() => {}
             }
             let killed = relaycheck::process::kill_all_groups();
+            relaycheck::reaper::sweep();
             eprintln!("\nrelaycheck: interrupted; ended {killed} process group(s) it had started");
             std::process::exit(130);
         });

@@ -207,6 +207,11 @@ impl GroupChild {
             command.env_clear();
             command.envs(std::env::vars_os().filter(|(name, _)| passed_to_targets(name)));
         }
+        if let Some(marker) = crate::reaper::marker() {
+            // Set before the profile's variables, which cannot unset it: the run's processes
+            // are found by it even after they leave the group (`crate::reaper`).
+            command.env(crate::reaper::MARKER_VAR, marker);
+        }
         command
             .args(args)
             .current_dir(cwd)
@@ -226,6 +231,7 @@ impl GroupChild {
         let pgid = child.id().map(|pid| pid as i32);
         if let Some(pgid) = pgid {
             live_groups().insert(pgid);
+            crate::reaper::group_started(pgid);
         }
         // Outside a runtime (no task can watch) the log is not capped.
         let stderr_cap = StderrCap::start(stderr_path);
@@ -272,6 +278,7 @@ impl GroupChild {
             signal_group(pgid, libc::SIGKILL);
             let _ = self.child.start_kill();
             live_groups().remove(&pgid);
+            crate::reaper::group_ended(pgid);
         }
         if let Some(cap) = self.stderr_cap.take() {
             cap.finish();

@@ -21,6 +21,107 @@ use crate::target::{self, Launch};
 /// How many times one batch's target is started again after it died.
 pub const RESTARTS: usize = 1;
 
+/// What the targets of a run did outside its results: their deaths, and the lines they wrote
+/// that answered no call.
+#[derive(Debug, Clone, Default)]
+pub struct TargetLog {
+    pub events: Vec<TargetEvent>,
+    pub strays: Vec<StrayLines>,
+}
+
+/// The lines one start of a target wrote on its stdout that answered no call: not JSON-RPC,
+/// responses under ids no call had, and answers to calls that had timed out. Matching is by
+/// id alone, so these are what the report shows instead of blaming them on a case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StrayLines {
+    pub target: String,
+    pub shape: Shape,
+    /// Lines that were not JSON-RPC, or responses under an id no call had.
+    pub unsolicited: u64,
+    /// Answers to calls that had already timed out.
+    pub late: u64,
+    /// Notifications and requests for no pending call (the harness serves none).
+    #[serde(default)]
+    pub messages: u64,
+    /// Lines past the kept sample, not counted by kind.
+    #[serde(default)]
+    pub more: u64,
+    /// The first distinct unsolicited and late lines, each cut short.
+    pub sample: Vec<String>,
+}
+
+impl StrayLines {
+    /// How many lines of the sample a report keeps.
+    pub const SAMPLE: usize = 5;
+
+    /// The record of `strays` (and `dropped` more), or `None` when none was unsolicited or
+    /// late.
+    pub fn of(
+        target: &str,
+        shape: Shape,
+        strays: &[crate::client::stdio::Stray],
+        dropped: u64,
+    ) -> Option<StrayLines> {
+        use crate::client::stdio::StrayKind;
+        let count = |kind| strays.iter().filter(|s| s.kind == kind).count() as u64;
+        let (unsolicited, late) = (count(StrayKind::Unsolicited), count(StrayKind::Late));
+        if unsolicited + late == 0 && dropped == 0 {
+            return None;
+        }
+        let mut sample: Vec<String> = Vec::new();
+        for stray in strays.iter().filter(|s| s.kind != StrayKind::Message) {
+            let shown = crate::session::preview(&stray.raw);
+            let shown = if stray.len > stray.raw.len() && !shown.ends_with(" bytes)") {
+                format!("{shown}… ({} bytes)", stray.len)
+            } else {
+                shown
+            };
+            // Distinct lines: a target repeating one line says it once.
+            if !sample.contains(&shown) {
+                sample.push(shown);
+            }
+            if sample.len() == Self::SAMPLE {
+                break;
+            }
+        }
+        Some(StrayLines {
+            target: target.to_string(),
+            shape,
+            unsolicited,
+            late,
+            messages: count(StrayKind::Message),
+            more: dropped,
+            sample,
+        })
+    }
+
+    /// One line for a person.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if self.unsolicited > 0 {
+            parts.push(format!(
+                "{} line(s) that answer no call (not JSON-RPC, or under an id no call had)",
+                self.unsolicited
+            ));
+        }
+        if self.late > 0 {
+            parts.push(format!(
+                "{} answer(s) to calls that had timed out",
+                self.late
+            ));
+        }
+        if self.more > 0 {
+            parts.push(format!("{} more line(s) past the sample", self.more));
+        }
+        format!(
+            "target `{}` [{}] wrote {} on its stdout",
+            self.target,
+            self.shape,
+            parts.join(", ")
+        )
+    }
+}
+
 /// One death of a target during a run, and what the runner did about it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TargetEvent {
@@ -201,9 +302,10 @@ pub(crate) async fn run_batch(
     shape: Shape,
     mut items: Vec<(&LoadedCase, String)>,
     report: &mut dyn FnMut(CaseResult),
-    events: &mut Vec<TargetEvent>,
+    log: &mut TargetLog,
     shared: &Shared,
 ) {
+    let events = &mut log.events;
     let (refused, starting) = (&shared.refused, &shared.starting);
     let mut deaths = 0;
     // What the collateral of a broken target got before the restart, by case and route.
@@ -244,7 +346,7 @@ pub(crate) async fn run_batch(
                         event.restarted = false;
                         event.restart_failed = Some(crate::result::capped_message(&err));
                         event.not_run = items.len();
-                        eprintln!("relaycheck: {}", event.describe());
+                        say(plan, &event.describe());
                         (
                             Outcome::Error,
                             format!(
@@ -289,6 +391,9 @@ pub(crate) async fn run_batch(
         };
         let mut driven = drive_items(plan, shape, &target, items, &mut annotated).await;
         let gone = target.gone_settled().await;
+        let (strays, dropped) = target.session.strays();
+        log.strays
+            .extend(StrayLines::of(&plan.profile.name, shape, &strays, dropped));
         if let Ok(target) = Arc::try_unwrap(target) {
             target.stop().await;
         }
@@ -309,7 +414,7 @@ pub(crate) async fn run_batch(
                     .map(|(c, _, _)| c.spec.id.clone())
                     .collect(),
             };
-            eprintln!("relaycheck: {}", event.describe());
+            say(plan, &event.describe());
             events.push(event);
             if restarted {
                 let mut again = Vec::new();
@@ -355,22 +460,25 @@ pub(crate) async fn run_batch(
             collateral: Vec::new(),
         };
         if driven.untouched.is_empty() {
-            eprintln!("relaycheck: {}", event.describe());
+            say(plan, &event.describe());
             events.push(event);
             return;
         }
         if event.restarted {
-            eprintln!(
-                "relaycheck: {}; {} case(s) to go",
-                event.describe(),
-                driven.untouched.len()
+            say(
+                plan,
+                &format!(
+                    "{}; {} case(s) to go",
+                    event.describe(),
+                    driven.untouched.len()
+                ),
             );
             events.push(event);
             items = driven.untouched;
             continue;
         }
         event.not_run = driven.untouched.len();
-        eprintln!("relaycheck: {}", event.describe());
+        say(plan, &event.describe());
         let message = format!(
             "not run: {}; it had been restarted once already, so the rest of its cases end here",
             event.describe_cause()
@@ -387,6 +495,13 @@ pub(crate) async fn run_batch(
         }
         return;
     }
+}
+
+/// A target's death said on the console as it happens, before the reports: what the target
+/// printed is masked and shown with its controls as escapes, as every report does.
+fn say(plan: &RunPlan<'_>, line: &str) {
+    let masked = crate::report::mask_text(line, &plan.profile.secrets());
+    eprintln!("relaycheck: {}", crate::report::terminal_line(&masked));
 }
 
 impl TargetEvent {

@@ -18,7 +18,7 @@ use crate::checks::{self, Evidence, Reach};
 use crate::client::Exchange;
 use crate::drive::{Request, drive};
 use crate::profile::Profile;
-use crate::restart::{Driven, Refused, Shared, Starting, TargetEvent, note_death, run_batch};
+use crate::restart::{Driven, Refused, Shared, Starting, TargetLog, note_death, run_batch};
 use crate::result::{CaseResult, json_diff};
 use crate::session::preview;
 use crate::target::Target;
@@ -85,7 +85,7 @@ impl RunPlan<'_> {
 pub async fn run(
     plan: &RunPlan<'_>,
     report: &mut dyn FnMut(CaseResult),
-) -> Result<Vec<TargetEvent>, String> {
+) -> Result<TargetLog, String> {
     // Every failing result leaves with its cause, whichever path made it.
     let rules: HashMap<Shape, checks::Equivalence> = plan
         .shapes
@@ -103,7 +103,7 @@ pub async fn run(
         }
         report(result)
     };
-    let mut events = Vec::new();
+    let mut log = TargetLog::default();
     let script_path = write_script_for(plan.catalogue, plan.profile, &plan.workdir)?;
     let selected = plan.selected();
     if let Err(err) = crate::provision::provision(plan.profile).await {
@@ -120,7 +120,7 @@ pub async fn run(
                 }
             }
         }
-        return Ok(events);
+        return Ok(log);
     }
     let mut batches = Vec::new();
     for shape in &plan.shapes {
@@ -162,12 +162,12 @@ pub async fn run(
         refused: Refused::default(),
         starting: Starting::new(plan.starts),
     };
-    let batch_events: Vec<Vec<_>> =
+    let batch_logs: Vec<TargetLog> =
         futures_util::StreamExt::collect(futures_util::StreamExt::buffer_unordered(
             futures_util::stream::iter(batches.into_iter().map(|(shape, items, script_path)| {
                 let (report, shared) = (&report, &shared);
                 async move {
-                    let mut events = Vec::new();
+                    let mut log = TargetLog::default();
                     let mut report_one = |result: CaseResult| (*report.borrow_mut())(result);
                     run_batch(
                         plan,
@@ -175,18 +175,21 @@ pub async fn run(
                         shape,
                         items,
                         &mut report_one,
-                        &mut events,
+                        &mut log,
                         shared,
                     )
                     .await;
-                    events
+                    log
                 }
             })),
             targets_at_once(plan.profile),
         ))
         .await;
-    events.extend(batch_events.into_iter().flatten());
-    Ok(events)
+    for batch in batch_logs {
+        log.events.extend(batch.events);
+        log.strays.extend(batch.strays);
+    }
+    Ok(log)
 }
 
 /// How many targets a run keeps started at once. Unbounded, a gateway as heavy as MCP Hangar

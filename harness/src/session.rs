@@ -323,10 +323,10 @@ impl Session {
     }
 
     /// Lines the target wrote that answered no request (stdio only).
-    pub fn strays(&self) -> Vec<Vec<u8>> {
+    pub fn strays(&self) -> (Vec<crate::client::stdio::Stray>, u64) {
         match &self.north {
-            North::Stdio(client) => client.strays(),
-            North::Http { .. } => Vec::new(),
+            North::Stdio(client) => (client.strays(), client.strays_dropped()),
+            North::Http { .. } => (Vec::new(), 0),
         }
     }
 

@@ -450,7 +450,9 @@ fn a_hostile_target_forges_no_report_and_works_no_terminal() {
     for markup in ["<script", "</script", "<img", "![", "[l](", "`a|b`"] {
         assert!(!summary.contains(markup), "{markup} in {summary}");
     }
+    // (The lines that answered no call are listed under the target, one level in.)
     for line in summary.lines().filter(|l| l.contains("owned")) {
+        let line = line.trim_start();
         assert!(line.starts_with("- ") || line.starts_with("| "), "{line}");
     }
 
@@ -876,4 +878,264 @@ fn huge_answers_and_stderr_lines_cost_bounded_reports() {
         );
         let _ = std::fs::remove_dir_all(&dir);
     }
+}
+
+/// The outcome of every result of a run of `profile` at `jobs`, by case, route and shape, and
+/// the run's footer.
+fn outcomes_at(dir: &Path, profile: &Path, jobs: &str) -> (Vec<(String, String)>, Value) {
+    let out = dir.join(format!("out-{jobs}"));
+    let ran = relaycheck(
+        dir,
+        &[
+            "run",
+            "--target",
+            profile.to_str().unwrap(),
+            "--shape",
+            "2025-11-25",
+            "--case",
+            "is-error/*",
+            "--jobs",
+            jobs,
+            "--timeout-ms",
+            "1500",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(ran.code.is_some_and(|c| c <= 1), "{}", ran.stderr);
+    let text = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
+    let events: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let footer = events
+        .iter()
+        .find(|e| e["event"] == "footer")
+        .cloned()
+        .unwrap();
+    let mut outcomes: Vec<(String, String)> = events
+        .iter()
+        .filter(|e| e["event"] == "result")
+        .map(|r| {
+            (
+                format!("{} [{} {}]", r["case"], r["route"], r["shape"]),
+                r["outcome"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    outcomes.sort();
+    (outcomes, footer)
+}
+
+/// A line on stdout is the answer to the call whose id it carries, and to no other: garbage,
+/// answers under wrong ids, duplicates and unsolicited responses give every case the same
+/// outcome with one call in flight or eight, blame no case that got its own answer, and are
+/// listed in the report.
+#[test]
+fn lines_that_answer_no_call_give_the_same_outcomes_whatever_jobs_is() {
+    let relaying = |mode: &str| vec![mode.to_string(), "--".into(), "{canary_cmd}".into()];
+    let modes: [(&str, Vec<String>, Option<&str>); 4] = [
+        ("garbage", vec!["garbage".into()], Some("error")),
+        ("wrong-id", vec!["wrong-id".into()], Some("error")),
+        ("duplicate", relaying("duplicate"), Some("pass")),
+        ("unsolicited", relaying("unsolicited"), Some("pass")),
+    ];
+    for (mode, args, every) in modes {
+        let dir = scratch(&format!("jobs-{mode}"));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let profile = zoo_profile(&dir, mode, &args);
+        let (one, footer_one) = outcomes_at(&dir, &profile, "1");
+        let (eight, footer_eight) = outcomes_at(&dir, &profile, "8");
+        assert!(one.len() >= 8, "{mode}: {one:?}");
+        assert_eq!(one, eight, "{mode}: --jobs 1 and --jobs 8 differ");
+        if let Some(every) = every {
+            assert!(one.iter().all(|(_, o)| o == every), "{mode}: {one:?}");
+        }
+        for footer in [footer_one, footer_eight] {
+            let strays = footer["stray_lines"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let unsolicited: u64 = strays
+                .iter()
+                .map(|s| s["unsolicited"].as_u64().unwrap())
+                .sum();
+            assert!(unsolicited >= one.len() as u64, "{mode}: {footer}");
+            assert!(
+                !strays[0]["sample"].as_array().unwrap().is_empty(),
+                "{footer}"
+            );
+        }
+        let summary = std::fs::read_to_string(dir.join("out-8/summary.md")).unwrap();
+        assert!(
+            summary.contains("## Lines that answered no call"),
+            "{summary}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// The live processes (not zombies) whose environment holds `var=value`.
+fn processes_with(var: &str, value: &str) -> Vec<(i32, String)> {
+    let wanted = format!("{var}={value}");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let zombie = std::fs::read_to_string(entry.path().join("stat")).is_ok_and(|s| {
+            s.rsplit_once(')')
+                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+        });
+        let ours = std::fs::read(entry.path().join("environ"))
+            .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == wanted.as_bytes()));
+        if ours && !zombie {
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            found.push((pid, String::from_utf8_lossy(&cmdline).replace('\0', " ")));
+        }
+    }
+    found
+}
+
+/// `kill -9` of relaycheck mid-run, against a stdio gateway and an HTTP one (whose canaries
+/// relaycheck starts itself), and SIGTERM and SIGINT: within seconds no process of the run is
+/// left (the gateway, its grandchild in a session of its own, the canaries, the watcher), and
+/// no work folder.
+#[test]
+fn after_kill_9_of_relaycheck_no_process_or_folder_of_the_run_is_left() {
+    const MARK: &str = "RELAYCHECK_HOSTILE_KILL_TEST";
+    let stdio = vec!["late".to_string()];
+    let http = vec![
+        "http-crash-always".to_string(),
+        "{port}".into(),
+        "1000000".into(),
+        "--".into(),
+        "{canary_url}".into(),
+    ];
+    for (name, args, transport, signal) in [
+        ("stdio-kill", stdio.clone(), "stdio", libc::SIGKILL),
+        ("http-kill", http.clone(), "http", libc::SIGKILL),
+        ("stdio-term", stdio, "stdio", libc::SIGTERM),
+        ("http-int", http, "http", libc::SIGINT),
+    ] {
+        let dir = scratch(&format!("kill9-{name}"));
+        let tmp = dir.join("tmp");
+        std::fs::create_dir_all(&tmp).unwrap();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/zoo/broken_gateway.py");
+        let mut command = vec!["python3".to_string(), script.display().to_string()];
+        command.extend(args);
+        let (ready, north, canary) = if transport == "http" {
+            (
+                "ready = \"http\"\nready_path = \"/health\"",
+                "transport = \"http\"\nurl = \"http://127.0.0.1:{port}/mcp\"",
+                "transport = \"http\"",
+            )
+        } else {
+            (
+                "ready = \"first-response\"",
+                "transport = \"stdio\"",
+                "transport = \"stdio\"",
+            )
+        };
+        let profile = dir.join(format!("kill9-{name}.toml"));
+        std::fs::write(
+            &profile,
+            format!(
+                "name = \"kill9-{name}\"\ndescription = \"a gateway whose runner is killed\"\n\
+                 [start]\ncommand = {}\n{ready}\ntimeout_ms = 5000\n\
+                 [north]\n{north}\n[canary]\n{canary}\n[routes.flat]\ntool = \"{{tool}}\"\n",
+                serde_json::to_string(&command).unwrap()
+            ),
+        )
+        .unwrap();
+        let value = format!("{}-{name}", std::process::id());
+        let mut child = Command::new(env!("CARGO_BIN_EXE_relaycheck"))
+            .current_dir(repo())
+            .args([
+                "run",
+                "--target",
+                profile.to_str().unwrap(),
+                "--shape",
+                "all",
+            ])
+            .args(["--timeout-ms", "20000"])
+            .env(MARK, &value)
+            .env("TMPDIR", &tmp)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Wait until a gateway is up (its grandchild in a session of its own is), and, over
+        // HTTP, the canaries relaycheck starts.
+        let started = Instant::now();
+        let mut seen = Vec::new();
+        while started.elapsed() < Duration::from_secs(30) {
+            seen = processes_with(MARK, &value);
+            let escaped = seen.iter().any(|(_, c)| c.contains("sleep 301"));
+            let canaries = seen.iter().any(|(_, c)| c.contains(" canary "));
+            if escaped && (transport == "stdio" || canaries) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let status = child.wait().unwrap();
+        let mut left = processes_with(MARK, &value);
+        let killed_at = Instant::now();
+        while !left.is_empty() && killed_at.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(100));
+            left = processes_with(MARK, &value);
+        }
+        // Whatever the assertion finds, this test leaves nothing behind either.
+        for (pid, _) in &left {
+            unsafe { libc::kill(*pid, libc::SIGKILL) };
+        }
+        let folders: Vec<String> = std::fs::read_dir(&tmp)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(
+            seen.iter().any(|(_, c)| c.contains("sleep 301")),
+            "{name}: the run had not started its gateway: {seen:?}"
+        );
+        assert!(left.is_empty(), "{name}: left after the signal: {left:?}");
+        assert!(
+            folders.is_empty(),
+            "{name}: folders left in TMPDIR: {folders:?}"
+        );
+        if signal != libc::SIGKILL {
+            assert_eq!(status.code(), Some(130), "{name}");
+        }
+    }
+}
+
+/// A call flooded with progress notifications before its answer keeps the first
+/// `client::MAX_NOTIFICATIONS` and says how many more came.
+#[test]
+fn a_notification_flood_for_a_call_keeps_a_bounded_number_and_says_so() {
+    let dir = scratch("flood-progress");
+    let profile = zoo_profile(&dir, "flood-progress", &["flood-progress"]);
+    let out = dir.join("out");
+    let ran = run_one(&dir, &profile, "is-error/flag-reaches-client", &out, &[]);
+    assert!(ran.code.is_some_and(|c| c <= 1), "{}", ran.stderr);
+    let results = results_of(&out);
+    let message = results[0]["message"].as_str().unwrap();
+    let kept = relaycheck::client::MAX_NOTIFICATIONS;
+    assert!(
+        message.contains(&format!(
+            "the target sent {} more notification(s) for this call; relaycheck kept the first {kept}",
+            100_000 - kept
+        )),
+        "{message}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

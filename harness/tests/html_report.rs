@@ -112,6 +112,7 @@ fn a_failing_cell_opens_its_diff_in_chromium() {
         &Impact::default(),
         &relaycheck::report::RunNotes {
             target_events: &[restart],
+            strays: &[],
             stale: &["content-fidelity/fixed-since".to_string()],
         },
     );

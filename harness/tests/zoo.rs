@@ -211,14 +211,16 @@ fn relaying(mode: &str, options: &[&str]) -> Vec<String> {
 }
 
 fn assert_clean(run: &Run) {
-    // The grandchild `sleep 300` of the broken gateway is in the gateway's group; the
-    // gateway's python process names the script. None may outlive the run.
+    // The grandchild `sleep 300` of the broken gateway is in the gateway's group, `sleep 301`
+    // in a session of its own; the gateway's python process names the script. None may
+    // outlive the run.
     let mut left = Vec::new();
     for _ in 0..20 {
         std::thread::sleep(Duration::from_millis(100));
         left = leftovers("broken_gateway.py")
             .into_iter()
             .chain(leftovers("sleep 300"))
+            .chain(leftovers("sleep 301"))
             .collect();
         if left.is_empty() {
             break;
@@ -266,11 +268,21 @@ fn broken_gateways_get_the_outcome_they_earn_and_leave_nothing_behind() {
     );
     assert_clean(&got);
 
-    // An answer under another id is not taken as the answer.
+    // An answer under another id is not taken as the answer: the call waits out its timeout,
+    // then ends quoting what came instead.
     let got = run("wrong-id");
     assert_eq!(got.code, 1);
     assert_eq!(got.outcomes(), ["error", "error"]);
-    assert!(got.message(0).contains("id 987654"), "{}", got.message(0));
+    assert!(
+        got.message(0).contains("no answer under id"),
+        "{}",
+        got.message(0)
+    );
+    assert!(
+        got.message(0).contains("\"id\": 987654"),
+        "{}",
+        got.message(0)
+    );
     assert_clean(&got);
 
     // An answer later than the case's timeout is a timeout.

@@ -1,8 +1,10 @@
 //! JSON-RPC over a child's stdin and stdout, one message a line.
 //!
-//! Requests are matched to answers by id, so cases can run in parallel over one pipe. Bytes
-//! that answer no pending request are attributed to the only pending request when there is one
-//! (that is how a target answering garbage is caught), and kept as strays otherwise.
+//! Requests are matched to answers by id alone, so cases can run in parallel over one pipe and
+//! a line is never blamed on a call it does not name: what matches no pending call is a
+//! stray, kept for the report. A call that times out while unsolicited lines arrived ends as
+//! malformed, quoting the first, so a target answering garbage or under wrong ids gets the
+//! same outcome whether one call is in flight or many.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -29,6 +31,29 @@ struct Pending {
     reply_to: oneshot::Sender<Exchange>,
     notifications: Vec<Value>,
     notifications_dropped: u64,
+    /// [`State::unsolicited`] when the request was sent.
+    unsolicited_before: u64,
+}
+
+/// What a stray line was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StrayKind {
+    /// Not a JSON-RPC message, or a response under an id no pending call has: the stdio
+    /// transport allows neither.
+    Unsolicited,
+    /// The answer to a call the runner had stopped waiting for.
+    Late,
+    /// A notification or a request for no pending call, which the harness does not serve.
+    Message,
+}
+
+/// A line that answered no pending call: its first [`MAX_STRAY_BYTES`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stray {
+    pub kind: StrayKind,
+    pub raw: Vec<u8>,
+    /// Its length before it was cut.
+    pub len: usize,
 }
 
 #[derive(Default)]
@@ -36,9 +61,12 @@ struct State {
     pending: HashMap<String, Pending>,
     /// progress token (as id key) → request id key.
     tokens: HashMap<String, String>,
-    strays: Vec<Vec<u8>>,
+    strays: Vec<Stray>,
     /// Stray lines beyond [`MAX_STRAYS`], counted and dropped.
     strays_dropped: u64,
+    /// How many [`StrayKind::Unsolicited`] lines came so far, kept or dropped: a call that
+    /// times out compares it with the count when it was sent.
+    unsolicited: u64,
     closed: Option<String>,
     /// Requests the runner stopped waiting for; their late answers are strays, not answers
     /// to whoever is pending now.
@@ -77,6 +105,7 @@ impl StdioClient {
             if let Some(token) = message.pointer("/params/_meta/progressToken") {
                 state.tokens.insert(id_key(token), id_key(&id));
             }
+            let unsolicited_before = state.unsolicited;
             state.pending.insert(
                 id_key(&id),
                 Pending {
@@ -84,6 +113,7 @@ impl StdioClient {
                     reply_to: tx,
                     notifications: Vec::new(),
                     notifications_dropped: 0,
+                    unsolicited_before,
                 },
             );
         }
@@ -100,9 +130,12 @@ impl StdioClient {
             },
             Err(_) => {
                 let mut state = lock(&self.state);
-                state.pending.remove(&id_key(&id));
+                let before = state
+                    .pending
+                    .remove(&id_key(&id))
+                    .map_or(state.unsolicited, |p| p.unsolicited_before);
                 state.abandoned.insert(id_key(&id));
-                Exchange::Timeout
+                unsolicited_while_waiting(&state, before, &id, timeout)
             }
         }
     }
@@ -142,7 +175,7 @@ impl StdioClient {
 
     /// Lines that answered no request, kept for the report: the first [`MAX_STRAYS`], each cut
     /// to [`MAX_STRAY_BYTES`].
-    pub fn strays(&self) -> Vec<Vec<u8>> {
+    pub fn strays(&self) -> Vec<Stray> {
         lock(&self.state).strays.clone()
     }
 
@@ -155,6 +188,46 @@ impl StdioClient {
 impl Drop for StdioClient {
     fn drop(&mut self) {
         self.reader.abort();
+    }
+}
+
+/// How a call that got no answer under its id ends: a timeout, or, when the target wrote
+/// unsolicited lines while it waited, malformed, quoting the first of them kept.
+fn unsolicited_while_waiting(
+    state: &State,
+    before: u64,
+    id: &Value,
+    timeout: Duration,
+) -> Exchange {
+    let arrived = state.unsolicited - before;
+    if arrived == 0 {
+        return Exchange::Timeout;
+    }
+    // The kept unsolicited strays are numbered in order; the first after `before` is the one
+    // numbered `before` (0-based), if the sample still held room for it.
+    let first = state
+        .strays
+        .iter()
+        .filter(|s| s.kind == StrayKind::Unsolicited)
+        .nth(before as usize);
+    let problem = format!(
+        "no answer under id {id} in {} ms, while {arrived} line(s) came that answer no call{}",
+        timeout.as_millis(),
+        if first.is_some() {
+            "; the first of them"
+        } else {
+            ""
+        }
+    );
+    match first {
+        Some(stray) => Exchange::Malformed {
+            raw: stray.raw.clone(),
+            problem,
+        },
+        None => Exchange::Malformed {
+            raw: Vec::new(),
+            problem,
+        },
     }
 }
 
@@ -237,14 +310,14 @@ fn dispatch(state: &std::sync::Mutex<State>, raw: Vec<u8>) {
                 }
                 return;
             }
-            keep_stray(&mut state, raw);
+            keep_stray(&mut state, StrayKind::Message, raw);
             return;
         }
         if let Some(id) = message.get("id")
             && state.abandoned.remove(&id_key(id))
         {
             // A late answer to a call that already timed out.
-            keep_stray(&mut state, raw);
+            keep_stray(&mut state, StrayKind::Late, raw);
             return;
         }
         if let Some(id) = message.get("id")
@@ -262,22 +335,20 @@ fn dispatch(state: &std::sync::Mutex<State>, raw: Vec<u8>) {
             return;
         }
     }
-    if state.pending.len() == 1 {
-        let key = state.pending.keys().next().cloned().expect("one pending");
-        let pending = state.pending.remove(&key).expect("present");
-        let _ = pending.reply_to.send(classify(raw, &pending.id));
-        return;
-    }
-    keep_stray(&mut state, raw);
+    keep_stray(&mut state, StrayKind::Unsolicited, raw);
 }
 
-fn keep_stray(state: &mut State, mut raw: Vec<u8>) {
+fn keep_stray(state: &mut State, kind: StrayKind, mut raw: Vec<u8>) {
+    if kind == StrayKind::Unsolicited {
+        state.unsolicited += 1;
+    }
     if state.strays.len() >= MAX_STRAYS {
         state.strays_dropped += 1;
         return;
     }
+    let len = raw.len();
     raw.truncate(MAX_STRAY_BYTES);
-    state.strays.push(raw);
+    state.strays.push(Stray { kind, raw, len });
 }
 
 #[cfg(test)]
@@ -288,10 +359,11 @@ mod stray_tests {
     fn a_flood_of_strays_keeps_a_bounded_sample_and_a_count() {
         let mut state = State::default();
         for _ in 0..10_000 {
-            keep_stray(&mut state, vec![b'x'; 100_000]);
+            keep_stray(&mut state, StrayKind::Unsolicited, vec![b'x'; 100_000]);
         }
         assert_eq!(state.strays.len(), MAX_STRAYS);
-        assert!(state.strays.iter().all(|s| s.len() == MAX_STRAY_BYTES));
+        assert!(state.strays.iter().all(|s| s.raw.len() == MAX_STRAY_BYTES));
+        assert_eq!(state.unsolicited, 10_000);
         assert_eq!(state.strays_dropped, 10_000 - MAX_STRAYS as u64);
     }
 }

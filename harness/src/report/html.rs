@@ -89,6 +89,7 @@ pub fn render_with(
     );
 
     out.push_str(&restarts(notes.target_events));
+    out.push_str(&strays(notes.strays));
     out.push_str(&refusals(results));
     out.push_str(&stale(notes.stale));
     out.push_str(&causes(results));
@@ -286,6 +287,22 @@ fn restarts(events: &[TargetEvent]) -> String {
     out
 }
 
+fn strays(strays: &[crate::restart::StrayLines]) -> String {
+    if strays.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("<h2>Lines that answered no call</h2>\n<ul id=\"strays\">\n");
+    for record in strays {
+        let _ = write!(out, "<li>{}<ul>", inline_code(&record.describe()));
+        for line in &record.sample {
+            let _ = write!(out, "<li><code>{}</code></li>", escape(line));
+        }
+        out.push_str("</ul></li>\n");
+    }
+    out.push_str("</ul>\n");
+    out
+}
+
 /// Escaped text with its Markdown `code` spans (between backticks) as `<code>`.
 fn inline_code(text: &str) -> String {
     let parts: Vec<&str> = text.split('`').collect();
@@ -426,6 +443,7 @@ mod tests {
             &Impact::default(),
             &RunNotes {
                 target_events: &events,
+                strays: &[],
                 stale: &["upstream-read/fixed-since".into()],
             },
         );

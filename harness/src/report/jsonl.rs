@@ -58,6 +58,9 @@ pub struct Footer {
     /// Targets that died mid-run, and whether they were restarted (see `restart`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub target_events: Vec<crate::restart::TargetEvent>,
+    /// Lines the targets wrote that answered no call (see `restart::StrayLines`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stray_lines: Vec<crate::restart::StrayLines>,
 }
 
 pub struct JsonlWriter {

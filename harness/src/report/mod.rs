@@ -33,12 +33,13 @@ pub struct RunInfo {
     pub command: String,
 }
 
-/// Results counted by outcome, every outcome present (zero or not).
-/// What a run says beside its results: the target's deaths and the baseline's stale entries.
-/// Every report format shows both, so a reader of any one of them learns the same.
+/// What a run says beside its results: the target's deaths, the lines it wrote that answered
+/// no call, and the baseline's stale entries. The footer of results.jsonl, summary.md and
+/// report.html all show them, so a reader of any one of them learns the same.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RunNotes<'a> {
     pub target_events: &'a [crate::restart::TargetEvent],
+    pub strays: &'a [crate::restart::StrayLines],
     /// Expected-failures entries that pass now.
     pub stale: &'a [String],
 }
@@ -272,6 +273,13 @@ fn mask_value(value: &mut serde_json::Value, secrets: &[String]) {
 /// A cause is a generalised message (numbers become `N`, long tails are cut): the cause of an
 /// error, timeout or setup failure is made again from the masked message, and a failure's is
 /// masked as written and in its generalised form.
+/// A record of stray lines quotes the target; it is masked like a result.
+pub fn mask_strays(strays: &mut crate::restart::StrayLines, secrets: &[String]) {
+    for line in &mut strays.sample {
+        *line = mask_text(line, secrets);
+    }
+}
+
 /// A target event quotes what the target printed as it died; it is masked like a result.
 pub fn mask_event(event: &mut crate::restart::TargetEvent, secrets: &[String]) {
     if secrets.is_empty() {

@@ -301,6 +301,7 @@ mod tests {
                     exit_code: 0,
                     stale_baseline: Vec::new(),
                     target_events: Vec::new(),
+                    stray_lines: Vec::new(),
                 },
             ))
             .unwrap();

@@ -216,6 +216,7 @@ pub fn render_with(
         out.push('\n');
     }
     out.push_str(&restarts(notes.target_events));
+    out.push_str(&strays(notes.strays));
     out
 }
 
@@ -229,6 +230,20 @@ fn restarts(events: &[crate::restart::TargetEvent]) -> String {
     let mut out = String::from("\n## Target restarts\n\n");
     for event in events {
         let _ = writeln!(out, "- {}", markdown_inline(&event.describe()));
+    }
+    out
+}
+
+fn strays(strays: &[crate::restart::StrayLines]) -> String {
+    if strays.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\n## Lines that answered no call\n\n");
+    for record in strays {
+        let _ = writeln!(out, "- {}", markdown_inline(&record.describe()));
+        for line in &record.sample {
+            let _ = writeln!(out, "  - {}", markdown_inline(line));
+        }
     }
     out
 }
@@ -331,6 +346,7 @@ mod tests {
             &Impact::default(),
             &RunNotes {
                 target_events: &events,
+                strays: &[],
                 stale: &[],
             },
         );

@@ -18,6 +18,9 @@ Usage: python3 broken_gateway.py MODE
             characters XML forbids, </script>, Markdown images and links)
   flood-stdout
             answers the handshake, then writes garbage lines to stdout without end
+  flood-progress
+            answers the handshake, then answers every tools/call with 100000 progress
+            notifications under the call's progress token before an empty result
 Modes that relay to a real upstream take its argv after `--`:
   crash-once AFTER MARKER -- CANARY...
             relays; at call AFTER+1 it exits with code 3 unless MARKER exists, which it
@@ -48,6 +51,11 @@ Modes that relay to a real upstream take its argv after `--`:
             gets the 2026-07-28 UnsupportedProtocolVersion error (-32022)
   print-env FILE -- CANARY...
             writes its environment to FILE as a JSON object, then relays every call
+  duplicate -- CANARY...
+            relays, writing every response of the upstream twice
+  unsolicited -- CANARY...
+            relays, writing before every response a line that is not JSON-RPC and a response
+            under an id no request had
 Modes that serve streamable HTTP on 127.0.0.1:PORT (GET /health answers 200 once ready) and
 relay POSTs to the upstream URL after `--`:
   http-crash-once PORT AFTER MARKER -- URL
@@ -59,8 +67,9 @@ Modes of an HTTP target that never gets going:
             listens on PORT but never reads or answers: it never becomes ready
   http-no-mcp PORT
             GET /health answers 200, but a request to any other path is never answered
-It starts a child `sleep` in its own process group too, so a test can see that the harness
-ends it with the gateway.
+It starts a child `sleep 300` in its own process group too, and a `sleep 301` that leaves
+it for a session of its own (`setsid`), so a test can see that the harness ends both with the
+gateway.
 """
 import json
 import os
@@ -78,6 +87,8 @@ if "--" in options:
 # A grandchild the harness must end too. It holds the gateway's stdout open, so a crash does
 # not end the stream; except where the gateway is to close its stream itself.
 subprocess.Popen(["sleep", "300"], stdout=subprocess.DEVNULL if mode.startswith("close") else None)
+subprocess.Popen(["sleep", "301"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                 start_new_session=True)
 out_lock = threading.Lock()
 
 
@@ -206,7 +217,13 @@ def relay():
 
     def pump():
         for line in upstream.stdout:
+            is_response = b'"result"' in line or b'"error"' in line
+            if mode == "unsolicited" and is_response:
+                write_out(b"a log line on stdout, not JSON-RPC\n")
+                write_out(b'{"jsonrpc": "2.0", "id": "never-asked", "result": {}}\n')
             write_out(line)
+            if mode == "duplicate" and is_response:
+                write_out(line)
             if state["kill_after_answer"]:
                 state["dead"] = True
                 upstream.kill()
@@ -326,6 +343,12 @@ for line in sys.stdin:
         flood(sys.stdout.buffer, b"<flood> not JSON-RPC, and no end to it\n")
     elif mode == "crash":
         sys.exit(3)
+    elif mode == "flood-progress":
+        token = (request.get("params") or {}).get("_meta", {}).get("progressToken")
+        note = (json.dumps({"jsonrpc": "2.0", "method": "notifications/progress",
+                            "params": {"progressToken": token, "progress": 1}}) + "\n").encode()
+        write_out(note * 100000)
+        send({"jsonrpc": "2.0", "id": request["id"], "result": {"content": []}})
     elif mode == "wrong-id":
         send({"jsonrpc": "2.0", "id": 987654, "result": {"content": []}})
     elif mode == "late":
