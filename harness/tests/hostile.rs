@@ -90,6 +90,18 @@ fn relaycheck(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Ran {
 
 /// `relaycheck run` of one case on `profile` in 2025-11-25, reports into `out`.
 fn run_one(dir: &Path, profile: &Path, case: &str, out: &Path, env: &[(&str, &str)]) -> Ran {
+    run_at(dir, profile, case, "1", out, env)
+}
+
+/// `relaycheck run` of the cases `case` matches on `profile` in 2025-11-25, `jobs` at once.
+fn run_at(
+    dir: &Path,
+    profile: &Path,
+    case: &str,
+    jobs: &str,
+    out: &Path,
+    env: &[(&str, &str)],
+) -> Ran {
     relaycheck(
         dir,
         &[
@@ -101,7 +113,7 @@ fn run_one(dir: &Path, profile: &Path, case: &str, out: &Path, env: &[(&str, &st
             "--case",
             case,
             "--jobs",
-            "1",
+            jobs,
             "--timeout-ms",
             "1500",
             "--out",
@@ -884,25 +896,7 @@ fn huge_answers_and_stderr_lines_cost_bounded_reports() {
 /// the run's footer.
 fn outcomes_at(dir: &Path, profile: &Path, jobs: &str) -> (Vec<(String, String)>, Value) {
     let out = dir.join(format!("out-{jobs}"));
-    let ran = relaycheck(
-        dir,
-        &[
-            "run",
-            "--target",
-            profile.to_str().unwrap(),
-            "--shape",
-            "2025-11-25",
-            "--case",
-            "is-error/*",
-            "--jobs",
-            jobs,
-            "--timeout-ms",
-            "1500",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        &[],
-    );
+    let ran = run_at(dir, profile, "is-error/*", jobs, &out, &[]);
     assert!(ran.code.is_some_and(|c| c <= 1), "{}", ran.stderr);
     let text = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
     let events: Vec<Value> = text
