@@ -297,10 +297,51 @@ fn summarize(mut ops: Vec<Op>) -> String {
     out
 }
 
+/// `text` with every UUID (8-4-4-4-12 hex digits) as `…`: one that begins with a digit would
+/// otherwise read as numbers and a word, so two runs of one cause would differ.
+fn without_uuids(text: &str) -> String {
+    const GROUPS: [usize; 5] = [8, 4, 4, 4, 12];
+    let is_uuid = |candidate: &[u8]| {
+        let mut at = 0;
+        for (index, len) in GROUPS.iter().enumerate() {
+            if index > 0 {
+                if candidate.get(at) != Some(&b'-') {
+                    return false;
+                }
+                at += 1;
+            }
+            if !candidate
+                .get(at..at + len)
+                .is_some_and(|group| group.iter().all(u8::is_ascii_hexdigit))
+            {
+                return false;
+            }
+            at += len;
+        }
+        !candidate.get(at).is_some_and(u8::is_ascii_alphanumeric)
+    };
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        let starts_word = at == 0 || !bytes[at - 1].is_ascii_alphanumeric();
+        if starts_word && is_uuid(&bytes[at..]) {
+            out.push('…');
+            at += 36;
+            continue;
+        }
+        let len = text[at..].chars().next().map_or(1, char::len_utf8);
+        out.push_str(&text[at..at + len]);
+        at += len;
+    }
+    out
+}
+
 /// A message without what is particular to one case: numbers become `N`, quoted and
 /// backticked values longer than a word become `…`, JSON objects `{…}`.
 pub fn generalize_message(message: &str) -> String {
-    let first = message.lines().next().unwrap_or_default();
+    let first = without_uuids(message.lines().next().unwrap_or_default());
+    let first = first.as_str();
     let mut out = String::with_capacity(first.len());
     let mut chars = first.chars().peekable();
     while let Some(c) = chars.next() {
@@ -597,6 +638,19 @@ mod tests {
             follow_ups: Vec::new(),
             reached: false,
         }
+    }
+
+    #[test]
+    fn a_uuid_is_one_placeholder_whatever_it_begins_with() {
+        let by_digit = "tasks/get answered -32602: Unknown task: 68909111-5954-4bab-8bc4-7a7877e8c595, expected `failed`";
+        let by_letter = "tasks/get answered -32602: Unknown task: e8909111-5954-4bab-8bc4-7a7877e8c595, expected `failed`";
+        assert_eq!(generalize_message(by_digit), generalize_message(by_letter));
+        assert_eq!(
+            generalize_message(by_digit),
+            "tasks/get answered -N: Unknown task: …, expected `failed`"
+        );
+        // Not a UUID: the groups are not all there.
+        assert_eq!(generalize_message("ids 12345678-1234 differ"), "ids N-N differ");
     }
 
     #[test]
