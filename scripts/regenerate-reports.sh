@@ -33,6 +33,8 @@ $rc run --target reference --shape all --shape proposals --out reports/reference
 $rc run --target reference --shape sep-3279 --forced --out reports/reference-forced-sep-3279 || true
 $rc compare reports/direct/results.jsonl reports/direct-forced-sep-3279/results.jsonl \
   > reports/compare-direct-negotiated-vs-forced-sep-3279.md
+$rc compare reports/reference/results.jsonl reports/reference-forced-sep-3279/results.jsonl \
+  > reports/compare-reference-negotiated-vs-forced-sep-3279.md
 if ! $skip_hangar; then
   $rc run --target harness/targets/hangar.toml --shape all \
     --expected-failures reports/hangar-2.34.4/expected-failures.yaml --out reports/hangar-2.34.4 || true
@@ -64,6 +66,8 @@ for r in reports/hangar-2.34.4/results.jsonl reports/hangar-2.34.4-front-door/re
   [ -f "$r" ] && runs+=("$r")
 done
 $rc matrix "${runs[@]}" > reports/matrix.md
+# What a run costs against each hostile target of the zoo, and what a signal leaves behind.
+python3 scripts/hostile-table.py "$rc"
 if ! $skip_mutants; then
   $rc mutants --target reference-http --shape 2025-11-25 --shape 2026-07-28 --shape sep-2200 \
     --shape sep-3279 \
