@@ -650,7 +650,10 @@ mod tests {
             "tasks/get answered -N: Unknown task: …, expected `failed`"
         );
         // Not a UUID: the groups are not all there.
-        assert_eq!(generalize_message("ids 12345678-1234 differ"), "ids N-N differ");
+        assert_eq!(
+            generalize_message("ids 12345678-1234 differ"),
+            "ids N-N differ"
+        );
     }
 
     #[test]
