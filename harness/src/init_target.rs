@@ -100,13 +100,24 @@ command = ["@NAME@", "--host", "127.0.0.1", "--port", "{port}", "--", "{canary_c
 # where it lands. Both keys go together.
 # config_template = "@NAME@.config.yaml"
 # config_path = "{workdir}/@NAME@.yaml"
-# How relaycheck knows the gateway is ready: "http" polls GET ready_path on {port} until 200;
-# "listening-line" waits for a `LISTENING <url>` line on stdout (then {url} is that URL).
+# How relaycheck knows the gateway is ready: "http" polls GET on {port} until 200 (without a
+# ready_path, the usual /health, /healthz, /ping, /ready and /readyz in turn; `relaycheck
+# smoke` says which answered, to write here); "listening-line" waits for a `LISTENING <url>`
+# line on stdout (then {url} is that URL).
 ready = "http"
-ready_path = "/health"
+# ready_path = "/health"
 timeout_ms = 20000
 # [start.env]
 # LOG_LEVEL = "debug"
+
+# Steps run once the gateway is ready and before any case, for a gateway that learns its
+# upstreams over a REST API (register the canary, create a user, mint a token). What a step
+# prints sets variables, {var:NAME}, for north.headers and routes; a failing step makes the
+# start `setup-fail` with its output. Values of secret-looking names are masked.
+# [[setup]]
+# name = "register the canary"
+# http = { method = "POST", url = "http://127.0.0.1:{port}/api/servers", json = { name = "canary", command = "{canary_cmd_shell}" } }
+# set = { server_id = "/id" }
 
 # --- 3. North: how relaycheck (the MCP client) reaches the gateway -------------------------
 [north]
@@ -173,7 +184,11 @@ transport = "stdio"
 
 # --- 5. Routes: how a call reaches an upstream tool through the gateway --------------------
 # `flat`: the upstream tool is called by its north name. {tool} is the upstream's name; an
-# aggregator that prefixes writes e.g. "canary_{tool}" or "canary.{tool}".
+# aggregator that prefixes writes e.g. "canary_{tool}" or "canary.{tool}", and transforms
+# rename it as gateways do ("canary-{tool|slug}" lists `is_error` as `canary-is-error`;
+# also lower, upper and replace:FROM:TO). With no rule that fits, discover = "description"
+# finds each tool in the gateway's own listing. A gateway with one meta tool of its own,
+# execute_tool(server, tool, args), is a route of kind "meta" (harness/targets/README.md).
 [routes.flat]
 tool = "{tool}"
 # The upstream's result is the north result itself; a gateway that wraps it names where it is
@@ -233,7 +248,14 @@ mod tests {
                 .unwrap_or_else(|err| panic!("{err}\n{text}"));
             assert_eq!(profile.name, "acme-gw");
             assert_eq!(profile.north.transport, transport);
-            assert_eq!(profile.start.unwrap().command[0], "acme-gw");
+            // `--shape all` runs every released revision: the profile claims none away, and
+            // an HTTP gateway's readiness is found by polling the usual paths in each start.
+            assert_eq!(profile.shapes(), relaycheck_model::Shape::RELEASED.to_vec());
+            let start = profile.start.unwrap();
+            if transport == Transport::Http {
+                assert_eq!(start.ready_path, None, "{text}");
+            }
+            assert_eq!(start.command[0], "acme-gw");
             assert!(
                 !text.contains("@NAME@") && !text.contains("@NORTH@"),
                 "{text}"

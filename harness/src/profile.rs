@@ -21,6 +21,44 @@ const BUILTIN: &[(&str, &str)] = &[
     ),
 ];
 
+/// Where the profiles shipped with relaycheck live: `harness/targets` of the source tree this
+/// binary was built from, or of the checkout it runs in. Their config templates and launcher
+/// scripts sit beside them, so they load as files, not as built-in text.
+fn shipped_dirs() -> Vec<PathBuf> {
+    let mut dirs = vec![PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/targets"
+    ))];
+    dirs.push(PathBuf::from("harness/targets"));
+    dirs.into_iter().filter(|dir| dir.is_dir()).collect()
+}
+
+/// The shipped profile file named `name` (`hangar` finds `harness/targets/hangar.toml`).
+fn shipped_profile(name: &str) -> Option<PathBuf> {
+    if check_name(name).is_err() || name.ends_with(".toml") {
+        return None;
+    }
+    shipped_dirs()
+        .into_iter()
+        .map(|dir| dir.join(format!("{name}.toml")))
+        .find(|path| path.is_file())
+}
+
+fn shipped_names() -> Vec<String> {
+    let mut names = Vec::new();
+    for dir in shipped_dirs() {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            let is_profile = path.extension().is_some_and(|e| e == "toml")
+                && !path.to_string_lossy().ends_with(".config.toml");
+            if let (true, Some(stem)) = (is_profile, path.file_stem().and_then(|s| s.to_str())) {
+                names.push(stem.to_string());
+            }
+        }
+    }
+    names
+}
+
 /// Why a profile cannot be used. Every variant names the file; `Parse` and `Invalid` name the
 /// field and, where the TOML shows it, the line.
 #[derive(Debug)]
@@ -159,6 +197,13 @@ pub struct Profile {
     /// without it must already be listening at `north.url`.
     #[serde(default)]
     pub start: Option<Start>,
+    /// Steps run after the target is ready and before any case: registering the canary over
+    /// the gateway's REST API, creating a user, minting a token. What a step prints (a
+    /// command's stdout, an HTTP answer's body) can set variables, `{var:NAME}` in
+    /// `north.url`, `north.headers`, `north.identities`, side channels and routes. A step
+    /// that fails makes every case of the start `setup-fail`, with its output.
+    #[serde(default)]
+    pub setup: Vec<SetupStep>,
     /// How the runner, playing the MCP client, reaches the target.
     pub north: North,
     /// How the target reaches the canary, its upstream MCP server.
@@ -256,10 +301,17 @@ pub struct Start {
     /// the command is this path. Goes with `config_template`.
     #[serde(default)]
     pub config_path: Option<String>,
+    /// More config files, by name, for a gateway that reads several (a config and a rules
+    /// file): each template is filled and written to its `path` before start, and
+    /// `{config:NAME}` is that path, in the command, the env and the other templates.
+    #[serde(default)]
+    pub configs: BTreeMap<String, ConfigFile>,
     /// How the runner knows the target is ready: `first-response` (stdio), `listening-line`
     /// (a `LISTENING <url>` line on stdout) or `http` (`GET ready_path` answers 200).
     pub ready: Readiness,
     /// The path polled on `http://127.0.0.1:{port}` when `ready = "http"`, e.g. `/health`.
+    /// Left out, the usual ones are polled ([`USUAL_READY_PATHS`]) and the start says which
+    /// answered.
     #[serde(default)]
     pub ready_path: Option<String>,
     /// How long the start may take until ready and through the first `tools/list`, in
@@ -270,6 +322,78 @@ pub struct Start {
 
 fn default_start_timeout() -> u64 {
     20_000
+}
+
+/// The readiness paths gateways usually serve, polled in turn when `ready = "http"` names no
+/// `ready_path`.
+pub const USUAL_READY_PATHS: [&str; 5] = ["/health", "/healthz", "/ping", "/ready", "/readyz"];
+
+/// One more config file of the target, written from a template before start.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    /// The template, relative to the profile file; its placeholders are filled.
+    pub template: String,
+    /// Where the filled template is written (usually under `{workdir}`).
+    pub path: String,
+}
+
+/// One setup step: a command or an HTTP request, run after the target is ready.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetupStep {
+    /// What the step is for, in messages ("register the canary").
+    #[serde(default)]
+    pub name: Option<String>,
+    /// An argv run in the start's `{workdir}`; it must exit 0 and its stdout is its output.
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+    /// An HTTP request; it must be answered 2xx and the body is its output.
+    #[serde(default)]
+    pub http: Option<HttpStep>,
+    /// Variables this step sets, by name: a JSON pointer into the output read as JSON
+    /// (`/api_key`), or `""` for the whole output, trimmed. `{var:NAME}` is the value.
+    #[serde(default)]
+    pub set: BTreeMap<String, String>,
+    /// Names in `set` whose values are secret whatever their names: masked as `***` in every
+    /// report, as are those whose names contain `KEY`, `TOKEN`, `SECRET`, `PASSWORD`, `PASS`,
+    /// `AUTH` or `CREDENTIAL`.
+    #[serde(default)]
+    pub secret: Vec<String>,
+    /// How long the step may take, in milliseconds.
+    #[serde(default = "default_setup_timeout")]
+    pub timeout_ms: u64,
+}
+
+fn default_setup_timeout() -> u64 {
+    10_000
+}
+
+/// The HTTP request of a setup step. Every string takes the start's placeholders and the
+/// variables of earlier steps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HttpStep {
+    /// `GET`, `POST`, `PUT`, `PATCH` or `DELETE`.
+    #[serde(default = "default_method")]
+    pub method: String,
+    /// The URL, usually `http://127.0.0.1:{port}/...`.
+    pub url: String,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// A JSON body (sent with `content-type: application/json`); its strings take
+    /// placeholders.
+    #[serde(default)]
+    pub json: Option<Value>,
+    /// A body as text, placeholders filled, for one a JSON template cannot say (a placeholder
+    /// that is itself JSON: `{"command": {canary_cmd_json}}`). Sent as it is: give its
+    /// `content-type` in `headers`.
+    #[serde(default)]
+    pub body: Option<String>,
+}
+
+fn default_method() -> String {
+    "POST".into()
 }
 
 /// The runner's side of the target: the client connection relaycheck opens.
@@ -319,12 +443,25 @@ pub struct NamedCanary {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Route {
+    /// `direct` (the default): the north tool stands for the upstream tool, named by `tool`.
+    /// `meta`: one north tool (`execute_tool`) carries every upstream call in its arguments;
+    /// checks on the upstream tool's listing are then not applicable, and audit records are
+    /// matched by the upstream tool's name, never the meta tool's.
+    #[serde(default)]
+    pub kind: RouteKind,
+    /// Finds the north name of each upstream tool in the target's own `tools/list` when no
+    /// `tool` template says it: `description` takes the listed tool whose description is the
+    /// upstream tool's, or holds it.
+    #[serde(default)]
+    pub discover: Option<Discover>,
     /// The route whose answer this one follows up (required on `continuation`, `tasks` and
     /// `resources-read`).
     #[serde(default)]
     pub via: Option<String>,
     /// The north tool name; `{tool}` is the upstream tool's name (`{tool}` for a transparent
     /// proxy, `canary_{tool}` for an aggregator that prefixes, `relay_batch` for a meta tool).
+    /// Transforms rename it as gateways do: `canary-{tool|slug}`, `{tool|upper}`,
+    /// `{tool|replace:_:.}`, chained with `|`.
     #[serde(default)]
     pub tool: Option<String>,
     /// Argument template: a string value exactly `{arguments}` becomes the call's arguments
@@ -361,6 +498,26 @@ pub struct Route {
     /// Continuation: the argument template of `delete_tool` (`{handle}` is the handle).
     #[serde(default)]
     pub delete_arguments: Option<Value>,
+}
+
+/// What a route's north tool is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RouteKind {
+    /// The north tool stands for one upstream tool.
+    #[default]
+    Direct,
+    /// One north tool carries every call; the upstream tool is in its arguments.
+    Meta,
+}
+
+/// How a route finds the north name of an upstream tool in the target's listing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Discover {
+    /// The listed tool whose description equals the upstream tool's; else the one tool whose
+    /// description holds it.
+    Description,
 }
 
 /// A string or a list of strings.
@@ -415,6 +572,31 @@ pub struct SideChannel {
     /// How the lines are written (`jsonl`, `cef`, `text`). A `command` channel with `jsonl`
     /// must print only JSON lines; a file is read line by line whatever it says.
     pub format: String,
+    /// For a channel whose records hold no arguments (so no nonce): match a call's record by
+    /// the tool it names and the time it was written. Weaker evidence than a nonce, and
+    /// reported as such; a record holding the nonce is still preferred.
+    #[serde(default, rename = "match")]
+    pub matching: Option<RecordMatch>,
+}
+
+/// Where a JSON-lines record says which tool ran and when.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecordMatch {
+    /// JSON pointer to the tool's name in a record (`/tool`): the upstream tool's name, or
+    /// the north name a direct route gives it.
+    pub tool: String,
+    /// JSON pointer to the record's time (`/ts`): Unix seconds or milliseconds as a number,
+    /// or an RFC 3339 string.
+    pub time: String,
+    /// How far outside the call's start and end a record's time may fall, in milliseconds
+    /// (clock resolution, a record written just after the answer).
+    #[serde(default = "default_slack_ms")]
+    pub slack_ms: u64,
+}
+
+fn default_slack_ms() -> u64 {
+    2_000
 }
 
 /// How a side channel is read.
@@ -502,11 +684,20 @@ impl Profile {
             let path = PathBuf::from(format!("harness/targets/{name_or_path}.toml"));
             return Profile::parse(&path, text);
         }
-        let path = PathBuf::from(name_or_path);
+        let mut path = PathBuf::from(name_or_path);
+        if !path.exists()
+            && let Some(shipped) = shipped_profile(name_or_path)
+        {
+            path = shipped;
+        }
         if !path.exists() {
+            let mut known: Vec<String> = BUILTIN.iter().map(|(name, _)| name.to_string()).collect();
+            known.extend(shipped_names());
+            known.sort();
+            known.dedup();
             return Err(ProfileError::Unknown {
                 name: name_or_path.to_string(),
-                known: BUILTIN.iter().map(|(name, _)| name.to_string()).collect(),
+                known,
             });
         }
         let text = std::fs::read_to_string(&path).map_err(|source| ProfileError::Read {
@@ -516,6 +707,18 @@ impl Profile {
         let mut profile = Profile::parse(&path, &text)?;
         profile.origin = Some(path);
         Ok(profile)
+    }
+
+    /// The built-in profiles and those shipped in the source tree's `harness/targets`.
+    pub fn known_names() -> Vec<String> {
+        let mut names: Vec<String> = Self::builtin_names()
+            .iter()
+            .map(|n| n.to_string())
+            .collect();
+        names.extend(shipped_names());
+        names.sort();
+        names.dedup();
+        names
     }
 
     pub fn builtin_names() -> Vec<&'static str> {
@@ -582,12 +785,6 @@ impl Profile {
                     &format!("names `{name}`, which `start.env` does not set"),
                 ));
             }
-            if start.ready == Readiness::Http && start.ready_path.is_none() {
-                return Err(invalid(
-                    "start.ready_path",
-                    "`ready = \"http\"` needs a path",
-                ));
-            }
             if start.config_template.is_some() != start.config_path.is_some() {
                 return Err(invalid(
                     "start.config_path",
@@ -627,7 +824,10 @@ impl Profile {
                     }
                 }
             }
-            if (!follow_up || name == "continuation") && route.tool.is_none() {
+            if (!follow_up || name == "continuation")
+                && route.tool.is_none()
+                && route.discover.is_none()
+            {
                 return Err(invalid(&format!("routes.{name}.tool"), "is required"));
             }
             for field in route.fields.keys() {
@@ -667,6 +867,7 @@ impl Profile {
                 }
             }
         }
+        self.validate_deployment(path, &invalid)?;
         for (_, (field, value)) in self.templated_strings() {
             self.check_labels(&value)
                 .map_err(|message| invalid(&field, &message))?;
@@ -717,6 +918,154 @@ impl Profile {
         if let Some(template) = self.start.as_ref().and_then(|s| s.config_template.as_ref()) {
             self.check_template(path, template)
                 .map_err(|message| invalid("start.config_template", &message))?;
+        }
+        Ok(())
+    }
+
+    /// The parts a real deployment needs (setup steps, several config files, renamed and
+    /// discovered tools, records matched by tool and time) are each well formed.
+    fn validate_deployment(
+        &self,
+        path: &Path,
+        invalid: &dyn Fn(&str, &str) -> ProfileError,
+    ) -> Result<(), ProfileError> {
+        for (i, step) in self.setup.iter().enumerate() {
+            let at = format!("setup[{i}]");
+            match (&step.command, &step.http) {
+                (Some(argv), None) if argv.is_empty() => {
+                    return Err(invalid(&format!("{at}.command"), "is empty"));
+                }
+                (Some(_), None) | (None, Some(_)) => {}
+                _ => {
+                    return Err(invalid(
+                        &at,
+                        "a setup step is a `command` or an `http` request: exactly one of them",
+                    ));
+                }
+            }
+            if let Some(http) = &step.http
+                && !["GET", "POST", "PUT", "PATCH", "DELETE"].contains(&http.method.as_str())
+            {
+                return Err(invalid(
+                    &format!("{at}.http.method"),
+                    &format!(
+                        "`{}` is not one of GET, POST, PUT, PATCH, DELETE",
+                        http.method
+                    ),
+                ));
+            }
+            for (name, pointer) in &step.set {
+                if !pointer.is_empty() && !pointer.starts_with('/') {
+                    return Err(invalid(
+                        &format!("{at}.set.{name}"),
+                        &format!(
+                            "`{pointer}`: a JSON pointer starts with `/` (or `\"\"` for the whole output)"
+                        ),
+                    ));
+                }
+            }
+            if let Some(name) = step.secret.iter().find(|n| !step.set.contains_key(*n)) {
+                return Err(invalid(
+                    &format!("{at}.secret"),
+                    &format!("names `{name}`, which this step's `set` does not set"),
+                ));
+            }
+            // A step reads the variables of the steps before it, never its own or later ones.
+            let earlier: Vec<&String> = self.setup[..i].iter().flat_map(|s| s.set.keys()).collect();
+            let mut strings: Vec<String> = step.command.clone().unwrap_or_default();
+            if let Some(http) = &step.http {
+                strings.push(http.url.clone());
+                strings.extend(http.headers.values().cloned());
+                if let Some(body) = &http.json {
+                    json_strings(body, &mut strings);
+                }
+                strings.extend(http.body.iter().cloned());
+                if http.json.is_some() && http.body.is_some() {
+                    return Err(invalid(
+                        &format!("{at}.http.body"),
+                        "`json` and `body` are two ways to give the body: one of them",
+                    ));
+                }
+            }
+            for text in &strings {
+                if let Some((_, used)) = labelled_placeholders_in(text)
+                    .into_iter()
+                    .find(|(name, label)| *name == "var" && !earlier.iter().any(|e| e == label))
+                {
+                    return Err(invalid(
+                        &at,
+                        &format!("`{{var:{used}}}` is not set by an earlier setup step"),
+                    ));
+                }
+            }
+        }
+        if let Some(start) = &self.start {
+            let before_start = start
+                .command
+                .iter()
+                .map(|item| ("start.command".to_string(), item.clone()))
+                .chain(
+                    start
+                        .env
+                        .iter()
+                        .map(|(k, v)| (format!("start.env.{k}"), v.clone())),
+                )
+                .chain(
+                    start
+                        .configs
+                        .iter()
+                        .map(|(k, c)| (format!("start.configs.{k}.path"), c.path.clone())),
+                );
+            for (field, text) in before_start {
+                if labelled_placeholders_in(&text)
+                    .iter()
+                    .any(|(name, _)| *name == "var")
+                {
+                    return Err(invalid(
+                        &field,
+                        "setup variables (`{var:NAME}`) are set after the target is ready: \
+                         use them in `north`, side channels and routes, not in what starts it",
+                    ));
+                }
+            }
+            for (name, config) in &start.configs {
+                if let Err(message) = self.check_template(path, &config.template) {
+                    return Err(invalid(&format!("start.configs.{name}.template"), &message));
+                }
+            }
+        }
+        for (name, route) in &self.routes {
+            for (key, text) in [("tool", &route.tool), ("delete_tool", &route.delete_tool)] {
+                if let Some(text) = text
+                    && let Err(message) = crate::routes::check_tool_transforms(text)
+                {
+                    return Err(invalid(&format!("routes.{name}.{key}"), &message));
+                }
+            }
+            if route.discover.is_some() && !matches!(name.as_str(), "flat" | "batch") {
+                return Err(invalid(
+                    &format!("routes.{name}.discover"),
+                    "only `flat` and `batch` name upstream tools",
+                ));
+            }
+            if route.discover.is_some() && route.kind == RouteKind::Meta {
+                return Err(invalid(
+                    &format!("routes.{name}.discover"),
+                    "a meta route calls one tool of its own: there is no name to discover",
+                ));
+            }
+        }
+        for (name, channel) in &self.side_channels {
+            if let Some(matching) = &channel.matching {
+                for (key, pointer) in [("tool", &matching.tool), ("time", &matching.time)] {
+                    if !pointer.starts_with('/') {
+                        return Err(invalid(
+                            &format!("side_channels.{name}.match.{key}"),
+                            &format!("`{pointer}`: a JSON pointer starts with `/`"),
+                        ));
+                    }
+                }
+            }
         }
         Ok(())
     }
@@ -790,6 +1139,50 @@ impl Profile {
                     "start.config_path".into(),
                     config_path,
                 );
+            }
+            for (name, config) in &start.configs {
+                push(
+                    PlaceholderScope::Start,
+                    format!("start.configs.{name}.path"),
+                    &config.path,
+                );
+            }
+        }
+        for (i, step) in self.setup.iter().enumerate() {
+            for item in step.command.iter().flatten() {
+                push(PlaceholderScope::Start, format!("setup[{i}].command"), item);
+            }
+            if let Some(http) = &step.http {
+                push(
+                    PlaceholderScope::Start,
+                    format!("setup[{i}].http.url"),
+                    &http.url,
+                );
+                for (key, value) in &http.headers {
+                    push(
+                        PlaceholderScope::Start,
+                        format!("setup[{i}].http.headers.{key}"),
+                        value,
+                    );
+                }
+                let mut strings = Vec::new();
+                if let Some(body) = &http.json {
+                    json_strings(body, &mut strings);
+                }
+                for value in strings {
+                    push(
+                        PlaceholderScope::Start,
+                        format!("setup[{i}].http.json"),
+                        &value,
+                    );
+                }
+                if let Some(body) = &http.body {
+                    push(
+                        PlaceholderScope::Start,
+                        format!("setup[{i}].http.body"),
+                        body,
+                    );
+                }
             }
         }
         if let Some(url) = &self.north.url {
@@ -1002,6 +1395,40 @@ const SECRET_ENV_WORDS: &[&str] = &[
     "CREDENTIAL",
 ];
 
+/// Secrets that exist only once a target runs (a token a setup step minted, a header filled
+/// from one): masked wherever the profile's own secrets are.
+static RUNTIME_SECRETS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Adds a value made at run time to what reports mask.
+pub fn register_runtime_secret(value: &str) {
+    if value.len() < MIN_SECRET_BYTES {
+        return;
+    }
+    let mut secrets = RUNTIME_SECRETS.lock().unwrap_or_else(|e| e.into_inner());
+    if !secrets.iter().any(|known| known == value) {
+        secrets.push(value.to_string());
+    }
+}
+
+/// The secrets made at run time so far.
+pub fn runtime_secrets() -> Vec<String> {
+    RUNTIME_SECRETS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+}
+
+/// Whether a variable's name says its value is a secret ([`SECRET_ENV_WORDS`], any case).
+pub fn looks_secret(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    SECRET_ENV_WORDS.iter().any(|word| upper.contains(word))
+}
+
+/// Whether a header carries a credential (everything but [`PLAIN_HEADERS`]).
+pub fn secret_header(name: &str) -> bool {
+    !PLAIN_HEADERS.contains(&name.to_ascii_lowercase().as_str())
+}
+
 impl Profile {
     /// The secrets this profile gives the target or sends it, longest first: what reports and
     /// the console must show as `***` (see `report::mask`). They are the userinfo of
@@ -1040,6 +1467,15 @@ impl Profile {
                 }
             }
         }
+        for step in &self.setup {
+            let headers = step.http.iter().flat_map(|http| http.headers.iter());
+            for (name, value) in headers {
+                if secret_header(name) && !value.contains("{var:") {
+                    found.push(value.clone());
+                }
+            }
+        }
+        found.extend(runtime_secrets());
         found.retain(|secret| secret.len() >= MIN_SECRET_BYTES);
         found.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         found.dedup();
@@ -1238,6 +1674,14 @@ fn labelled_placeholders_in(text: &str) -> Vec<(&str, &str)> {
 }
 
 impl Profile {
+    /// The variables the setup steps set, in step order.
+    pub fn setup_variables(&self) -> Vec<String> {
+        self.setup
+            .iter()
+            .flat_map(|step| step.set.keys().cloned())
+            .collect()
+    }
+
     /// The upstream labels, in order; the first takes the calls of cases that name none.
     pub fn upstream_labels(&self) -> Vec<&str> {
         self.canaries.keys().map(String::as_str).collect()
@@ -1278,13 +1722,73 @@ impl Profile {
         profile
     }
 
+    /// This profile with the setup variables (`var:NAME` keys) filled into its route
+    /// templates.
+    pub fn with_setup_vars(mut self, vars: &BTreeMap<String, String>) -> Profile {
+        if vars.is_empty() {
+            return self;
+        }
+        let fill = |text: &str| {
+            let mut out = text.to_string();
+            for (key, value) in vars {
+                out = out.replace(&format!("{{{key}}}"), value);
+            }
+            out
+        };
+        fn fill_value(value: &mut Value, fill: &dyn Fn(&str) -> String) {
+            match value {
+                Value::String(text) => *text = fill(text),
+                Value::Array(items) => items.iter_mut().for_each(|v| fill_value(v, fill)),
+                Value::Object(fields) => fields.values_mut().for_each(|v| fill_value(v, fill)),
+                _ => {}
+            }
+        }
+        for route in self.routes.values_mut() {
+            for tool in [&mut route.tool, &mut route.delete_tool]
+                .into_iter()
+                .flatten()
+            {
+                *tool = fill(tool);
+            }
+            for arguments in [&mut route.arguments, &mut route.delete_arguments]
+                .into_iter()
+                .flatten()
+            {
+                fill_value(arguments, &fill);
+            }
+        }
+        self
+    }
+
     /// Every `{name:label}` placeholder names a per-upstream placeholder and a label of
     /// `[canaries]`; `text` is a templated string or a config template line.
     fn check_labels(&self, text: &str) -> Result<(), String> {
         for (name, label) in labelled_placeholders_in(text) {
+            if name == "var" {
+                if !self.setup.iter().any(|step| step.set.contains_key(label)) {
+                    return Err(format!(
+                        "`{{var:{label}}}`: no `[[setup]]` step sets `{label}` (set: {})",
+                        self.setup_variables().join(", ")
+                    ));
+                }
+                continue;
+            }
+            if name == "config" {
+                let configs = self.start.as_ref().map(|s| &s.configs);
+                if !configs.is_some_and(|c| c.contains_key(label)) {
+                    return Err(format!(
+                        "`{{config:{label}}}` names no file of `start.configs` (names: {})",
+                        configs
+                            .map(|c| c.keys().cloned().collect::<Vec<_>>().join(", "))
+                            .unwrap_or_default()
+                    ));
+                }
+                continue;
+            }
             if !LABELLED_PLACEHOLDERS.contains(&name) {
                 return Err(format!(
-                    "`{{{name}:{label}}}`: only {} take an upstream label",
+                    "`{{{name}:{label}}}`: only {} take an upstream label (and `{{var:NAME}}`, \
+                     `{{config:NAME}}` a setup variable and a config file)",
                     LABELLED_PLACEHOLDERS
                         .map(|n| format!("{{{n}:LABEL}}"))
                         .join(", ")
@@ -1512,6 +2016,106 @@ mod tests {
             assert_eq!(profile.name, name);
             assert!(profile.routes.contains_key("flat"));
         }
+    }
+
+    #[test]
+    fn deployment_fields_are_refused_by_field_when_wrong() {
+        let base = "name = 'x'\ndescription = 'd'\n[start]\ncommand = ['gw', '{port}']\nready = 'http'\n\
+                    [north]\ntransport = 'http'\nurl = 'http://127.0.0.1:{port}/mcp'\n\
+                    [canary]\ntransport = 'stdio'\n[routes.flat]\ntool = '{tool}'\n";
+        let refused = |extra: &str| {
+            let text = format!("{base}{extra}");
+            match Profile::parse(Path::new("x.toml"), &text) {
+                Ok(_) => panic!("accepted:\n{text}"),
+                Err(err) => err.to_string(),
+            }
+        };
+        let err = refused("[[setup]]\ncommand = ['a']\nhttp = { url = 'u' }\n");
+        assert!(
+            err.contains("setup[0]") && err.contains("exactly one"),
+            "{err}"
+        );
+        let err = refused("[[setup]]\ncommand = ['echo', '{var:token}']\nset = { token = '' }\n");
+        assert!(err.contains("not set by an earlier setup step"), "{err}");
+        let err = refused("[[setup]]\ncommand = ['mint']\nset = { token = 'id' }\n");
+        assert!(
+            err.contains("setup[0].set.token") && err.contains("JSON pointer"),
+            "{err}"
+        );
+        let err = refused("[[setup]]\ncommand = ['mint']\nsecret = ['other']\n");
+        assert!(err.contains("setup[0].secret"), "{err}");
+        let err = refused(
+            "[side_channels.a]\npath = 'p'\nformat = 'jsonl'\nmatch = { tool = 'tool', time = '/ts' }\n",
+        );
+        assert!(err.contains("side_channels.a.match.tool"), "{err}");
+        let with_var = base.replace("'{port}']", "'{port}', '{var:token}']");
+        let err = Profile::parse(
+            Path::new("x.toml"),
+            &format!("{with_var}[[setup]]\ncommand = ['mint']\nset = {{ token = '' }}\n"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("start.command") && err.contains("after the target is ready"),
+            "{err}"
+        );
+        let err = refused("[routes.batch]\ntool = 'b_{tool|shout}'\n");
+        assert!(
+            err.contains("routes.batch.tool") && err.contains("`shout`"),
+            "{err}"
+        );
+        let headers = base.replace(
+            "[canary]",
+            "headers = { authorization = 'Bearer {var:nope}' }\n[canary]",
+        );
+        let err = Profile::parse(Path::new("x.toml"), &headers)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no `[[setup]]` step sets `nope`"), "{err}");
+        let config = base.replace("'{port}']", "'{config:rules}']");
+        let err = Profile::parse(Path::new("x.toml"), &config)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("names no file of `start.configs`"), "{err}");
+        let discover = base.replace("tool = '{tool}'", "discover = 'description'\nkind = 'meta'");
+        let err = Profile::parse(Path::new("x.toml"), &discover)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("routes.flat.discover"), "{err}");
+
+        // The same fields, well formed, load.
+        let good = format!(
+            "{}[[setup]]\nhttp = {{ url = 'http://127.0.0.1:{{port}}/api', json = {{ a = '{{workdir}}' }} }}\nset = {{ token = '/t' }}\n",
+            base.replace(
+                "[canary]",
+                "headers = { authorization = 'Bearer {var:token}' }\n[canary]"
+            )
+            .replace("tool = '{tool}'", "tool = 'p-{tool|slug|upper}'")
+        );
+        Profile::parse(Path::new("x.toml"), &good).unwrap_or_else(|err| panic!("{err}\n{good}"));
+    }
+
+    #[test]
+    fn shipped_profiles_resolve_by_name_beside_their_templates() {
+        for name in Profile::known_names() {
+            let profile = Profile::load(&name).unwrap_or_else(|err| panic!("{name}: {err}"));
+            assert_eq!(profile.name, name);
+        }
+        let hangar = Profile::load("hangar").unwrap();
+        let origin = hangar.origin.expect("a shipped profile loads as a file");
+        assert!(
+            origin.ends_with("targets/hangar.toml"),
+            "{}",
+            origin.display()
+        );
+        assert!(Profile::known_names().contains(&"supergateway".to_string()));
+        assert!(
+            !Profile::known_names()
+                .iter()
+                .any(|n| n.ends_with(".config"))
+        );
+        let err = Profile::load("no-such-gateway").unwrap_err().to_string();
+        assert!(err.contains("hangar") && err.contains("mcp-proxy"), "{err}");
     }
 
     #[test]

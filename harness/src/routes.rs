@@ -18,11 +18,7 @@ pub fn call_params(route: &Route, tool: &str, arguments: &Map<String, Value>) ->
         arguments,
         handle: None,
     };
-    let name = route
-        .tool
-        .as_deref()
-        .unwrap_or("{tool}")
-        .replace("{tool}", tool);
+    let name = north_name(route, tool);
     let arguments = match &route.arguments {
         Some(template) => fills.fill(template),
         None => Value::Object(arguments.clone()),
@@ -45,6 +41,98 @@ pub fn handle_params(tool: &str, template: Option<&Value>, handle: &str) -> Valu
     serde_json::json!({"name": tool, "arguments": arguments})
 }
 
+/// The north name `route` gives the upstream tool `tool` (its `tool` template filled). A meta
+/// route's name is the meta tool's own, whatever the upstream tool.
+pub fn north_name(route: &Route, tool: &str) -> String {
+    fill_tool(route.tool.as_deref().unwrap_or("{tool}"), tool)
+}
+
+/// The transforms a `{tool|...}` placeholder may chain, for the profile's error message.
+pub const TOOL_TRANSFORMS: &str =
+    "slug, lower, upper, replace:FROM:TO (chained: `{tool|lower|replace:_:-}`)";
+
+/// `template` with every `{tool}` and `{tool|transform|...}` filled for `tool`. Gateways
+/// rename upstream tools by rules a plain substitution cannot say (`is_error` listed as
+/// `canary-is-error`); a transform that does not parse leaves the placeholder as written,
+/// which profile loading refuses first.
+pub fn fill_tool(template: &str, tool: &str) -> String {
+    let mut out = String::with_capacity(template.len() + tool.len());
+    let mut rest = template;
+    while let Some(open) = rest.find("{tool") {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + "{tool".len()..];
+        let Some(close) = after.find('}') else {
+            out.push_str(&rest[open..]);
+            return out;
+        };
+        let inner = &after[..close];
+        let filled = if inner.is_empty() {
+            Some(tool.to_string())
+        } else {
+            inner
+                .strip_prefix('|')
+                .and_then(|chain| transform_chain(chain, tool).ok())
+        };
+        match filled {
+            Some(name) => out.push_str(&name),
+            None => out.push_str(&rest[open..open + "{tool".len() + close + 1]),
+        }
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Applies `slug|lower|replace:_:-` to `tool`; `Err` names the transform that is not one.
+pub fn transform_chain(chain: &str, tool: &str) -> Result<String, String> {
+    let mut name = tool.to_string();
+    for step in chain.split('|') {
+        name = match step {
+            "slug" => slug(&name),
+            "lower" => name.to_lowercase(),
+            "upper" => name.to_uppercase(),
+            _ => match step
+                .strip_prefix("replace:")
+                .and_then(|r| r.split_once(':'))
+            {
+                Some((from, to)) if !from.is_empty() => name.replace(from, to),
+                _ => {
+                    return Err(format!(
+                        "`{step}` is not a name transform (known: {TOOL_TRANSFORMS})"
+                    ));
+                }
+            },
+        };
+    }
+    Ok(name)
+}
+
+/// Lower case, and every character but ASCII letters, digits and `-` made a `-`, one for
+/// one (a gateway that turns `is_error` into `is-error` turns `a__b` into `a--b`).
+fn slug(name: &str) -> String {
+    name.chars()
+        .map(|c| match c {
+            'a'..='z' | '0'..='9' | '-' => c,
+            'A'..='Z' => c.to_ascii_lowercase(),
+            _ => '-',
+        })
+        .collect()
+}
+
+/// Every `{tool|...}` transform chain in `text` parses; `Err` says which does not.
+pub fn check_tool_transforms(text: &str) -> Result<(), String> {
+    let mut rest = text;
+    while let Some(open) = rest.find("{tool|") {
+        let after = &rest[open + "{tool|".len()..];
+        let Some(close) = after.find('}') else {
+            return Err(format!("`{{tool|` is not closed in `{text}`"));
+        };
+        transform_chain(&after[..close], "x")?;
+        rest = &after[close + 1..];
+    }
+    Ok(())
+}
+
 struct Fills<'a> {
     tool: &'a str,
     arguments: &'a Map<String, Value>,
@@ -58,7 +146,7 @@ impl Fills<'_> {
             Value::String(text) if text == "{handle}" => {
                 Value::String(self.handle.unwrap_or_default().to_string())
             }
-            Value::String(text) => Value::String(text.replace("{tool}", self.tool)),
+            Value::String(text) => Value::String(fill_tool(text, self.tool)),
             Value::Array(items) => Value::Array(items.iter().map(|v| self.fill(v)).collect()),
             Value::Object(fields) => Value::Object(
                 fields
@@ -308,6 +396,31 @@ mod tests {
             Pick::parse("/plain").unwrap().resolve(&json!({"plain": 3})),
             Some(json!(3))
         );
+    }
+
+    #[test]
+    fn names_are_transformed_as_gateways_rename_them() {
+        assert_eq!(
+            fill_tool("canary-{tool|slug}", "is_error"),
+            "canary-is-error"
+        );
+        assert_eq!(fill_tool("{tool|upper}", "echo"), "ECHO");
+        assert_eq!(
+            fill_tool("{tool|lower|replace:_:.}", "Task_Handle"),
+            "task.handle"
+        );
+        assert_eq!(slug("Is_Error v2"), "is-error-v2");
+        assert_eq!(slug("a__b.c"), "a--b-c");
+        assert_eq!(fill_tool("a_{tool}_{tool|slug}", "x_y"), "a_x_y_x-y");
+        // A chain that does not parse stays as written (profile loading refuses it first).
+        assert_eq!(fill_tool("{tool|shout}", "echo"), "{tool|shout}");
+        assert!(
+            check_tool_transforms("p_{tool|shout}")
+                .unwrap_err()
+                .contains("`shout`")
+        );
+        assert!(check_tool_transforms("{tool|replace::x}").is_err());
+        assert!(check_tool_transforms("{tool|slug|replace:-:_}").is_ok());
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The runner: plans (case, route, shape) triples, starts one target per shape, drives the
 //! calls in parallel, and hands each result to the caller as soon as it is known.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -532,6 +532,23 @@ pub fn is_isolated(_profile: &Profile, case: &LoadedCase) -> bool {
     )
 }
 
+/// The route that makes the first call of `route`: itself, or the route it follows up.
+fn first_route_of<'a>(profile: &'a Profile, route: &str) -> Option<&'a crate::profile::Route> {
+    let own = profile.routes.get(route)?;
+    match &own.via {
+        Some(via) => profile.routes.get(via),
+        None => Some(own),
+    }
+}
+
+fn first_route_mut<'a>(
+    profile: &'a mut Profile,
+    route: &str,
+) -> Option<&'a mut crate::profile::Route> {
+    let via = profile.routes.get(route)?.via.clone();
+    profile.routes.get_mut(via.as_deref().unwrap_or(route))
+}
+
 /// Runs one case on one route against a running target.
 pub async fn run_one(
     case: &LoadedCase,
@@ -591,17 +608,39 @@ pub async fn run_one(
         );
     }
     let tool_name = case.spec.tool_name();
-    let request = Request {
-        tool: &tool_name,
-        arguments: &arguments,
-        extra_params: &extra,
-        timeout,
-        list_tools: case.spec.expect.iter().any(|e| e.check == "tool-listed"),
-    };
-    // On an aggregating target, `{upstream}` in the route names the upstream the call is for.
-    let mut routed = profile.for_upstream(case.spec.upstream.as_deref());
+    // On an aggregating target, `{upstream}` in the route names the upstream the call is for;
+    // what the setup steps set (`{var:NAME}`) is filled in too.
+    let mut routed = profile
+        .for_upstream(case.spec.upstream.as_deref())
+        .with_setup_vars(&target.setup_vars);
+    let mut tool_name = tool_name;
+    let first_kind = first_route_of(&routed, route).map(|r| (r.kind, r.discover));
+    if case.spec.tool.north_name.is_none()
+        && let Some((_, Some(discover))) = first_kind
+    {
+        let description = crate::discover::upstream_description(Some(case), &tool_name);
+        match crate::discover::north_name(
+            discover,
+            target.listing.as_ref(),
+            &tool_name,
+            description,
+        ) {
+            Ok(found) => {
+                if let Some(r) = first_route_mut(&mut routed, route) {
+                    r.tool = Some(found);
+                }
+            }
+            Err(why) => {
+                return CaseResult::without_run(case, route, shape, Outcome::Error, why);
+            }
+        }
+    }
     if let Some(north_name) = &case.spec.tool.north_name {
+        let is_meta = first_kind.is_some_and(|(kind, _)| kind == crate::profile::RouteKind::Meta);
         match routed.routes.get_mut(route) {
+            // A meta tool names the upstream tool in its arguments: a name no upstream has
+            // goes there, and the meta tool answers for it.
+            Some(r) if is_meta && r.via.is_none() => tool_name = north_name.clone(),
             Some(r) if r.tool.as_deref().is_some_and(|t| t != "{tool}") && r.via.is_none() => {
                 r.tool = Some(north_name.clone());
             }
@@ -619,8 +658,17 @@ pub async fn run_one(
             }
         }
     }
+    let request = Request {
+        tool: &tool_name,
+        arguments: &arguments,
+        extra_params: &extra,
+        timeout,
+        list_tools: case.spec.expect.iter().any(|e| e.check == "tool-listed"),
+    };
     let drive_started = Instant::now();
+    let called_from = std::time::SystemTime::now();
     let drive = drive(&routed, route, &target.session, request).await;
+    let call_window = (called_from, std::time::SystemTime::now());
     crate::bench::timing::note_target_time(drive_started.elapsed());
     let patience = match drive.exchange {
         Exchange::Timeout => Duration::from_millis(50),
@@ -650,6 +698,11 @@ pub async fn run_one(
     // secrets anywhere in it, so a leak on a line without the nonce stays in view.
     let (side_channels, side_problems) = crate::side_channel::read_all(&target.side_channels).await;
     let tool_script = case.spec.tool_script();
+    let record_matches: BTreeMap<String, crate::profile::RecordMatch> = profile
+        .side_channels
+        .iter()
+        .filter_map(|(name, channel)| Some((name.clone(), channel.matching.clone()?)))
+        .collect();
     let arguments = Value::Object(arguments);
     let evidence = Evidence {
         shape,
@@ -664,6 +717,8 @@ pub async fn run_one(
         route: &drive.route,
         follow_ups: &drive.follow_ups,
         reach: &reach,
+        call_window: Some(call_window),
+        record_matches: &record_matches,
     };
     let mut result = CaseResult::without_run(case, route, shape, Outcome::Pass, "");
     result.reached = !evidence.upstream_calls().is_empty();

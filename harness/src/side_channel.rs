@@ -157,6 +157,30 @@ impl Lines {
     }
 }
 
+impl Lines {
+    /// Every line `keep` accepts, in order: for records matched by what they say (a tool name
+    /// and a time) rather than by a nonce they hold.
+    pub fn matching(&self, keep: impl Fn(&str) -> bool) -> Vec<String> {
+        match self {
+            Lines::Whole(lines) => lines.iter().filter(|l| keep(l)).cloned().collect(),
+            Lines::File {
+                file,
+                upto,
+                partial,
+            } => {
+                let state = file.lock();
+                let mut out: Vec<String> = state.lines[..(*upto).min(state.lines.len())]
+                    .iter()
+                    .filter(|l| keep(l))
+                    .cloned()
+                    .collect();
+                out.extend(partial.iter().filter(|p| keep(p)).cloned());
+                out
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 impl Lines {
     /// Every line, for tests to compare with a whole read.
@@ -624,6 +648,7 @@ mod tests {
                 "{workdir}/events.db".into(),
             ]),
             format: "jsonl".into(),
+            matching: None,
         };
         match Source::of(&channel, &vars, Path::new("/w")) {
             Source::Command { argv, jsonl, .. } => {

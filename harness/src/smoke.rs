@@ -76,7 +76,7 @@ pub async fn smoke(smoke: &Smoke<'_>) -> Vec<Step> {
     let mut steps = Vec::new();
     let profile = smoke.profile;
     // Route templates with `{upstream}` (an aggregator's prefix) aim at the first upstream.
-    let routed = profile.for_upstream(None);
+    let mut routed = profile.for_upstream(None);
 
     let clock = Instant::now();
     match crate::provision::provision(profile).await {
@@ -161,14 +161,34 @@ pub async fn smoke(smoke: &Smoke<'_>) -> Vec<Step> {
             return steps;
         }
     };
+    let ready = match &target.ready_answered {
+        Some(path) => format!(
+            "\nready when {path} answered (no `start.ready_path`, so the usual paths were polled): write `ready_path = \"{path}\"`"
+        ),
+        None => String::new(),
+    };
+    let set = profile.setup_variables();
+    let setup = if set.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "\n{} setup step(s) set {}",
+            profile.setup.len(),
+            set.iter()
+                .map(|name| format!("`{{var:{name}}}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
     steps.push(pass(
         "start",
         format!(
-            "started and answered initialize and tools/list (negotiated {})",
+            "started and answered initialize and tools/list (negotiated {}){ready}{setup}",
             target.session.negotiated().unwrap_or("?")
         ),
         clock,
     ));
+    routed = routed.with_setup_vars(&target.setup_vars);
 
     let routes: Vec<&str> = CALL_ROUTES
         .into_iter()
@@ -184,7 +204,20 @@ pub async fn smoke(smoke: &Smoke<'_>) -> Vec<Step> {
         }
         Ok(names) => {
             for route in &routes {
-                let tool = north_tool(&routed, route);
+                let tool = match discovered(&routed, route, ECHO, &target) {
+                    Ok(resolved) => north_tool(&resolved, route),
+                    Err(why) => {
+                        listing_ok = false;
+                        let field = format!("routes.{route}.discover");
+                        steps.push(blame(
+                            &format!("tools-listed ({route})"),
+                            &field,
+                            why,
+                            clock,
+                        ));
+                        continue;
+                    }
+                };
                 if !names.contains(&tool) {
                     listing_ok = false;
                     steps.push(blame(
@@ -226,8 +259,16 @@ pub async fn smoke(smoke: &Smoke<'_>) -> Vec<Step> {
                 });
                 continue;
             }
+            let resolved = match discovered(&routed, route, trial.tool, &target) {
+                Ok(resolved) => resolved,
+                Err(why) => {
+                    let field = format!("routes.{route}.discover");
+                    steps.push(blame(&name, &field, why, clock));
+                    continue;
+                }
+            };
             let (verdict, message) = relay(
-                &routed,
+                &resolved,
                 route,
                 &target,
                 smoke.call_timeout,
@@ -245,6 +286,26 @@ pub async fn smoke(smoke: &Smoke<'_>) -> Vec<Step> {
     }
     target.stop().await;
     steps
+}
+
+/// `profile` with `route`'s north name for `tool` found in the target's listing, when the
+/// route discovers its names; as it is otherwise.
+fn discovered(
+    profile: &Profile,
+    route: &str,
+    tool: &str,
+    target: &crate::target::Target,
+) -> Result<Profile, String> {
+    let Some(discover) = profile.routes.get(route).and_then(|r| r.discover) else {
+        return Ok(profile.clone());
+    };
+    let description = crate::discover::upstream_description(None, tool);
+    let found = crate::discover::north_name(discover, target.listing.as_ref(), tool, description)?;
+    let mut resolved = profile.clone();
+    if let Some(r) = resolved.routes.get_mut(route) {
+        r.tool = Some(found);
+    }
+    Ok(resolved)
 }
 
 fn pass(name: &str, message: String, clock: Instant) -> Step {
@@ -410,7 +471,9 @@ fn start_field(profile: &Profile, err: &str) -> String {
         "start.command".into()
     } else if first_line.contains("LISTENING") {
         "start.ready".into()
-    } else if first_line.contains("did not answer 200") {
+    } else if first_line.contains("did not answer 200")
+        || first_line.contains("answered 200 within")
+    {
         "start.ready_path".into()
     } else if http {
         "north.url".into()
@@ -500,11 +563,7 @@ async fn list_tools(target: &Target, timeout: Duration) -> Result<BTreeSet<Strin
 
 /// The north tool a route calls for the upstream tool `echo`.
 fn north_tool(profile: &Profile, route: &str) -> String {
-    profile.routes[route]
-        .tool
-        .as_deref()
-        .unwrap_or("{tool}")
-        .replace("{tool}", ECHO)
+    crate::routes::north_name(&profile.routes[route], ECHO)
 }
 
 fn shorten(names: &BTreeSet<String>) -> String {
@@ -754,12 +813,18 @@ pub fn render(profile: &Profile, steps: &[Step]) -> String {
             step.name,
             step.elapsed.as_millis()
         );
-        // A pass says what it saw when that fits on the line (the version, the negotiation).
-        if step.verdict == Verdict::Pass && !step.message.contains('\n') && step.message.len() < 100
-        {
-            let _ = write!(out, ": {}", step.message);
+        // A pass says what it saw when that fits on the line (the version, the negotiation),
+        // and what it found out for the profile (which readiness path answered) below it.
+        let (first, more) = step.message.split_once('\n').unwrap_or((&step.message, ""));
+        if step.verdict == Verdict::Pass && first.len() < 100 {
+            let _ = write!(out, ": {first}");
         }
         out.push('\n');
+        if step.verdict == Verdict::Pass {
+            for line in more.lines() {
+                let _ = writeln!(out, "          {line}");
+            }
+        }
         if let Verdict::Profile { field } = &step.verdict {
             let _ = writeln!(out, "          look at `{field}` in the profile");
         }

@@ -55,6 +55,14 @@ pub struct Target {
     exit: std::sync::Arc<std::sync::Mutex<Option<String>>>,
     /// Why the target, alive, can serve no more calls (its upstream stopped answering).
     broken: std::sync::Mutex<Option<String>>,
+    /// The variables the profile's setup steps set (`var:NAME`), for its route templates.
+    pub setup_vars: std::collections::BTreeMap<String, String>,
+    /// The tools the target listed when it started (its answer to the first `tools/list`),
+    /// for routes that find north names in it.
+    pub listing: Option<serde_json::Value>,
+    /// The readiness path that answered, when the profile named none and the usual ones were
+    /// polled.
+    pub ready_answered: Option<String>,
 }
 
 impl Drop for Target {
@@ -166,6 +174,9 @@ impl Target {
             watcher: None,
             exit: std::sync::Arc::new(std::sync::Mutex::new(None)),
             broken: std::sync::Mutex::new(None),
+            setup_vars: Default::default(),
+            listing: None,
+            ready_answered: None,
         }
     }
 }
@@ -228,6 +239,7 @@ struct Spawned {
     gateway: Option<GroupChild>,
     stdio_pipes: Option<(tokio::process::ChildStdin, tokio::process::ChildStdout)>,
     start_timeout: Duration,
+    ready_answered: Option<String>,
 }
 
 /// Starts the target; the error says what failed, with the tail of the target's stderr.
@@ -235,14 +247,39 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
     let profile = launch.profile;
     let Spawned {
         workdir,
-        vars,
+        mut vars,
         canary_log,
         upstream_logs,
         canaries,
         gateway,
         stdio_pipes,
         start_timeout,
+        ready_answered,
     } = spawn(&launch).await?;
+
+    // An HTTP gateway's setup (registering its upstream, minting the caller's token) comes
+    // before the first MCP request, whose headers may carry what it set. A stdio gateway is
+    // ready only once it answers, so its setup follows the handshake.
+    let http_north = profile.north.transport == Transport::Http;
+    if http_north {
+        crate::setup::run(&profile.setup, &mut vars, &workdir)
+            .await
+            .map_err(|err| stderr_context(&workdir, err))?;
+    }
+    let headers: Vec<(String, String)> = profile
+        .north
+        .headers
+        .iter()
+        .map(|(k, v)| (k.clone(), vars.fill(v)))
+        .collect();
+    for (name, value) in &headers {
+        if crate::profile::secret_header(name) {
+            crate::profile::register_runtime_secret(value);
+            if let Some((_, credential)) = value.trim().split_once(' ') {
+                crate::profile::register_runtime_secret(credential.trim());
+            }
+        }
+    }
 
     let north = match profile.north.transport {
         Transport::Stdio => {
@@ -255,12 +292,7 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
             North::Http {
                 client,
                 session_id: std::sync::Mutex::new(None),
-                headers: profile
-                    .north
-                    .headers
-                    .iter()
-                    .map(|(k, v)| (k.clone(), vars.fill(v)))
-                    .collect(),
+                headers,
             }
         }
     };
@@ -285,17 +317,31 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
     // The first request after the handshake proves the target serves calls at all, and for
     // a stateless shape whether it speaks the shape: a target that refuses it is started, and
     // its refusal stands for every case of the shape.
+    let mut listing = None;
     if session.refusal().is_none() {
+        if !http_north {
+            crate::setup::run(&profile.setup, &mut vars, &workdir)
+                .await
+                .map_err(|err| stderr_context(&workdir, err))?;
+        }
         let probe = session.call("tools/list", json!({}), start_timeout).await;
         if let Some(why) = stateless_refusal(speak, &probe.exchange) {
             session.refuse(why);
-        } else if probe.exchange.reply().is_none() {
+        } else if let Some(reply) = probe.exchange.reply() {
+            listing = reply.message.get("result").cloned();
+        } else {
             return Err(stderr_context(
                 &workdir,
                 format!("{}{endpoint}", describe("tools/list", &probe.exchange)),
             ));
         }
     }
+    let setup_vars = vars
+        .values
+        .iter()
+        .filter(|(key, _)| key.starts_with("var:"))
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect();
     let session = std::sync::Arc::new(session);
     let exit = std::sync::Arc::new(std::sync::Mutex::new(None));
     let watcher = gateway
@@ -321,6 +367,9 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
         watcher,
         exit,
         broken: std::sync::Mutex::new(None),
+        setup_vars,
+        listing,
+        ready_answered,
     })
 }
 
@@ -461,6 +510,7 @@ async fn spawn(launch: &Launch<'_>) -> Result<Spawned, String> {
 
     let mut gateway = None;
     let mut stdio_pipes = None;
+    let mut ready_answered = None;
     if let Some(start) = &profile.start {
         if let (Some(template), Some(path)) = (&start.config_template, &start.config_path) {
             let text = read_template(profile, template)?;
@@ -468,6 +518,16 @@ async fn spawn(launch: &Launch<'_>) -> Result<Spawned, String> {
             std::fs::write(&path, vars.fill(&text))
                 .map_err(|err| format!("cannot write the config {}: {err}", path.display()))?;
             vars.set("config", path.display().to_string());
+        }
+        // Every path first, so each template can name the others (`{config:rules}`).
+        for (name, config) in &start.configs {
+            vars.set(format!("config:{name}"), vars.fill(&config.path));
+        }
+        for (name, config) in &start.configs {
+            let text = read_template(profile, &config.template)?;
+            let path = PathBuf::from(vars.fill(&format!("{{config:{name}}}")));
+            std::fs::write(&path, vars.fill(&text))
+                .map_err(|err| format!("cannot write the config {}: {err}", path.display()))?;
         }
         let argv = vars.fill_argv(&start.command);
         let env: Vec<(String, String)> = start
@@ -496,11 +556,17 @@ async fn spawn(launch: &Launch<'_>) -> Result<Spawned, String> {
                 vars.set("url", url);
             }
             Readiness::Http => {
-                let path = start.ready_path.as_deref().unwrap_or("/");
-                let url = format!("http://127.0.0.1:{}{}", vars.fill("{port}"), path);
-                wait_http_ready(&mut child, &url, start_timeout)
+                let paths: Vec<&str> = match start.ready_path.as_deref() {
+                    Some(path) => vec![path],
+                    None => crate::profile::USUAL_READY_PATHS.to_vec(),
+                };
+                let base = format!("http://127.0.0.1:{}", vars.fill("{port}"));
+                let answered = wait_http_ready(&mut child, &base, &paths, start_timeout)
                     .await
                     .map_err(|err| stderr_context(&workdir, err))?;
+                if start.ready_path.is_none() {
+                    ready_answered = Some(answered);
+                }
             }
             Readiness::FirstResponse => {}
         }
@@ -525,6 +591,7 @@ async fn spawn(launch: &Launch<'_>) -> Result<Spawned, String> {
         gateway,
         stdio_pipes,
         start_timeout,
+        ready_answered,
     })
 }
 
@@ -641,33 +708,52 @@ async fn listening_line(child: &mut GroupChild, timeout: Duration) -> Result<Str
     Ok(url)
 }
 
+/// Polls each of `paths` on `base` in turn until one answers 200, and says which did.
 async fn wait_http_ready(
     child: &mut GroupChild,
-    url: &str,
+    base: &str,
+    paths: &[&str],
     timeout: Duration,
-) -> Result<(), String> {
+) -> Result<String, String> {
     let client = reqwest::Client::builder()
         .no_proxy()
         .build()
         .map_err(|err| err.to_string())?;
     let deadline = tokio::time::Instant::now() + timeout;
+    let asked = if paths.len() == 1 {
+        format!("{base}{} (`start.ready_path`)", paths[0])
+    } else {
+        format!(
+            "none of {} on {base} (no `start.ready_path`: the usual ones were polled)",
+            paths.join(", ")
+        )
+    };
     loop {
         if let Some(status) = child.try_exit() {
             return Err(format!(
-                "the target exited ({status}) before {url} (`start.ready_path`) answered"
+                "the target exited ({status}) before {} answered",
+                asked.trim_start_matches("none of ")
             ));
         }
-        // Each probe gets the time left, so a target that takes the connection and never
-        // answers cannot hold the start past its timeout.
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        if let Ok(Ok(response)) = tokio::time::timeout(left, client.get(url).send()).await
-            && response.status().is_success()
-        {
-            return Ok(());
+        for path in paths {
+            // Each probe gets the time left, so a target that takes the connection and never
+            // answers cannot hold the start past its timeout.
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let url = format!("{base}{path}");
+            if let Ok(Ok(response)) = tokio::time::timeout(left, client.get(&url).send()).await
+                && response.status().is_success()
+            {
+                return Ok(path.to_string());
+            }
         }
         if tokio::time::Instant::now() >= deadline {
+            let verb = if paths.len() == 1 {
+                "did not answer 200"
+            } else {
+                "answered 200"
+            };
             return Err(format!(
-                "{url} (`start.ready_path`) did not answer 200 within {} ms (`start.timeout_ms`)",
+                "{asked} {verb} within {} ms (`start.timeout_ms`)",
                 timeout.as_millis()
             ));
         }

@@ -869,21 +869,60 @@ fn audit_record(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>
         .flatten()
         .filter_map(Value::as_str)
         .collect();
-    let records: Vec<String> = channels
+    let mut records: Vec<String> = channels
         .iter()
         .flat_map(|(_, lines)| lines.holding(nonce))
         .collect();
+    // A channel whose records hold no arguments is matched by tool and time instead: weaker
+    // evidence (another call of the same tool at the same moment matches too), and said so.
+    let mut weaker = None;
     if records.is_empty() {
+        let matched: Vec<(String, String)> = channels
+            .iter()
+            .filter_map(|(channel, lines)| {
+                let rule = evidence.record_matches.get(channel.as_str())?;
+                Some((channel, lines, rule))
+            })
+            .flat_map(|(channel, lines, rule)| {
+                records_by_tool_and_time(lines, rule, evidence)
+                    .into_iter()
+                    .map(move |line| (channel.to_string(), line))
+            })
+            .collect();
+        if !matched.is_empty() {
+            let names = record_tool_names(evidence).join("` or `");
+            weaker = Some(format!(
+                "weaker evidence: matched by tool (`{names}`) and time, not by nonce (`{}` holds no arguments)",
+                matched[0].0
+            ));
+            records = matched.into_iter().map(|(_, line)| line).collect();
+        }
+    }
+    if records.is_empty() {
+        let tried = if evidence.record_matches.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", nor names `{}` within the call's time",
+                record_tool_names(evidence).join("` or `")
+            )
+        };
         return Verdict::fail(
             name,
-            "no side-channel line can be matched to this call (none holds its nonce)",
+            format!(
+                "no side-channel line can be matched to this call (none holds its nonce{tried})"
+            ),
         );
     }
+    let weaker = weaker.map(|w| format!("; {w}")).unwrap_or_default();
     match records
         .iter()
         .find(|line| wanted.iter().all(|w| line.contains(w)))
     {
-        Some(_) => Verdict::pass(name, format!("{} line(s) record the call", records.len())),
+        Some(_) => Verdict::pass(
+            name,
+            format!("{} line(s) record the call{weaker}", records.len()),
+        ),
         None => Verdict::fail(
             name,
             format!(
@@ -892,6 +931,69 @@ fn audit_record(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>
             ),
         ),
     }
+}
+
+/// The names a record of this call may give its tool: the upstream tool's, and the north
+/// name a direct route gives it (a meta route's north name is the meta tool's, the same for
+/// every call, so it identifies nothing).
+fn record_tool_names(evidence: &Evidence<'_>) -> Vec<String> {
+    let mut names = vec![evidence.tool_name.to_string()];
+    if evidence.route.kind == crate::profile::RouteKind::Direct {
+        let north = crate::routes::north_name(evidence.route, evidence.tool_name);
+        if !names.contains(&north) {
+            names.push(north);
+        }
+    }
+    names
+}
+
+/// The JSON lines of a channel that name this call's tool at a time within the call's window
+/// (widened by the rule's slack).
+fn records_by_tool_and_time(
+    lines: &crate::side_channel::Lines,
+    rule: &crate::profile::RecordMatch,
+    evidence: &Evidence<'_>,
+) -> Vec<String> {
+    let Some((from, to)) = evidence.call_window else {
+        return Vec::new();
+    };
+    let slack = std::time::Duration::from_millis(rule.slack_ms);
+    let (from, to) = (from - slack, to + slack);
+    let names = record_tool_names(evidence);
+    lines.matching(|line| {
+        let Ok(record) = serde_json::from_str::<Value>(line) else {
+            return false;
+        };
+        let named = record
+            .pointer(&rule.tool)
+            .and_then(Value::as_str)
+            .is_some_and(|tool| names.iter().any(|n| n == tool));
+        named
+            && record
+                .pointer(&rule.time)
+                .and_then(record_time)
+                .is_some_and(|at| from <= at && at <= to)
+    })
+}
+
+/// A record's time: Unix seconds (or milliseconds, when the number is too large to be
+/// seconds) or an RFC 3339 string.
+fn record_time(value: &Value) -> Option<std::time::SystemTime> {
+    use std::time::{Duration, UNIX_EPOCH};
+    if let Some(number) = value.as_f64() {
+        // Past 10^11 seconds is the year 5138: such a number counts milliseconds.
+        let seconds = if number > 1e11 {
+            number / 1000.0
+        } else {
+            number
+        };
+        return (seconds >= 0.0).then(|| UNIX_EPOCH + Duration::from_secs_f64(seconds));
+    }
+    let text = value.as_str()?;
+    let parsed =
+        time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
+    let nanos = parsed.unix_timestamp_nanos();
+    (nanos >= 0).then(|| UNIX_EPOCH + Duration::from_nanos(nanos as u64))
 }
 
 /// Every string and number in a value, one per line: the text as a reader sees it, without

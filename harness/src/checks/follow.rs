@@ -225,6 +225,15 @@ pub fn links_resolve(name: &str, evidence: &Evidence<'_>) -> Verdict {
 }
 
 pub fn tool_listed(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+    if evidence.route.kind == crate::profile::RouteKind::Meta {
+        return Verdict::not_applicable(
+            name,
+            format!(
+                "the route calls every upstream tool through the meta tool `{}`: the client never sees the upstream tool's own listing",
+                evidence.route.tool.as_deref().unwrap_or_default()
+            ),
+        );
+    }
     let Some(listing) = evidence.steps("tools/list").into_iter().next() else {
         return Verdict::fail(name, "tools/list was not answered");
     };
@@ -247,12 +256,7 @@ pub fn tool_listed(name: &str, params: &Map<String, Value>, evidence: &Evidence<
             ),
         );
     }
-    let wanted_name = evidence
-        .route
-        .tool
-        .as_deref()
-        .unwrap_or("{tool}")
-        .replace("{tool}", evidence.tool_name);
+    let wanted_name = crate::routes::north_name(evidence.route, evidence.tool_name);
     let tools = listing
         .view
         .result

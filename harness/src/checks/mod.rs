@@ -59,6 +59,10 @@ pub struct Evidence<'a> {
     pub follow_ups: &'a [FollowUp],
     /// Which upstreams got the call, on a target with several.
     pub reach: &'a Reach,
+    /// When the call was sent and when its answer (and follow-ups) came back.
+    pub call_window: Option<(std::time::SystemTime, std::time::SystemTime)>,
+    /// Side channels whose records are matched by tool and time, by channel name.
+    pub record_matches: &'a BTreeMap<String, crate::profile::RecordMatch>,
 }
 
 /// Which upstreams of an aggregating target got one call (their observation logs hold its

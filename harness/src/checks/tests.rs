@@ -62,6 +62,8 @@ struct Fixture {
     follow_ups: Vec<super::FollowUp>,
     shape: Shape,
     reach: super::Reach,
+    call_window: Option<(std::time::SystemTime, std::time::SystemTime)>,
+    record_matches: BTreeMap<String, crate::profile::RecordMatch>,
 }
 
 impl Fixture {
@@ -91,6 +93,8 @@ impl Fixture {
             follow_ups: Vec::new(),
             shape: Shape::V2025_06_18,
             reach: super::Reach::default(),
+            call_window: None,
+            record_matches: BTreeMap::new(),
         }
     }
 
@@ -189,6 +193,8 @@ impl Fixture {
                 route: &self.route,
                 follow_ups: &self.follow_ups,
                 reach: &self.reach,
+                call_window: self.call_window,
+                record_matches: &self.record_matches,
             },
         )
     }
