@@ -571,6 +571,9 @@ pub async fn run_one(
     // The nonce doubles as the progress token, so progress notifications can be told apart
     // per call.
     let mut meta = serde_json::json!({"progressToken": nonce.clone()});
+    if let Some(fields) = meta.as_object_mut() {
+        fields.extend(case.spec.tool.request_meta.clone());
+    }
     if case.spec.wants_task() {
         // A task case asks for a task as its shape says a client does; a target that gives no
         // way to ask cannot show the case.
@@ -718,6 +721,7 @@ pub async fn run_one(
         follow_ups: &drive.follow_ups,
         reach: &reach,
         call_window: Some(call_window),
+        request_meta: Some(&case.spec.tool.request_meta).filter(|meta| !meta.is_empty()),
         record_matches: &record_matches,
     };
     let mut result = CaseResult::without_run(case, route, shape, Outcome::Pass, "");

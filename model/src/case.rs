@@ -125,6 +125,10 @@ pub struct ToolRef {
     /// Arguments of the call (the runner adds the nonce).
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub arguments: Map<String, Value>,
+    /// Members of the call's request `_meta`, beside the progress token the runner sets
+    /// (trace context, a client's own keys), for cases on what reaches the upstream.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub request_meta: Map<String, Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_schema: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

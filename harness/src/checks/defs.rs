@@ -156,6 +156,11 @@ pub const CHECKS: &[CheckDef] = &[
         params: &[],
     },
     CheckDef {
+        name: "request-meta-kept",
+        asserts: "every member the caller put in the request's `_meta` (the progress token aside) reached the upstream unchanged",
+        params: &[],
+    },
+    CheckDef {
         name: "max-bytes",
         asserts: "the client's answer is at most `bytes` bytes",
         params: &[("bytes", ParamKind::Integer, true)],
@@ -309,7 +314,10 @@ pub const CHECKS: &[CheckDef] = &[
     },
     CheckDef {
         name: "tool-listed",
-        asserts: "tools/list lists the case's tool under the route's name, with its outputSchema (and the members in `has`) as the upstream declared them",
-        params: &[("has", ParamKind::Strings, false)],
+        asserts: "tools/list lists the case's tool under the route's name, with its outputSchema (and the members in `has`) as the upstream declared them; with `whole`, every member the upstream declared is kept and none is added",
+        params: &[
+            ("has", ParamKind::Strings, false),
+            ("whole", ParamKind::Bool, false),
+        ],
     },
 ];

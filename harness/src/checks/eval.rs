@@ -19,6 +19,9 @@ pub fn evaluate(expectation: &Expectation, evidence: &Evidence<'_>) -> Verdict {
     if name == "arguments-kept" {
         return arguments_kept(name, evidence);
     }
+    if name == "request-meta-kept" {
+        return request_meta_kept(name, evidence);
+    }
     if name == "no-secret" {
         return no_secret(name, params, evidence);
     }
@@ -547,11 +550,83 @@ fn arguments_kept(name: &str, evidence: &Evidence<'_>) -> Verdict {
     };
     let got = call.params.as_ref().and_then(|p| p.get("arguments"));
     if same_opt(got, Some(evidence.arguments)) {
-        Verdict::pass(name, "the upstream got the arguments unchanged")
-    } else {
-        Verdict::fail(name, "the upstream's arguments differ from the caller's")
-            .compared(Some(evidence.arguments.clone()), got.cloned())
+        return Verdict::pass(name, "the upstream got the arguments unchanged");
     }
+    // Name the members that broke, so the failure says more than "differ".
+    let mut what = Vec::new();
+    if let (Some(sent), Some(Value::Object(got))) = (evidence.arguments.as_object(), got) {
+        let lost: Vec<String> = sent
+            .keys()
+            .filter(|k| !got.contains_key(*k))
+            .map(|k| format!("`{k}`"))
+            .collect();
+        let changed: Vec<String> = sent
+            .iter()
+            .filter(|(k, v)| got.get(*k).is_some_and(|g| !same(g, v)))
+            .map(|(k, _)| format!("`{k}`"))
+            .collect();
+        let added: Vec<String> = got
+            .keys()
+            .filter(|k| !sent.contains_key(*k))
+            .map(|k| format!("`{k}`"))
+            .collect();
+        for (verb, keys) in [("dropped", lost), ("changed", changed), ("added", added)] {
+            if !keys.is_empty() {
+                what.push(format!("{verb} {}", keys.join(", ")));
+            }
+        }
+    }
+    let detail = if what.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", what.join("; "))
+    };
+    Verdict::fail(
+        name,
+        format!("the upstream's arguments differ from the caller's{detail}"),
+    )
+    .compared(Some(evidence.arguments.clone()), got.cloned())
+}
+
+/// The caller's request `_meta` members, but the progress token (a gateway may put its own
+/// in its place and map progress back), against the upstream's: each one that is missing or
+/// changed is named.
+fn request_meta_kept(name: &str, evidence: &Evidence<'_>) -> Verdict {
+    let calls = evidence.upstream_calls();
+    let Some(call) = calls.first() else {
+        return missing_upstream(name);
+    };
+    let Some(sent) = evidence.request_meta else {
+        return Verdict::fail(name, "the case sent no request `_meta`: the case is wrong");
+    };
+    let got = call.params.as_ref().and_then(|p| p.get("_meta"));
+    let mut lost = Vec::new();
+    let mut changed = Vec::new();
+    for (key, value) in sent.iter().filter(|(key, _)| *key != "progressToken") {
+        match got.and_then(|meta| meta.get(key)) {
+            None => lost.push(format!("`{key}`")),
+            Some(value_got) if !same(value_got, value) => changed.push(format!("`{key}`")),
+            Some(_) => {}
+        }
+    }
+    if lost.is_empty() && changed.is_empty() {
+        return Verdict::pass(
+            name,
+            "the upstream got the caller's request _meta members unchanged",
+        );
+    }
+    let mut what = Vec::new();
+    if !lost.is_empty() {
+        what.push(format!("dropped {}", lost.join(", ")));
+    }
+    if !changed.is_empty() {
+        what.push(format!("changed {}", changed.join(", ")));
+    }
+    Verdict::fail(
+        name,
+        format!("the upstream's request _meta {}", what.join("; ")),
+    )
+    .compared(Some(Value::Object(sent.clone())), got.cloned())
 }
 
 fn max_bytes(name: &str, params: &Map<String, Value>, got: usize) -> Verdict {
@@ -704,14 +779,31 @@ fn progress(
     evidence: &Evidence<'_>,
 ) -> Verdict {
     let want = params.get("min").and_then(Value::as_u64).unwrap_or(1) as usize;
-    let got = notifications
+    // The runner's progress token is the call's nonce: progress under any other token is not
+    // the caller's (a gateway that put its own token upstream and did not map it back).
+    let token = evidence.arguments.get(relaycheck_model::NONCE_ARG);
+    let (ours, others): (Vec<&Value>, Vec<&Value>) = notifications
         .iter()
         .filter(|n| n.get("method").and_then(Value::as_str) == Some("notifications/progress"))
-        .count();
+        .partition(|n| n.pointer("/params/progressToken") == token);
+    let got = ours.len();
     if got >= want {
         return Verdict::pass(
             name,
             format!("{got} progress notification(s) before the result"),
+        );
+    }
+    if let Some(other) = others.first() {
+        return Verdict::fail(
+            name,
+            format!(
+                "{} progress notification(s) reached the client under the token {}, not the caller's {}: the target did not map its own token back",
+                others.len(),
+                other
+                    .pointer("/params/progressToken")
+                    .unwrap_or(&Value::Null),
+                token.unwrap_or(&Value::Null)
+            ),
         );
     }
     let calls = evidence.upstream_calls();
@@ -736,10 +828,18 @@ fn progress(
                 && o.method.as_deref() == Some("notifications/progress")
         })
         .count();
+    // A gateway may send its own token upstream; then it owes the caller the mapping back.
+    let upstream_token = meta.and_then(|m| m.get("progressToken"));
+    let mapping = match (upstream_token, token) {
+        (Some(theirs), Some(ours)) if theirs != ours && sent > 0 => format!(
+            "; the upstream got the target's own token {theirs} in place of the caller's {ours}, and none of its progress came back under the caller's: the target did not map its token back"
+        ),
+        _ => String::new(),
+    };
     Verdict::fail(
         name,
         format!(
-            "{got} of the {sent} progress notification(s) the upstream sent reached the client before the result (expected at least {want})"
+            "{got} of the {sent} progress notification(s) the upstream sent reached the client before the result (expected at least {want}){mapping}"
         ),
     )
 }

@@ -4,7 +4,7 @@
 use relaycheck_model::observation::Direction;
 use serde_json::{Map, Value};
 
-use super::{Evidence, Verdict, same_opt};
+use super::{Evidence, Verdict, same, same_opt};
 use crate::client::Exchange;
 
 fn upstream_result<'a>(evidence: &'a Evidence<'_>) -> Option<&'a Value> {
@@ -224,6 +224,81 @@ pub fn links_resolve(name: &str, evidence: &Evidence<'_>) -> Verdict {
     }
 }
 
+/// Every member of the definition the upstream declared (title, description, schemas,
+/// `_meta`, annotations, icons and any other) is listed with its value, and the listing adds
+/// none but those the canary itself adds (`execution` for a task tool). `name` is the route's.
+fn definition_kept(
+    name: &str,
+    listed: &Value,
+    script: &relaycheck_model::script::ToolScript,
+    output_member: &str,
+) -> Result<(), Box<Verdict>> {
+    let mut declared = Map::new();
+    if let Some(title) = &script.title {
+        declared.insert("title".into(), Value::String(title.clone()));
+    }
+    if let Some(description) = &script.description {
+        declared.insert("description".into(), Value::String(description.clone()));
+    }
+    if let Some(schema) = &script.input_schema {
+        declared.insert("inputSchema".into(), schema.clone());
+    }
+    let output = match output_member {
+        "outputVariants" => script.output_variants.as_ref(),
+        _ => script.output_schema.as_ref(),
+    };
+    if let Some(output) = output {
+        declared.insert(output_member.into(), output.clone());
+    }
+    if let Some(meta) = &script.meta {
+        declared.insert("_meta".into(), meta.clone());
+    }
+    declared.extend(script.extra.clone());
+    let empty = Map::new();
+    let listed_members = listed.as_object().unwrap_or(&empty);
+    let mut problems = Vec::new();
+    for (key, value) in &declared {
+        let kept = match (key.as_str(), listed_members.get(key)) {
+            (_, None) => {
+                problems.push(format!("`{key}` dropped"));
+                continue;
+            }
+            // The gateway may add `_meta` keys of its own; the upstream's must all be there.
+            ("_meta", Some(got)) => value.as_object().is_some_and(|declared| {
+                declared
+                    .iter()
+                    .all(|(k, v)| got.get(k).is_some_and(|g| same(g, v)))
+            }),
+            (_, Some(got)) => same(got, value),
+        };
+        if !kept {
+            problems.push(format!("`{key}` changed"));
+        }
+    }
+    // Members the canary lists of its own: the default input schema, a task tool's execution.
+    let canary_own = ["name", "inputSchema", "execution"];
+    for key in listed_members.keys() {
+        if !declared.contains_key(key) && !canary_own.contains(&key.as_str()) {
+            problems.push(format!("`{key}` added"));
+        }
+    }
+    if problems.is_empty() {
+        return Ok(());
+    }
+    let mut expected = declared;
+    expected.insert("name".into(), listed["name"].clone());
+    Err(Box::new(
+        Verdict::fail(
+            name,
+            format!(
+                "the listed definition is not the upstream's: {}",
+                problems.join(", ")
+            ),
+        )
+        .compared(Some(Value::Object(expected)), Some(listed.clone())),
+    ))
+}
+
 pub fn tool_listed(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
     if evidence.route.kind == crate::profile::RouteKind::Meta {
         return Verdict::not_applicable(
@@ -288,6 +363,12 @@ pub fn tool_listed(name: &str, params: &Map<String, Value>, evidence: &Evidence<
             format!("the listed {member} differs from the upstream's"),
         )
         .compared(Some(declared.clone()), tool.get(member).cloned());
+    }
+    if params.get("whole").and_then(Value::as_bool) == Some(true)
+        && let Some(script) = evidence.tool
+        && let Err(verdict) = definition_kept(name, tool, script, member)
+    {
+        return *verdict;
     }
     for member in params
         .get("has")

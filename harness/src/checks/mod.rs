@@ -16,7 +16,7 @@ use relaycheck_model::Shape;
 use relaycheck_model::case::Expectation;
 use relaycheck_model::observation::{Direction, Observation};
 use relaycheck_model::script::ToolScript;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::client::Exchange;
 use crate::routes::View;
@@ -61,6 +61,8 @@ pub struct Evidence<'a> {
     pub reach: &'a Reach,
     /// When the call was sent and when its answer (and follow-ups) came back.
     pub call_window: Option<(std::time::SystemTime, std::time::SystemTime)>,
+    /// The members the case put in the request's `_meta` (beside the progress token).
+    pub request_meta: Option<&'a Map<String, Value>>,
     /// Side channels whose records are matched by tool and time, by channel name.
     pub record_matches: &'a BTreeMap<String, crate::profile::RecordMatch>,
 }

@@ -51,6 +51,7 @@ fn observation(direction: Direction, params: Option<Value>, message: Option<Valu
 
 /// A call whose upstream answered `upstream` (a whole JSON-RPC message) and whose client got
 /// `north` (a whole JSON-RPC message).
+#[derive(Clone)]
 struct Fixture {
     arguments: Value,
     exchange: Exchange,
@@ -63,6 +64,7 @@ struct Fixture {
     shape: Shape,
     reach: super::Reach,
     call_window: Option<(std::time::SystemTime, std::time::SystemTime)>,
+    request_meta: Option<serde_json::Map<String, Value>>,
     record_matches: BTreeMap<String, crate::profile::RecordMatch>,
 }
 
@@ -94,6 +96,7 @@ impl Fixture {
             shape: Shape::V2025_06_18,
             reach: super::Reach::default(),
             call_window: None,
+            request_meta: None,
             record_matches: BTreeMap::new(),
         }
     }
@@ -194,6 +197,7 @@ impl Fixture {
                 follow_ups: &self.follow_ups,
                 reach: &self.reach,
                 call_window: self.call_window,
+                request_meta: self.request_meta.as_ref(),
                 record_matches: &self.record_matches,
             },
         )
@@ -649,9 +653,24 @@ fn progress_counts_notifications_before_the_result() {
     if let Exchange::Reply(reply) = &mut fixture.exchange {
         reply
             .notifications
-            .push(json!({"method": "notifications/progress", "params": {"progress": 1}}));
+            .push(json!({"method": "notifications/progress", "params": {"progressToken": "n", "progress": 1}}));
     }
     passes(&fixture, "progress-before-result", json!({}));
+    // Progress under a token the caller never gave is not the caller's.
+    let mut foreign = Fixture::results(json!({}), json!({}));
+    if let Exchange::Reply(reply) = &mut foreign.exchange {
+        reply.notifications.push(
+            json!({"method": "notifications/progress", "params": {"progressToken": "relay-1", "progress": 1}}),
+        );
+    }
+    let verdict = fails(&foreign, "progress-before-result", json!({}));
+    assert!(
+        verdict
+            .message
+            .contains("under the token \"relay-1\", not the caller's \"n\""),
+        "{}",
+        verdict.message
+    );
     // The failure says which side lost it: the request without its token...
     let verdict = fails(&fixture, "progress-before-result", json!({"min": 2}));
     assert!(
@@ -670,7 +689,131 @@ fn progress_counts_notifications_before_the_result() {
     }
     let verdict = fails(&fixture, "progress-before-result", json!({"min": 3}));
     assert!(
-        verdict.message.starts_with("1 of the 3 progress"),
+        verdict.message.starts_with("1 of the 3 progress")
+            && verdict.message.contains("did not map its token back"),
+        "{}",
+        verdict.message
+    );
+}
+
+#[test]
+fn request_meta_kept_names_each_member_lost_or_changed() {
+    let mut fixture = Fixture::results(json!({}), json!({}));
+    fails(&fixture, "request-meta-kept", json!({}));
+    let sent = json!({"traceparent": "00-a-b-01", "dev.x/ctx": {"t": 1}, "progressToken": "n"});
+    fixture.request_meta = sent.as_object().cloned();
+    fixture.upstream[0].params = Some(json!({"arguments": {}, "_meta": {
+        "traceparent": "00-a-b-01", "dev.x/ctx": {"t": 1.0}, "progressToken": "relay-9"
+    }}));
+    // A number in another form and the gateway's own progress token are not changes.
+    passes(&fixture, "request-meta-kept", json!({}));
+    fixture.upstream[0].params = Some(json!({"arguments": {}, "_meta": {"dev.x/ctx": {"t": 2}}}));
+    let verdict = fails(&fixture, "request-meta-kept", json!({}));
+    assert_eq!(
+        verdict.message,
+        "the upstream's request _meta dropped `traceparent`; changed `dev.x/ctx`"
+    );
+    // Arguments name what broke too.
+    fixture.upstream[0].params = Some(json!({"arguments": {"nonce": "n", "extra": 1}}));
+    let verdict = fails(&fixture, "arguments-kept", json!({}));
+    assert!(
+        verdict.message.ends_with(": dropped `q`; added `extra`"),
+        "{}",
+        verdict.message
+    );
+}
+
+#[test]
+fn a_whole_listed_definition_keeps_every_declared_member_and_adds_none() {
+    let mut fixture = Fixture::results(json!({}), json!({}));
+    let mut script: ToolScript = serde_json::from_value(json!({
+        "name": "tool",
+        "respond": {"result": {"content": []}},
+    }))
+    .unwrap();
+    script.description = Some("what it does".into());
+    script.meta = Some(json!({"dev.x/tier": "gold"}));
+    script.extra = json!({"annotations": {"readOnlyHint": true}})
+        .as_object()
+        .cloned()
+        .unwrap();
+    fixture.tool = Some(script);
+    let listing = |tool: Value| {
+        let mut with = fixture.clone();
+        with.follow("tools/list", json!({"result": {"tools": [tool.clone()]}}));
+        with.follow_ups[0].view.result = Some(json!({"tools": [tool]}));
+        with
+    };
+    let kept = listing(
+        json!({"name": "tool", "description": "what it does", "inputSchema": {},
+        "annotations": {"readOnlyHint": true}, "_meta": {"dev.x/tier": "gold", "gw/digest": "d"}}),
+    );
+    passes(&kept, "tool-listed", json!({"whole": true}));
+    let rewritten = listing(
+        json!({"name": "tool", "title": "Tool", "description": "what it does",
+        "inputSchema": {}, "_meta": {}}),
+    );
+    let verdict = fails(&rewritten, "tool-listed", json!({"whole": true}));
+    assert!(
+        verdict
+            .message
+            .ends_with("`_meta` changed, `annotations` dropped, `title` added"),
+        "{}",
+        verdict.message
+    );
+    // Without `whole`, only the schemas are held to the declaration.
+    passes(&rewritten, "tool-listed", json!({}));
+    // A meta route never shows the upstream tool's own listing.
+    let mut meta = kept.clone();
+    meta.route.kind = crate::profile::RouteKind::Meta;
+    meta.route.tool = Some("execute_tool".into());
+    assert!(!meta.check("tool-listed", json!({})).applicable);
+}
+
+#[test]
+fn audit_records_without_arguments_match_by_tool_and_time() {
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+    let mut fixture = Fixture::results(json!({}), json!({}));
+    let now = SystemTime::now();
+    let at = |offset_s: f64| now.duration_since(UNIX_EPOCH).unwrap().as_secs_f64() + offset_s;
+    fixture.call_window = Some((now, now + Duration::from_millis(200)));
+    fixture.side.insert(
+        "audit".into(),
+        vec![
+            format!("{{\"tool\": \"other\", \"ts\": {}}}", at(0.1)),
+            format!(
+                "{{\"tool\": \"tool\", \"ts\": {}, \"status\": \"error\"}}",
+                at(-60.0)
+            ),
+        ],
+    );
+    // Not one of the lines holds the nonce, and no rule says how else to match them.
+    fails(&fixture, "audit-record", json!({}));
+    fixture.record_matches.insert(
+        "audit".into(),
+        crate::profile::RecordMatch {
+            tool: "/tool".into(),
+            time: "/ts".into(),
+            slack_ms: 2_000,
+        },
+    );
+    // The line naming the tool is from a minute before the call: still no match.
+    let verdict = fails(&fixture, "audit-record", json!({}));
+    assert!(
+        verdict.message.contains("nor names `tool`"),
+        "{}",
+        verdict.message
+    );
+    fixture.side.get_mut("audit").unwrap().push(format!(
+        "{{\"tool\": \"tool\", \"ts\": \"{}\", \"status\": \"error\"}}",
+        time::OffsetDateTime::now_utc()
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap()
+    ));
+    let verdict = fixture.check("audit-record", json!({"mentions": ["error"]}));
+    assert!(verdict.passed, "{}", verdict.message);
+    assert!(
+        verdict.message.contains("weaker evidence"),
         "{}",
         verdict.message
     );

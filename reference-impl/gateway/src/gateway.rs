@@ -91,7 +91,9 @@ impl Gateway {
             config.audit.cef.as_deref(),
             config.log.path.as_deref(),
         )?;
-        let progress = Arc::new(Progress::default());
+        let progress = Arc::new(Progress::new(
+            mutation.is(crate::mutant::Mutant::ProgressTokenNotMapped),
+        ));
         let limit = if mutation.is(crate::mutant::Mutant::UnboundedRead) {
             usize::MAX
         } else {

@@ -59,10 +59,38 @@ pub enum Mutant {
     DefaultsWrittenOut,
     UnroutableAsToolResult,
     ErrorsHeldToSchema,
+    RequestMetaDropped,
+    NullArgumentsDropped,
+    ProgressTokenNotMapped,
+    ListingTitleInvented,
 }
 
 /// (mutant, name, surface, defect)
 const TABLE: &[(Mutant, &str, &str, &str)] = &[
+    (
+        Mutant::RequestMetaDropped,
+        "request-meta-dropped",
+        "flat",
+        "the caller's request _meta goes upstream with nothing but the progress token",
+    ),
+    (
+        Mutant::NullArgumentsDropped,
+        "null-arguments-dropped",
+        "flat",
+        "arguments pass through a typed model that drops members whose value is null",
+    ),
+    (
+        Mutant::ProgressTokenNotMapped,
+        "progress-token-not-mapped",
+        "flat",
+        "upstream progress reaches the caller under the gateway's own token, never mapped back to the caller's",
+    ),
+    (
+        Mutant::ListingTitleInvented,
+        "listing-title-invented",
+        "tools-list",
+        "tools/list gives every tool without a title one made from its name",
+    ),
     (
         Mutant::TruncatorMisreadsPayload,
         "truncator-misreads-payload",

@@ -28,6 +28,20 @@ struct Route {
 pub struct Progress {
     routes: Mutex<HashMap<String, Route>>,
     next: AtomicU64,
+    /// The `progress-token-not-mapped` mutant: progress is delivered under the gateway's
+    /// token.
+    keep_gateway_token: bool,
+}
+
+impl Progress {
+    /// Routing that maps each notification back to its caller's token, or, for the
+    /// `progress-token-not-mapped` mutant, delivers it under the gateway's.
+    pub fn new(keep_gateway_token: bool) -> Progress {
+        Progress {
+            keep_gateway_token,
+            ..Progress::default()
+        }
+    }
 }
 
 /// Removes its route when the upstream call is over.
@@ -84,7 +98,9 @@ impl Progress {
         let Some(route) = routes.get(&token) else {
             return false;
         };
-        message["params"]["progressToken"] = route.caller_token.clone();
+        if !self.keep_gateway_token {
+            message["params"]["progressToken"] = route.caller_token.clone();
+        }
         route.sink.send(message).is_ok()
     }
 }

@@ -420,7 +420,18 @@ pub async fn flat(
     pin: Option<&Pin>,
     params: &Value,
 ) -> Answer {
-    let mut called = call(gw, caller, up, tool, upstream_params(params, tool)).await;
+    let mut upstream = upstream_params(params, tool);
+    if gw.mutation.is(Mutant::RequestMetaDropped)
+        && let Some(meta) = upstream.get_mut("_meta").and_then(Value::as_object_mut)
+    {
+        meta.retain(|key, _| key == "progressToken");
+    }
+    if gw.mutation.is(Mutant::NullArgumentsDropped)
+        && let Some(arguments) = upstream.get_mut("arguments").and_then(Value::as_object_mut)
+    {
+        arguments.retain(|_, value| !value.is_null());
+    }
+    let mut called = call(gw, caller, up, tool, upstream).await;
     let bytes = called.ending.bytes();
     let (outcome, facts) = process(gw, caller, &mut called, pin);
     audit(gw, caller, &called, &facts, bytes);

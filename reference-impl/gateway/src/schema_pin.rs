@@ -95,6 +95,9 @@ impl Pin {
             if mutation.is(Mutant::OutputSchemaStripped) {
                 map.shift_remove("outputSchema");
             }
+            if mutation.is(Mutant::ListingTitleInvented) && !map.contains_key("title") {
+                map.insert("title".into(), json!(self.tool.replace('_', " ")));
+            }
         }
         def
     }
