@@ -831,7 +831,7 @@ fn progress(
     // A gateway may send its own token upstream; then it owes the caller the mapping back.
     let upstream_token = meta.and_then(|m| m.get("progressToken"));
     let mapping = match (upstream_token, token) {
-        (Some(theirs), Some(ours)) if theirs != ours && sent > 0 => format!(
+        (Some(theirs), Some(ours)) if theirs != ours && sent > 0 && got == 0 => format!(
             "; the upstream got the target's own token {theirs} in place of the caller's {ours}, and none of its progress came back under the caller's: the target did not map its token back"
         ),
         _ => String::new(),
