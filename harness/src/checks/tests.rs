@@ -690,6 +690,18 @@ fn progress_counts_notifications_before_the_result() {
     let verdict = fails(&fixture, "progress-before-result", json!({"min": 3}));
     assert!(
         verdict.message.starts_with("1 of the 3 progress")
+            && !verdict.message.contains("did not map"),
+        "{}",
+        verdict.message
+    );
+    // With nothing back under the caller's token and another token upstream, the failure
+    // says the target never mapped its own token back.
+    if let Exchange::Reply(reply) = &mut fixture.exchange {
+        reply.notifications.clear();
+    }
+    let verdict = fails(&fixture, "progress-before-result", json!({}));
+    assert!(
+        verdict.message.starts_with("0 of the 3 progress")
             && verdict.message.contains("did not map its token back"),
         "{}",
         verdict.message
