@@ -1451,11 +1451,7 @@ impl Profile {
             .map(|(_, value)| value);
         for value in headers {
             found.push(value.clone());
-            if let Some((scheme, credential)) = value.trim().split_once(' ')
-                && scheme.chars().all(|c| c.is_ascii_alphabetic())
-            {
-                found.push(credential.trim().to_string());
-            }
+            found.extend(credential_of(value).map(str::to_string));
         }
         if let Some(start) = &self.start {
             for (name, value) in &start.env {
@@ -1696,53 +1692,21 @@ impl Profile {
         else {
             return self.clone();
         };
-        fn fill(value: &mut Value, name: &str) {
-            match value {
-                Value::String(text) => *text = text.replace("{upstream}", name),
-                Value::Array(items) => items.iter_mut().for_each(|v| fill(v, name)),
-                Value::Object(fields) => fields.values_mut().for_each(|v| fill(v, name)),
-                _ => {}
-            }
-        }
         let mut profile = self.clone();
-        for route in profile.routes.values_mut() {
-            for tool in [&mut route.tool, &mut route.delete_tool]
-                .into_iter()
-                .flatten()
-            {
-                *tool = tool.replace("{upstream}", &canary.name);
-            }
-            for arguments in [&mut route.arguments, &mut route.delete_arguments]
-                .into_iter()
-                .flatten()
-            {
-                fill(arguments, &canary.name);
-            }
-        }
+        profile.fill_routes(&|text| text.replace("{upstream}", &canary.name));
         profile
     }
 
-    /// This profile with the setup variables (`var:NAME` keys) filled into its route
-    /// templates.
-    pub fn with_setup_vars(mut self, vars: &BTreeMap<String, String>) -> Profile {
-        if vars.is_empty() {
-            return self;
+    /// This profile with the setup variables (`{var:NAME}`) filled into its route templates.
+    pub fn with_setup_vars(mut self, vars: &Vars) -> Profile {
+        if !vars.values.is_empty() {
+            self.fill_routes(&|text| vars.fill(text));
         }
-        let fill = |text: &str| {
-            let mut out = text.to_string();
-            for (key, value) in vars {
-                out = out.replace(&format!("{{{key}}}"), value);
-            }
-            out
-        };
-        fn fill_value(value: &mut Value, fill: &dyn Fn(&str) -> String) {
-            match value {
-                Value::String(text) => *text = fill(text),
-                Value::Array(items) => items.iter_mut().for_each(|v| fill_value(v, fill)),
-                Value::Object(fields) => fields.values_mut().for_each(|v| fill_value(v, fill)),
-                _ => {}
-            }
-        }
+        self
+    }
+
+    /// Rewrites every route template string (tool names and argument templates) with `fill`.
+    fn fill_routes(&mut self, fill: &dyn Fn(&str) -> String) {
         for route in self.routes.values_mut() {
             for tool in [&mut route.tool, &mut route.delete_tool]
                 .into_iter()
@@ -1754,10 +1718,9 @@ impl Profile {
                 .into_iter()
                 .flatten()
             {
-                fill_value(arguments, &fill);
+                fill_strings(arguments, fill);
             }
         }
-        self
     }
 
     /// Every `{name:label}` placeholder names a per-upstream placeholder and a label of
@@ -1879,6 +1842,26 @@ fn unknown_placeholder(name: &str, allowed: Vec<&str>) -> String {
         "unknown placeholder `{{{name}}}`{hint}; known here: {}",
         known.join(", ")
     )
+}
+
+/// Rewrites every string inside a JSON value with `fill`.
+pub fn fill_strings(value: &mut Value, fill: &dyn Fn(&str) -> String) {
+    match value {
+        Value::String(text) => *text = fill(text),
+        Value::Array(items) => items.iter_mut().for_each(|v| fill_strings(v, fill)),
+        Value::Object(fields) => fields.values_mut().for_each(|v| fill_strings(v, fill)),
+        _ => {}
+    }
+}
+
+/// The credential after a scheme word in a header value (`Bearer tok` gives `tok`), which a
+/// report must mask on its own too.
+pub fn credential_of(value: &str) -> Option<&str> {
+    let (scheme, credential) = value.trim().split_once(' ')?;
+    scheme
+        .chars()
+        .all(|c| c.is_ascii_alphabetic())
+        .then(|| credential.trim())
 }
 
 /// Every string inside a JSON value.

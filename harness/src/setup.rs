@@ -112,7 +112,7 @@ async fn request(
     if let Some(body) = &http.json {
         builder = builder
             .header("content-type", "application/json")
-            .body(fill_json(body, vars).to_string());
+            .body(filled_json(body, vars).to_string());
     }
     if let Some(body) = &http.body {
         builder = builder.body(vars.fill(body));
@@ -147,18 +147,10 @@ async fn request(
 }
 
 /// A JSON body template with placeholders filled in every string.
-fn fill_json(value: &Value, vars: &Vars) -> Value {
-    match value {
-        Value::String(text) => Value::String(vars.fill(text)),
-        Value::Array(items) => Value::Array(items.iter().map(|v| fill_json(v, vars)).collect()),
-        Value::Object(fields) => Value::Object(
-            fields
-                .iter()
-                .map(|(k, v)| (k.clone(), fill_json(v, vars)))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
+fn filled_json(value: &Value, vars: &Vars) -> Value {
+    let mut body = value.clone();
+    crate::profile::fill_strings(&mut body, &|text| vars.fill(text));
+    body
 }
 
 #[cfg(test)]

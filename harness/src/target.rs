@@ -56,7 +56,7 @@ pub struct Target {
     /// Why the target, alive, can serve no more calls (its upstream stopped answering).
     broken: std::sync::Mutex<Option<String>>,
     /// The variables the profile's setup steps set (`var:NAME`), for its route templates.
-    pub setup_vars: std::collections::BTreeMap<String, String>,
+    pub setup_vars: Vars,
     /// The tools the target listed when it started (its answer to the first `tools/list`),
     /// for routes that find north names in it.
     pub listing: Option<serde_json::Value>,
@@ -275,8 +275,8 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
     for (name, value) in &headers {
         if crate::profile::secret_header(name) {
             crate::profile::register_runtime_secret(value);
-            if let Some((_, credential)) = value.trim().split_once(' ') {
-                crate::profile::register_runtime_secret(credential.trim());
+            if let Some(credential) = crate::profile::credential_of(value) {
+                crate::profile::register_runtime_secret(credential);
             }
         }
     }
@@ -336,12 +336,15 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
             ));
         }
     }
-    let setup_vars = vars
-        .values
-        .iter()
-        .filter(|(key, _)| key.starts_with("var:"))
-        .map(|(key, value)| (key.clone(), value.clone()))
-        .collect();
+    let setup_vars = Vars {
+        values: vars
+            .values
+            .iter()
+            .filter(|(key, _)| key.starts_with("var:"))
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect(),
+        lists: Default::default(),
+    };
     let session = std::sync::Arc::new(session);
     let exit = std::sync::Arc::new(std::sync::Mutex::new(None));
     let watcher = gateway

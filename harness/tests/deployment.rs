@@ -53,6 +53,21 @@ fn profile(dir: &Path, name: &str, args: &[&str], rest: &str) -> PathBuf {
     path
 }
 
+/// How every profile here reaches the gateway and the gateway its upstream.
+const NORTH: &str = "[north]\ntransport = \"http\"\nurl = \"http://127.0.0.1:{port}/mcp\"\n\
+                     [canary]\ntransport = \"stdio\"\n";
+
+/// Writes the gateway's config template (one upstream, the canary, spawned from its argv)
+/// beside the profiles, and returns the `[start]` lines that make it `{config}`.
+fn upstream_config(dir: &Path) -> &'static str {
+    std::fs::write(
+        dir.join("gw.json"),
+        "{\"upstreams\": {\"canary\": {\"command\": {canary_cmd_json}}}}\n",
+    )
+    .unwrap();
+    "config_template = \"gw.json\"\nconfig_path = \"{workdir}/gw.json\"\n"
+}
+
 struct Ran {
     code: Option<i32>,
     stderr: String,
@@ -315,31 +330,18 @@ tool = "{tool}"
 #[test]
 fn names_are_found_in_the_gateways_listing() {
     let dir = scratch("discover");
-    std::fs::write(
-        dir.join("gw.json"),
-        "{\"upstreams\": {\"canary\": {\"command\": {canary_cmd_json}}}}\n",
-    )
-    .unwrap();
+    let config = upstream_config(&dir);
     std::fs::write(
         dir.join("rules.json"),
         "{\"prefix\": \"t\", \"slug\": true, \"description_prefix\": \"[canary] \"}\n",
     )
     .unwrap();
-    let rest = r#"config_template = "gw.json"
-config_path = "{workdir}/gw.json"
-[start.configs.rules]
-template = "rules.json"
-path = "{workdir}/rules.json"
-[north]
-transport = "http"
-url = "http://127.0.0.1:{port}/mcp"
-[canary]
-transport = "stdio"
-[routes.flat]
-discover = "description"
-"#;
+    let rest = format!(
+        "{config}[start.configs.rules]\ntemplate = \"rules.json\"\npath = \"{{workdir}}/rules.json\"\n\
+         {NORTH}[routes.flat]\ndiscover = \"description\"\n"
+    );
     let args = ["--config", "{config}", "--rules", "{config:rules}"];
-    let path = profile(&dir, "deploy-discover", &args, rest);
+    let path = profile(&dir, "deploy-discover", &args, &rest);
     let ran = run(&dir, &path, CASES);
     all(&ran, "pass");
     let (code, stdout, stderr) =
@@ -354,24 +356,14 @@ discover = "description"
 #[test]
 fn a_meta_tool_route() {
     let dir = scratch("meta");
-    let rest = r#"[north]
-transport = "http"
-url = "http://127.0.0.1:{port}/mcp"
-[canary]
-transport = "stdio"
-[routes.flat]
+    let rest = r#"[routes.flat]
 kind = "meta"
 tool = "execute_tool"
 arguments = { server = "canary", tool = "{tool}", args = "{arguments}" }
 pick = ""
 "#;
-    std::fs::write(
-        dir.join("gw.json"),
-        "{\"upstreams\": {\"canary\": {\"command\": {canary_cmd_json}}}}\n",
-    )
-    .unwrap();
-    let rest =
-        format!("config_template = \"gw.json\"\nconfig_path = \"{{workdir}}/gw.json\"\n{rest}");
+    let config = upstream_config(&dir);
+    let rest = format!("{config}{NORTH}{rest}");
     let path = profile(
         &dir,
         "deploy-meta",
@@ -393,21 +385,10 @@ pick = ""
 #[test]
 fn audit_lines_without_arguments_match_by_tool_and_time() {
     let dir = scratch("audit");
-    std::fs::write(
-        dir.join("gw.json"),
-        "{\"upstreams\": {\"canary\": {\"command\": {canary_cmd_json}}}}\n",
-    )
-    .unwrap();
+    let config = upstream_config(&dir);
     let rest = |matching: &str| {
         format!(
-            r#"config_template = "gw.json"
-config_path = "{{workdir}}/gw.json"
-[north]
-transport = "http"
-url = "http://127.0.0.1:{{port}}/mcp"
-[canary]
-transport = "stdio"
-[routes.flat]
+            r#"{config}{NORTH}[routes.flat]
 tool = "{{tool}}"
 [side_channels.audit]
 path = "{{workdir}}/audit.jsonl"
@@ -441,22 +422,9 @@ format = "jsonl"
 #[test]
 fn readiness_is_probed_and_shipped_profiles_resolve_by_name() {
     let dir = scratch("ready");
-    std::fs::write(
-        dir.join("gw.json"),
-        "{\"upstreams\": {\"canary\": {\"command\": {canary_cmd_json}}}}\n",
-    )
-    .unwrap();
-    let rest = r#"config_template = "gw.json"
-config_path = "{workdir}/gw.json"
-[north]
-transport = "http"
-url = "http://127.0.0.1:{port}/mcp"
-[canary]
-transport = "stdio"
-[routes.flat]
-tool = "{tool}"
-"#;
-    let path = profile(&dir, "deploy-ready", &["--config", "{config}"], rest);
+    let config = upstream_config(&dir);
+    let rest = format!("{config}{NORTH}[routes.flat]\ntool = \"{{tool}}\"\n");
+    let path = profile(&dir, "deploy-ready", &["--config", "{config}"], &rest);
     let (code, stdout, stderr) =
         relaycheck(&dir, &["smoke", "--target", &path.display().to_string()]);
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
