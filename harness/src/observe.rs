@@ -38,6 +38,8 @@ struct Index {
     by_nonce: HashMap<String, Vec<Observation>>,
     /// The shapes the canary has answered in, on any connection.
     answered_in: std::collections::BTreeSet<relaycheck_model::Shape>,
+    /// `initialize` requests received, on every connection: upstream sessions opened.
+    initializes: usize,
     unreadable: usize,
 }
 
@@ -90,6 +92,13 @@ impl ObservationLog {
         index.answered_in.iter().copied().collect()
     }
 
+    /// How many `initialize` requests the canary has received so far.
+    pub fn initializes(&self) -> usize {
+        let mut index = self.index.lock().unwrap_or_else(|p| p.into_inner());
+        self.refresh(&mut index);
+        index.initializes
+    }
+
     /// How many lines could not be read as observations.
     pub fn unreadable(&self) -> usize {
         self.index
@@ -126,6 +135,11 @@ impl ObservationLog {
                             observation.shape.as_deref().and_then(|s| s.parse().ok())
                     {
                         index.answered_in.insert(shape);
+                    }
+                    if observation.direction == Direction::In
+                        && observation.method.as_deref() == Some("initialize")
+                    {
+                        index.initializes += 1;
                     }
                     if let Some(nonce) = observation.nonce.clone() {
                         index.by_nonce.entry(nonce).or_default().push(observation);

@@ -277,20 +277,38 @@ impl Refused {
 
 /// Every item of a refused shape is not applicable, each saying what the target answered.
 fn report_refused(
+    profile: &crate::profile::Profile,
     shape: Shape,
     why: &str,
     items: Vec<(&LoadedCase, String)>,
     report: &mut dyn FnMut(CaseResult),
 ) {
     let message = format!("{}{shape}: {why}", crate::result::SHAPE_REFUSED);
+    // A version the profile names in `[claims] shapes` is one the target supports, so the
+    // lifecycle's rule holds: asked for it, the target answers with it. A shape no profile
+    // field claims is only one the target may not speak, never a failure.
+    let claimed = !shape.is_stateless() && profile.claims.shapes.contains(&shape);
     for (case, route) in items {
-        report(CaseResult::without_run(
-            case,
-            &route,
-            shape,
-            Outcome::NotApplicable,
-            message.clone(),
-        ));
+        let echoes = case.spec.expect.iter().any(|e| e.check == "version-echoed");
+        let result = if claimed && echoes {
+            let mut result = CaseResult::without_run(
+                case,
+                &route,
+                shape,
+                Outcome::Fail,
+                format!(
+                    "version-echoed: the profile claims {shape} (`[claims] shapes`), yet {why}"
+                ),
+            );
+            result.checks.push(crate::checks::Verdict::fail(
+                "version-echoed",
+                format!("the profile claims {shape}, yet {why}"),
+            ));
+            result
+        } else {
+            CaseResult::without_run(case, &route, shape, Outcome::NotApplicable, message.clone())
+        };
+        report(result);
     }
 }
 
@@ -312,7 +330,7 @@ pub(crate) async fn run_batch(
     let mut before: std::collections::HashMap<(String, String), String> = Default::default();
     loop {
         if let Some(why) = refused.get(shape) {
-            report_refused(shape, &why, items, report);
+            report_refused(plan.profile, shape, &why, items, report);
             return;
         }
         let launch = Launch {
@@ -377,7 +395,7 @@ pub(crate) async fn run_batch(
             if let Ok(target) = Arc::try_unwrap(target) {
                 target.stop().await;
             }
-            report_refused(shape, &why, items, report);
+            report_refused(plan.profile, shape, &why, items, report);
             return;
         }
         let mut annotated = |mut result: CaseResult| {

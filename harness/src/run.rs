@@ -529,7 +529,44 @@ pub fn is_isolated(_profile: &Profile, case: &LoadedCase) -> bool {
     matches!(
         &case.spec.tool.respond,
         Some(Respond::Fault(fault)) if !matches!(fault, Fault::Slow { .. } | Fault::Hang)
-    )
+    ) || counts_upstream_sessions(case)
+}
+
+/// Whether a case counts the upstream sessions its calls open: it needs a target of its own,
+/// so no other case's calls are counted with its own.
+fn counts_upstream_sessions(case: &LoadedCase) -> bool {
+    case.spec
+        .expect
+        .iter()
+        .any(|e| e.check == "upstream-session-kept")
+}
+
+/// What the target answers when each capability it declared is used, for a case that asks.
+async fn probe_capabilities(target: &Target, timeout: Duration) -> Vec<checks::CapabilityProbe> {
+    let Some(declared) = target
+        .session
+        .initialized()
+        .and_then(|result| result.get("capabilities"))
+        .and_then(Value::as_object)
+    else {
+        return Vec::new();
+    };
+    let mut probes = Vec::new();
+    for (capability, method) in checks::PROBED_CAPABILITIES {
+        if !declared.contains_key(*capability) {
+            continue;
+        }
+        let call = target
+            .session
+            .call(method, checks::probe_params(method), timeout)
+            .await;
+        probes.push(checks::CapabilityProbe {
+            capability: capability.to_string(),
+            method: method.to_string(),
+            refused: checks::probe_refusal(&call.exchange),
+        });
+    }
+    probes
 }
 
 /// The route that makes the first call of `route`: itself, or the route it follows up.
@@ -668,15 +705,6 @@ pub async fn run_one(
         timeout,
         list_tools: case.spec.expect.iter().any(|e| e.check == "tool-listed"),
     };
-    let drive_started = Instant::now();
-    let called_from = std::time::SystemTime::now();
-    let drive = drive(&routed, route, &target.session, request).await;
-    let call_window = (called_from, std::time::SystemTime::now());
-    crate::bench::timing::note_target_time(drive_started.elapsed());
-    let patience = match drive.exchange {
-        Exchange::Timeout => Duration::from_millis(50),
-        _ => Duration::from_millis(1000),
-    };
     let meant_for = case
         .spec
         .upstream
@@ -687,7 +715,51 @@ pub async fn run_one(
         .as_ref()
         .and_then(|label| target.upstream_logs.get(label))
         .unwrap_or(&target.observations);
+    // A case that counts upstream sessions makes a first call of its own, so a gateway that
+    // starts its upstream on first use is not counted as opening a session per call.
+    let initializes_before = if counts_upstream_sessions(case) {
+        let first_nonce = format!("{nonce}-first");
+        let mut first_arguments = arguments.clone();
+        first_arguments.insert(NONCE_ARG.into(), Value::String(first_nonce.clone()));
+        let mut first_extra = extra.clone();
+        first_extra.insert(
+            "_meta".into(),
+            serde_json::json!({"progressToken": first_nonce.clone()}),
+        );
+        let first = Request {
+            tool: &tool_name,
+            arguments: &first_arguments,
+            extra_params: &first_extra,
+            timeout,
+            list_tools: false,
+        };
+        let _ = drive(&routed, route, &target.session, first).await;
+        let _ = log.settle(&first_nonce, Duration::from_millis(1000)).await;
+        Some(log.initializes())
+    } else {
+        None
+    };
+    let capability_probes = if case
+        .spec
+        .expect
+        .iter()
+        .any(|e| e.check == "capabilities-honoured")
+    {
+        probe_capabilities(target, timeout).await
+    } else {
+        Vec::new()
+    };
+    let drive_started = Instant::now();
+    let called_from = std::time::SystemTime::now();
+    let drive = drive(&routed, route, &target.session, request).await;
+    let call_window = (called_from, std::time::SystemTime::now());
+    crate::bench::timing::note_target_time(drive_started.elapsed());
+    let patience = match drive.exchange {
+        Exchange::Timeout => Duration::from_millis(50),
+        _ => Duration::from_millis(1000),
+    };
     let upstream = log.settle(&nonce, patience).await;
+    let upstream_initializes = initializes_before.map(|before| log.initializes() - before);
     let reach = Reach {
         reached: target
             .upstream_logs
@@ -723,6 +795,15 @@ pub async fn run_one(
         call_window: Some(call_window),
         request_meta: Some(&case.spec.tool.request_meta).filter(|meta| !meta.is_empty()),
         record_matches: &record_matches,
+        handshake: target
+            .session
+            .initialized()
+            .map(|result| checks::Handshake {
+                asked: target.session.shape().protocol_version(),
+                result,
+            }),
+        capability_probes: &capability_probes,
+        upstream_initializes,
     };
     let mut result = CaseResult::without_run(case, route, shape, Outcome::Pass, "");
     result.reached = !evidence.upstream_calls().is_empty();

@@ -161,6 +161,29 @@ pub const CHECKS: &[CheckDef] = &[
         params: &[],
     },
     CheckDef {
+        name: "version-echoed",
+        asserts: "the target answered `initialize` with the protocol version the runner asked for",
+        params: &[],
+    },
+    CheckDef {
+        name: "capabilities-honoured",
+        asserts: "each capability the target's `initialize` declares among prompts, resources, completions and logging is served: its request gets no method-not-found error",
+        params: &[],
+    },
+    CheckDef {
+        name: "upstream-session-kept",
+        asserts: "a second call of one client session reaches the upstream with no new `initialize`: over the upstream session the first call used",
+        params: &[],
+    },
+    CheckDef {
+        name: "sent-once",
+        asserts: "the client's answer is at most `percent` per cent of the bytes the upstream answered, plus `slack_bytes`: the result is not sent twice",
+        params: &[
+            ("percent", ParamKind::Integer, true),
+            ("slack_bytes", ParamKind::Integer, false),
+        ],
+    },
+    CheckDef {
         name: "max-bytes",
         asserts: "the client's answer is at most `bytes` bytes",
         params: &[("bytes", ParamKind::Integer, true)],

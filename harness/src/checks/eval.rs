@@ -22,6 +22,13 @@ pub fn evaluate(expectation: &Expectation, evidence: &Evidence<'_>) -> Verdict {
     if name == "request-meta-kept" {
         return request_meta_kept(name, evidence);
     }
+    match name {
+        "version-echoed" => return super::relay::version_echoed(name, evidence),
+        "capabilities-honoured" => return super::relay::capabilities_honoured(name, evidence),
+        "upstream-session-kept" => return super::relay::upstream_session_kept(name, evidence),
+        "sent-once" => return super::relay::sent_once(name, params, evidence),
+        _ => {}
+    }
     if name == "no-secret" {
         return no_secret(name, params, evidence);
     }
@@ -117,7 +124,7 @@ fn upstream_member<'a>(evidence: &'a Evidence<'_>, member: &str) -> Option<&'a V
     evidence.upstream_answer()?.get(member)
 }
 
-fn missing_upstream(name: &str) -> Verdict {
+pub(super) fn missing_upstream(name: &str) -> Verdict {
     Verdict::fail(
         name,
         "the canary logged no answer for this call: the call never reached the upstream",

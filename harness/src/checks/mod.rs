@@ -9,6 +9,7 @@ mod equal;
 mod eval;
 mod follow;
 mod reach;
+mod relay;
 
 use std::collections::BTreeMap;
 
@@ -23,6 +24,7 @@ use crate::routes::View;
 
 pub use defs::{CHECKS, CheckDef, ParamKind};
 pub use equal::{Equivalence, form_changes, same, same_number, same_opt};
+pub use relay::{CapabilityProbe, Handshake, PROBED_CAPABILITIES, probe_params, probe_refusal};
 
 /// One follow-up request of a multi-step route (a continuation fetch, a task poll, a link
 /// read) and its answer.
@@ -65,6 +67,13 @@ pub struct Evidence<'a> {
     pub request_meta: Option<&'a Map<String, Value>>,
     /// Side channels whose records are matched by tool and time, by channel name.
     pub record_matches: &'a BTreeMap<String, crate::profile::RecordMatch>,
+    /// The handshake of the runner's session, for handshake shapes.
+    pub handshake: Option<Handshake<'a>>,
+    /// What the target answered for each capability it declared and the case used.
+    pub capability_probes: &'a [CapabilityProbe],
+    /// How many `initialize` requests the upstream got during the call, when the case counts
+    /// them (after a first call of the same client session).
+    pub upstream_initializes: Option<usize>,
 }
 
 /// Which upstreams of an aggregating target got one call (their observation logs hold its

@@ -66,6 +66,9 @@ struct Fixture {
     call_window: Option<(std::time::SystemTime, std::time::SystemTime)>,
     request_meta: Option<serde_json::Map<String, Value>>,
     record_matches: BTreeMap<String, crate::profile::RecordMatch>,
+    handshake: Option<(String, Value)>,
+    probes: Vec<super::CapabilityProbe>,
+    initializes: Option<usize>,
 }
 
 impl Fixture {
@@ -98,6 +101,9 @@ impl Fixture {
             call_window: None,
             request_meta: None,
             record_matches: BTreeMap::new(),
+            handshake: None,
+            probes: Vec::new(),
+            initializes: None,
         }
     }
 
@@ -199,6 +205,12 @@ impl Fixture {
                 call_window: self.call_window,
                 request_meta: self.request_meta.as_ref(),
                 record_matches: &self.record_matches,
+                handshake: self
+                    .handshake
+                    .as_ref()
+                    .map(|(asked, result)| super::Handshake { asked, result }),
+                capability_probes: &self.probes,
+                upstream_initializes: self.initializes,
             },
         )
     }
@@ -1164,4 +1176,93 @@ fn reached_upstream_holds_only_for_the_named_upstream_alone() {
     );
     fixture.reach.reached = vec![];
     fails(&fixture, "reached-upstream", json!({}));
+}
+
+#[test]
+fn version_echoed_compares_the_answered_version_with_the_asked_one() {
+    let mut fixture = Fixture::results(json!({"content": []}), json!({"content": []}));
+    fixture.handshake = Some((
+        "2025-11-25".into(),
+        json!({"protocolVersion": "2025-11-25"}),
+    ));
+    passes(&fixture, "version-echoed", json!({}));
+    fixture.handshake = Some((
+        "2025-11-25".into(),
+        json!({"protocolVersion": "2025-03-26"}),
+    ));
+    let verdict = fails(&fixture, "version-echoed", json!({}));
+    assert!(
+        verdict.message.contains("\"2025-03-26\""),
+        "{}",
+        verdict.message
+    );
+    fixture.handshake = None;
+    assert!(!fixture.check("version-echoed", json!({})).applicable);
+}
+
+#[test]
+fn capabilities_honoured_names_each_capability_refused() {
+    let mut fixture = Fixture::results(json!({"content": []}), json!({"content": []}));
+    fixture.handshake = Some((
+        "2025-06-18".into(),
+        json!({"protocolVersion": "2025-06-18", "capabilities": {"tools": {}, "completions": {}, "prompts": {}}}),
+    ));
+    fixture.probes = vec![
+        super::CapabilityProbe {
+            capability: "prompts".into(),
+            method: "prompts/list".into(),
+            refused: None,
+        },
+        super::CapabilityProbe {
+            capability: "completions".into(),
+            method: "completion/complete".into(),
+            refused: Some("a method-not-found error (-32601)".into()),
+        },
+    ];
+    let verdict = fails(&fixture, "capabilities-honoured", json!({}));
+    assert!(
+        verdict
+            .message
+            .contains("declares `completions` but answers `completion/complete`")
+            && !verdict.message.contains("prompts/list"),
+        "{}",
+        verdict.message
+    );
+    fixture.probes.truncate(1);
+    passes(&fixture, "capabilities-honoured", json!({}));
+}
+
+#[test]
+fn upstream_session_kept_counts_initialize_requests_of_the_call() {
+    let mut fixture = Fixture::results(json!({"content": []}), json!({"content": []}));
+    fixture.initializes = Some(0);
+    passes(&fixture, "upstream-session-kept", json!({}));
+    fixture.initializes = Some(1);
+    let verdict = fails(&fixture, "upstream-session-kept", json!({}));
+    assert!(
+        verdict.message.contains("1 `initialize`"),
+        "{}",
+        verdict.message
+    );
+    fixture.initializes = None;
+    assert!(!fixture.check("upstream-session-kept", json!({})).applicable);
+}
+
+#[test]
+fn sent_once_bounds_the_client_bytes_by_the_upstream_bytes() {
+    let big = "x".repeat(4000);
+    let upstream = json!({"content": [text("summary")], "structuredContent": {"v": big}});
+    let fixture = Fixture::results(upstream.clone(), upstream.clone());
+    passes(&fixture, "sent-once", json!({"percent": 150}));
+    let mut twice = upstream.clone();
+    twice["content"]
+        .as_array_mut()
+        .unwrap()
+        .push(text(&upstream["structuredContent"].to_string()));
+    let verdict = fails(
+        &Fixture::results(upstream, twice),
+        "sent-once",
+        json!({"percent": 150}),
+    );
+    assert!(verdict.message.contains("1.98x"), "{}", verdict.message);
 }
