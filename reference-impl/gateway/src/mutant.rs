@@ -63,10 +63,38 @@ pub enum Mutant {
     NullArgumentsDropped,
     ProgressTokenNotMapped,
     ListingTitleInvented,
+    VersionNotEchoed,
+    CapabilityInvented,
+    SessionPerCall,
+    ResultSentTwice,
 }
 
 /// (mutant, name, surface, defect)
 const TABLE: &[(Mutant, &str, &str, &str)] = &[
+    (
+        Mutant::VersionNotEchoed,
+        "version-not-echoed",
+        "initialize",
+        "initialize answers 2025-03-26, a version the gateway also speaks, whatever version the client asked for",
+    ),
+    (
+        Mutant::CapabilityInvented,
+        "capability-invented",
+        "initialize",
+        "initialize declares completions, which the gateway does not serve",
+    ),
+    (
+        Mutant::SessionPerCall,
+        "session-per-call",
+        "flat",
+        "every call initializes the upstream again before it is sent, as a gateway with a session per call does",
+    ),
+    (
+        Mutant::ResultSentTwice,
+        "result-sent-twice",
+        "flat",
+        "a result with structuredContent gets its JSON text as one more content block",
+    ),
     (
         Mutant::RequestMetaDropped,
         "request-meta-dropped",
@@ -476,9 +504,9 @@ mod tests {
             assert_eq!(m.name().parse::<Mutant>(), Ok(m));
             assert!(!m.defect().is_empty());
         }
-        assert_eq!(Mutant::all().count(), 55);
+        assert_eq!(Mutant::all().count(), 59);
         let err = "nope".parse::<Mutant>().unwrap_err().to_string();
         assert!(err.contains("meta-cut-apart"), "{err}");
-        assert_eq!(Mutant::listing().lines().count(), 55);
+        assert_eq!(Mutant::listing().lines().count(), 59);
     }
 }

@@ -102,6 +102,9 @@ pub async fn call(
     } else {
         gw.timeout()
     };
+    if gw.mutation.is(Mutant::SessionPerCall) {
+        up.initialize_again(timeout).await;
+    }
     let started = Instant::now();
     let ending = up.request("tools/call", params, timeout).await;
     drop(registration);
@@ -470,6 +473,12 @@ pub fn error_mutants(error: &mut Value, mutation: Mutation) {
 }
 
 fn flat_mutants(result: &mut Value, called: &Called, mutation: Mutation) {
+    if mutation.is(Mutant::ResultSentTwice)
+        && let Some(structured) = result.get("structuredContent").map(Value::to_string)
+        && let Some(content) = result.get_mut("content").and_then(Value::as_array_mut)
+    {
+        content.push(json!({"type": "text", "text": structured}));
+    }
     if mutation.is(Mutant::UnknownFieldsDropped) {
         *result = typed_round_trip(result);
     }

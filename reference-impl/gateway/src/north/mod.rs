@@ -265,13 +265,18 @@ async fn dispatch(
                 .get("protocolVersion")
                 .and_then(Value::as_str)
                 .unwrap_or(LATEST_HANDSHAKE);
-            let version = if HANDSHAKE_VERSIONS.contains(&asked) {
+            let version = if gw.mutation.is(Mutant::VersionNotEchoed) {
+                "2025-03-26"
+            } else if HANDSHAKE_VERSIONS.contains(&asked) {
                 asked
             } else {
                 LATEST_HANDSHAKE
             };
             conn.negotiate(version);
             let mut capabilities = json!({"tools": {"listChanged": false}, "resources": {}});
+            if gw.mutation.is(Mutant::CapabilityInvented) {
+                capabilities["completions"] = json!({});
+            }
             if version == "2025-11-25" {
                 capabilities["tasks"] = json!({"cancel": {}, "requests": {"tools": {"call": {}}}});
             }

@@ -137,6 +137,22 @@ impl Upstream {
         Ok(up)
     }
 
+    /// The handshake once more, its answer ignored: the `session-per-call` mutant only.
+    pub async fn initialize_again(&self, timeout: Duration) {
+        let _ = self
+            .request(
+                "initialize",
+                json!({
+                    "protocolVersion": HANDSHAKE_VERSION,
+                    "capabilities": {},
+                    "clientInfo": {"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")},
+                }),
+                timeout,
+            )
+            .await;
+        self.notify("notifications/initialized", json!({})).await;
+    }
+
     /// Lists every tool (following `nextCursor`), with `meta` as the request `_meta` so a
     /// stateless client sees the listing of its own version.
     pub async fn list_tools(
