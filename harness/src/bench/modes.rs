@@ -29,7 +29,7 @@ pub struct Options {
     pub transports: Vec<Transport>,
 }
 
-/// Goals from issue 9.
+/// The goals in reports/benchmarks.md.
 pub const SUITE_GOAL_SECS: f64 = 10.0;
 pub const OVERHEAD_GOAL_MS: f64 = 5.0;
 pub const STREAM_GOAL_MB_S: f64 = 1000.0;
