@@ -541,6 +541,26 @@ fn counts_upstream_sessions(case: &LoadedCase) -> bool {
         .any(|e| e.check == "upstream-session-kept")
 }
 
+/// A second client session with the target, over the north the runner's own session uses;
+/// `None` for a stdio target, which serves one client.
+async fn second_session(
+    target: &Target,
+    timeout: Duration,
+) -> Result<Option<crate::session::Session>, String> {
+    let Some((url, headers)) = target.session.http_endpoint() else {
+        return Ok(None);
+    };
+    let client = crate::client::http::HttpClient::new(url).map_err(|err| err.to_string())?;
+    let north = crate::session::North::Http {
+        client,
+        session_id: std::sync::Mutex::new(None),
+        headers: headers.to_vec(),
+    };
+    crate::session::Session::open(north, target.session.shape(), timeout)
+        .await
+        .map(Some)
+}
+
 /// What the target answers when each capability it declared is used, for a case that asks.
 async fn probe_capabilities(target: &Target, timeout: Duration) -> Vec<checks::CapabilityProbe> {
     let Some(declared) = target
@@ -749,9 +769,62 @@ pub async fn run_one(
     } else {
         Vec::new()
     };
+    // A case that holds two calls apart makes the same call from a second client session at
+    // the same time (from the same session, on a target that serves one client), with a nonce
+    // and a progress token of its own.
+    let holds_apart = case.spec.expect.iter().any(|e| e.check == "calls-apart");
+    let second = if holds_apart {
+        match second_session(target, timeout).await {
+            Ok(second) => second,
+            Err(why) => {
+                return CaseResult::without_run(
+                    case,
+                    route,
+                    shape,
+                    Outcome::Error,
+                    format!("a second client session could not be opened: {why}"),
+                );
+            }
+        }
+    } else {
+        None
+    };
+    let other_nonce = format!(
+        "rc-{}-{}",
+        std::process::id(),
+        NONCE_COUNTER.fetch_add(1, Ordering::Relaxed)
+    );
+    let mut other_arguments = arguments.clone();
+    other_arguments.insert(NONCE_ARG.into(), Value::String(other_nonce.clone()));
+    let mut other_extra = extra.clone();
+    if let Some(meta) = other_extra.get_mut("_meta").and_then(Value::as_object_mut) {
+        meta.insert("progressToken".into(), Value::String(other_nonce.clone()));
+    }
     let drive_started = Instant::now();
     let called_from = std::time::SystemTime::now();
-    let drive = drive(&routed, route, &target.session, request).await;
+    let (drive, other_session) = if holds_apart {
+        let other_side = second.as_ref().unwrap_or(&target.session);
+        let other_request = Request {
+            tool: &tool_name,
+            arguments: &other_arguments,
+            extra_params: &other_extra,
+            timeout,
+            list_tools: false,
+        };
+        let (own, other) = tokio::join!(
+            drive(&routed, route, &target.session, request),
+            drive(&routed, route, other_side, other_request)
+        );
+        let other = checks::OtherCall {
+            nonce: other_nonce,
+            exchange: other.exchange,
+            own_session: second.is_some(),
+            upstream_progress: 0,
+        };
+        (own, Some(other))
+    } else {
+        (drive(&routed, route, &target.session, request).await, None)
+    };
     let call_window = (called_from, std::time::SystemTime::now());
     crate::bench::timing::note_target_time(drive_started.elapsed());
     let patience = match drive.exchange {
@@ -759,6 +832,14 @@ pub async fn run_one(
         _ => Duration::from_millis(1000),
     };
     let upstream = log.settle(&nonce, patience).await;
+    let other_session = match other_session {
+        Some(mut other) => {
+            let lines = log.settle(&other.nonce, patience).await;
+            other.upstream_progress = checks::upstream_progress(&lines);
+            Some(other)
+        }
+        None => None,
+    };
     let upstream_initializes = initializes_before.map(|before| log.initializes() - before);
     let reach = Reach {
         reached: target
@@ -804,6 +885,7 @@ pub async fn run_one(
             }),
         capability_probes: &capability_probes,
         upstream_initializes,
+        other_session: other_session.as_ref(),
     };
     let mut result = CaseResult::without_run(case, route, shape, Outcome::Pass, "");
     result.reached = !evidence.upstream_calls().is_empty();

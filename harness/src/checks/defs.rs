@@ -176,6 +176,11 @@ pub const CHECKS: &[CheckDef] = &[
         params: &[],
     },
     CheckDef {
+        name: "calls-apart",
+        asserts: "the same call made at once by a second client session (a second call of the one session, on a stdio target): neither answer or notification holds the other's nonce, and neither call gets more progress than its upstream sent for it",
+        params: &[],
+    },
+    CheckDef {
         name: "sent-once",
         asserts: "the client's answer is at most `percent` per cent of the bytes the upstream answered, plus `slack_bytes`: the result is not sent twice",
         params: &[

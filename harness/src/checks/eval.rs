@@ -27,6 +27,7 @@ pub fn evaluate(expectation: &Expectation, evidence: &Evidence<'_>) -> Verdict {
         "capabilities-honoured" => return super::relay::capabilities_honoured(name, evidence),
         "upstream-session-kept" => return super::relay::upstream_session_kept(name, evidence),
         "sent-once" => return super::relay::sent_once(name, params, evidence),
+        "calls-apart" => return super::relay::calls_apart(name, evidence),
         _ => {}
     }
     if name == "no-secret" {

@@ -24,7 +24,10 @@ use crate::routes::View;
 
 pub use defs::{CHECKS, CheckDef, ParamKind};
 pub use equal::{Equivalence, form_changes, same, same_number, same_opt};
-pub use relay::{CapabilityProbe, Handshake, PROBED_CAPABILITIES, probe_params, probe_refusal};
+pub use relay::{
+    CapabilityProbe, Handshake, OtherCall, PROBED_CAPABILITIES, probe_params, probe_refusal,
+    upstream_progress,
+};
 
 /// One follow-up request of a multi-step route (a continuation fetch, a task poll, a link
 /// read) and its answer.
@@ -74,6 +77,9 @@ pub struct Evidence<'a> {
     /// How many `initialize` requests the upstream got during the call, when the case counts
     /// them (after a first call of the same client session).
     pub upstream_initializes: Option<usize>,
+    /// The same call made at the same time by a second client session (or a second call of
+    /// this one), when the case asks.
+    pub other_session: Option<&'a OtherCall>,
 }
 
 /// Which upstreams of an aggregating target got one call (their observation logs hold its

@@ -219,3 +219,124 @@ pub(super) fn sent_once(
         )
     }
 }
+
+/// The same call made at the same time by a second client session (or, on a target that
+/// serves one client, as a second call of the same session), for a case that holds the two
+/// apart.
+#[derive(Debug, Clone)]
+pub struct OtherCall {
+    /// The nonce of the second call (its progress token too).
+    pub nonce: String,
+    pub exchange: Exchange,
+    /// Whether the second call went over a session of its own.
+    pub own_session: bool,
+    /// Progress notifications the upstream sent for the second call.
+    pub upstream_progress: usize,
+}
+
+/// Progress notifications the upstream sent, in an observation log's lines for one call.
+pub fn upstream_progress(lines: &[relaycheck_model::observation::Observation]) -> usize {
+    lines
+        .iter()
+        .filter(|o| {
+            o.direction == Direction::Out && o.method.as_deref() == Some("notifications/progress")
+        })
+        .count()
+}
+
+pub(super) fn calls_apart(name: &str, evidence: &Evidence<'_>) -> Verdict {
+    let Some(other) = evidence.other_session else {
+        return Verdict::not_applicable(name, "no second call was made");
+    };
+    let Some(own) = evidence
+        .arguments
+        .get(relaycheck_model::NONCE_ARG)
+        .and_then(Value::as_str)
+    else {
+        return Verdict::fail(name, "the call had no nonce: the case is wrong");
+    };
+    let (first, second) = if other.own_session {
+        ("the first session", "the second session")
+    } else {
+        ("the first call", "the second call")
+    };
+    let own_sent = upstream_progress(evidence.upstream);
+    let mut mixed = Vec::new();
+    let mut counts = Vec::new();
+    for (who, exchange, theirs, sent) in [
+        (first, evidence.exchange, other.nonce.as_str(), own_sent),
+        (second, &other.exchange, own, other.upstream_progress),
+    ] {
+        let Some(reply) = exchange.reply() else {
+            return Verdict::fail(name, format!("{who} ended as `{}`", exchange.kind()));
+        };
+        if holds_token(&reply.message.to_string(), theirs) {
+            mixed.push(format!(
+                "{who} got an answer holding the other's nonce `{theirs}`"
+            ));
+        }
+        let foreign = reply
+            .notifications
+            .iter()
+            .filter(|n| holds_token(&n.to_string(), theirs))
+            .count();
+        if foreign > 0 {
+            mixed.push(format!(
+                "{who} received {foreign} notification(s) under the other's token `{theirs}`"
+            ));
+        }
+        let progress = reply
+            .notifications
+            .iter()
+            .filter(|n| n.get("method").and_then(Value::as_str) == Some("notifications/progress"))
+            .count();
+        counts.push((who, progress, sent));
+    }
+    // Progress re-addressed to the wrong caller carries no trace of the call it came from:
+    // one call getting more than its upstream sent while the other gets less is that. More
+    // alone may be the gateway's own progress, and less alone is progress lost (judged by
+    // protocol-envelope/progress-before-result), neither of them mixing.
+    if let [(a, a_got, a_sent), (b, b_got, b_sent)] = counts[..] {
+        for (over, over_got, over_sent, under, under_got, under_sent) in [
+            (a, a_got, a_sent, b, b_got, b_sent),
+            (b, b_got, b_sent, a, a_got, a_sent),
+        ] {
+            if over_got > over_sent && under_got < under_sent {
+                mixed.push(format!(
+                    "{over} received {over_got} progress notification(s), its upstream sent {over_sent}; {under} received {under_got} of its {under_sent}: progress of one call reached the other"
+                ));
+            }
+        }
+    }
+    let got: Vec<String> = counts
+        .iter()
+        .map(|(_, got, sent)| format!("{got} of {sent}"))
+        .collect();
+    if mixed.is_empty() {
+        Verdict::pass(
+            name,
+            format!(
+                "two calls at once ({}) each got their own answer and progress ({}), none of the other's",
+                if other.own_session {
+                    "one per client session"
+                } else {
+                    "one client session: the target serves one client"
+                },
+                got.join(" and ")
+            ),
+        )
+    } else {
+        Verdict::fail(name, mixed.join("; "))
+    }
+}
+
+/// Whether `text` holds `token` as a whole word: a nonce that begins another (`rc-1-5` in
+/// `rc-1-56`) is not it.
+fn holds_token(text: &str, token: &str) -> bool {
+    let part_of_token = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+    text.match_indices(token).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + token.len()..].chars().next();
+        !before.is_some_and(part_of_token) && !after.is_some_and(part_of_token)
+    })
+}

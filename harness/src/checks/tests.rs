@@ -69,6 +69,7 @@ struct Fixture {
     handshake: Option<(String, Value)>,
     probes: Vec<super::CapabilityProbe>,
     initializes: Option<usize>,
+    other: Option<super::OtherCall>,
 }
 
 impl Fixture {
@@ -104,6 +105,7 @@ impl Fixture {
             handshake: None,
             probes: Vec::new(),
             initializes: None,
+            other: None,
         }
     }
 
@@ -211,6 +213,7 @@ impl Fixture {
                     .map(|(asked, result)| super::Handshake { asked, result }),
                 capability_probes: &self.probes,
                 upstream_initializes: self.initializes,
+                other_session: self.other.as_ref(),
             },
         )
     }
@@ -1265,4 +1268,72 @@ fn sent_once_bounds_the_client_bytes_by_the_upstream_bytes() {
         json!({"percent": 150}),
     );
     assert!(verdict.message.contains("1.98x"), "{}", verdict.message);
+}
+
+#[test]
+fn calls_apart_names_the_call_that_got_the_other_ones_messages() {
+    let mut fixture = Fixture::results(json!({"content": []}), json!({"content": []}));
+    fixture.arguments = json!({"nonce": "rc-1-5"});
+    assert!(!fixture.check("calls-apart", json!({})).applicable);
+    let reply = |text_of: &str, tokens: &[&str]| {
+        let message = json!({"jsonrpc": "2.0", "id": 2, "result": {"content": [text(text_of)]}});
+        Exchange::Reply(Reply {
+            raw: serde_json::to_vec(&message).unwrap(),
+            message,
+            notifications: tokens
+                .iter()
+                .map(
+                    |t| json!({"method": "notifications/progress", "params": {"progressToken": t}}),
+                )
+                .collect(),
+            ..Reply::default()
+        })
+    };
+    let other = |exchange: Exchange| super::OtherCall {
+        nonce: "rc-1-56".into(),
+        exchange,
+        own_session: true,
+        upstream_progress: 1,
+    };
+    fixture.upstream.push(Observation {
+        direction: Direction::Out,
+        method: Some("notifications/progress".into()),
+        ..fixture.upstream[0].clone()
+    });
+    // The second nonce begins with the first: only whole tokens count.
+    fixture.exchange = reply("{\"nonce\":\"rc-1-5\"}", &["rc-1-5"]);
+    fixture.other = Some(other(reply("{\"nonce\":\"rc-1-56\"}", &["rc-1-56"])));
+    passes(&fixture, "calls-apart", json!({}));
+    fixture.other = Some(other(reply(
+        "{\"nonce\":\"rc-1-56\"}",
+        &["rc-1-56", "rc-1-5"],
+    )));
+    let verdict = fails(&fixture, "calls-apart", json!({}));
+    assert!(
+        verdict.message.contains(
+            "the second session received 1 notification(s) under the other's token `rc-1-5`"
+        ),
+        "{}",
+        verdict.message
+    );
+    // Re-addressed to the wrong caller's token: the count gives it away.
+    fixture.exchange = reply("{\"nonce\":\"rc-1-5\"}", &[]);
+    fixture.other = Some(other(reply(
+        "{\"nonce\":\"rc-1-56\"}",
+        &["rc-1-56", "rc-1-56"],
+    )));
+    let verdict = fails(&fixture, "calls-apart", json!({}));
+    assert!(
+        verdict.message.contains(
+            "the second session received 2 progress notification(s), its upstream sent 1; the first session received 0 of its 1"
+        ),
+        "{}",
+        verdict.message
+    );
+    // Progress lost, or the gateway's own added, is not mixing.
+    fixture.other = Some(other(reply("{\"nonce\":\"rc-1-56\"}", &[])));
+    passes(&fixture, "calls-apart", json!({}));
+    fixture.exchange = reply("{\"nonce\":\"rc-1-5\"}", &["rc-1-5", "rc-1-5", "rc-1-5"]);
+    fixture.other = Some(other(reply("{\"nonce\":\"rc-1-56\"}", &["rc-1-56"])));
+    passes(&fixture, "calls-apart", json!({}));
 }
