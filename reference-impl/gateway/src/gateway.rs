@@ -93,6 +93,7 @@ impl Gateway {
         )?;
         let progress = Arc::new(Progress::new(
             mutation.is(crate::mutant::Mutant::ProgressTokenNotMapped),
+            mutation.is(crate::mutant::Mutant::ProgressToLatestCaller),
         ));
         let limit = if mutation.is(crate::mutant::Mutant::UnboundedRead) {
             usize::MAX

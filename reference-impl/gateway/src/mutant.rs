@@ -67,6 +67,7 @@ pub enum Mutant {
     CapabilityInvented,
     SessionPerCall,
     ResultSentTwice,
+    ProgressToLatestCaller,
 }
 
 /// (mutant, name, surface, defect)
@@ -88,6 +89,12 @@ const TABLE: &[(Mutant, &str, &str, &str)] = &[
         "session-per-call",
         "flat",
         "every call initializes the upstream again before it is sent, as a gateway with a session per call does",
+    ),
+    (
+        Mutant::ProgressToLatestCaller,
+        "progress-to-latest-caller",
+        "flat",
+        "upstream progress goes to the caller whose call started last, so one client session gets another's notifications",
     ),
     (
         Mutant::ResultSentTwice,
@@ -504,9 +511,9 @@ mod tests {
             assert_eq!(m.name().parse::<Mutant>(), Ok(m));
             assert!(!m.defect().is_empty());
         }
-        assert_eq!(Mutant::all().count(), 59);
+        assert_eq!(Mutant::all().count(), 60);
         let err = "nope".parse::<Mutant>().unwrap_err().to_string();
         assert!(err.contains("meta-cut-apart"), "{err}");
-        assert_eq!(Mutant::listing().lines().count(), 59);
+        assert_eq!(Mutant::listing().lines().count(), 60);
     }
 }

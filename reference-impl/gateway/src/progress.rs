@@ -31,14 +31,18 @@ pub struct Progress {
     /// The `progress-token-not-mapped` mutant: progress is delivered under the gateway's
     /// token.
     keep_gateway_token: bool,
+    /// The `progress-to-latest-caller` mutant: every notification goes to the caller that
+    /// registered last, under that caller's token, whoever it belongs to.
+    to_latest_caller: bool,
 }
 
 impl Progress {
     /// Routing that maps each notification back to its caller's token, or, for the
     /// `progress-token-not-mapped` mutant, delivers it under the gateway's.
-    pub fn new(keep_gateway_token: bool) -> Progress {
+    pub fn new(keep_gateway_token: bool, to_latest_caller: bool) -> Progress {
         Progress {
             keep_gateway_token,
+            to_latest_caller,
             ..Progress::default()
         }
     }
@@ -98,6 +102,14 @@ impl Progress {
         let Some(route) = routes.get(&token) else {
             return false;
         };
+        let route = if self.to_latest_caller {
+            routes
+                .iter()
+                .max_by_key(|(token, _)| token_number(token))
+                .map_or(route, |(_, latest)| latest)
+        } else {
+            route
+        };
         if !self.keep_gateway_token {
             message["params"]["progressToken"] = route.caller_token.clone();
         }
@@ -106,6 +118,15 @@ impl Progress {
 }
 
 /// The caller's progress token of a request's params, if it asked for progress.
+/// The counter in a gateway token, for the `progress-to-latest-caller` mutant.
+fn token_number(token: &str) -> u64 {
+    token
+        .rsplit('-')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
 pub fn caller_token(params: &Value) -> Option<Value> {
     token_of(params).cloned()
 }
