@@ -530,6 +530,7 @@ pub fn is_isolated(_profile: &Profile, case: &LoadedCase) -> bool {
         &case.spec.tool.respond,
         Some(Respond::Fault(fault)) if !matches!(fault, Fault::Slow { .. } | Fault::Hang)
     ) || counts_upstream_sessions(case)
+        || holds_calls_apart(case)
 }
 
 /// Whether a case counts the upstream sessions its calls open: it needs a target of its own,
@@ -539,6 +540,12 @@ fn counts_upstream_sessions(case: &LoadedCase) -> bool {
         .expect
         .iter()
         .any(|e| e.check == "upstream-session-kept")
+}
+
+/// Whether a case holds two calls at once apart: on a target of its own, the only calls in
+/// flight are its two, so anything one of them gets that is not its own is the other's.
+fn holds_calls_apart(case: &LoadedCase) -> bool {
+    case.spec.expect.iter().any(|e| e.check == "calls-apart")
 }
 
 /// A second client session with the target, over the north the runner's own session uses;
@@ -772,7 +779,7 @@ pub async fn run_one(
     // A case that holds two calls apart makes the same call from a second client session at
     // the same time (from the same session, on a target that serves one client), with a nonce
     // and a progress token of its own.
-    let holds_apart = case.spec.expect.iter().any(|e| e.check == "calls-apart");
+    let holds_apart = holds_calls_apart(case);
     let second = if holds_apart {
         match second_session(target, timeout).await {
             Ok(second) => second,
