@@ -548,6 +548,32 @@ fn holds_calls_apart(case: &LoadedCase) -> bool {
     case.spec.expect.iter().any(|e| e.check == "calls-apart")
 }
 
+/// A nonce no other call of this run has: in the arguments, it finds the call's lines in the
+/// canary's log, and as the progress token, its progress.
+fn fresh_nonce() -> String {
+    format!(
+        "rc-{}-{}",
+        std::process::id(),
+        NONCE_COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// The arguments and extra params of the same call under another nonce: in the arguments and
+/// as the progress token, the rest of the request `_meta` kept.
+fn same_call_with(
+    arguments: &Map<String, Value>,
+    extra: &Map<String, Value>,
+    nonce: &str,
+) -> (Map<String, Value>, Map<String, Value>) {
+    let mut arguments = arguments.clone();
+    arguments.insert(NONCE_ARG.into(), Value::String(nonce.to_string()));
+    let mut extra = extra.clone();
+    if let Some(meta) = extra.get_mut("_meta").and_then(Value::as_object_mut) {
+        meta.insert("progressToken".into(), Value::String(nonce.to_string()));
+    }
+    (arguments, extra)
+}
+
 /// A second client session with the target, over the north the runner's own session uses;
 /// `None` for a stdio target, which serves one client.
 async fn second_session(
@@ -624,11 +650,7 @@ pub async fn run_one(
     timeout: Duration,
 ) -> CaseResult {
     let started = Instant::now();
-    let nonce = format!(
-        "rc-{}-{}",
-        std::process::id(),
-        NONCE_COUNTER.fetch_add(1, Ordering::Relaxed)
-    );
+    let nonce = fresh_nonce();
     let mut arguments: Map<String, Value> = case.spec.tool.arguments.clone();
     arguments.insert(NONCE_ARG.into(), Value::String(nonce.clone()));
     let mut extra = Map::new();
@@ -745,14 +767,8 @@ pub async fn run_one(
     // A case that counts upstream sessions makes a first call of its own, so a gateway that
     // starts its upstream on first use is not counted as opening a session per call.
     let initializes_before = if counts_upstream_sessions(case) {
-        let first_nonce = format!("{nonce}-first");
-        let mut first_arguments = arguments.clone();
-        first_arguments.insert(NONCE_ARG.into(), Value::String(first_nonce.clone()));
-        let mut first_extra = extra.clone();
-        first_extra.insert(
-            "_meta".into(),
-            serde_json::json!({"progressToken": first_nonce.clone()}),
-        );
+        let first_nonce = fresh_nonce();
+        let (first_arguments, first_extra) = same_call_with(&arguments, &extra, &first_nonce);
         let first = Request {
             tool: &tool_name,
             arguments: &first_arguments,
@@ -796,21 +812,12 @@ pub async fn run_one(
     } else {
         None
     };
-    let other_nonce = format!(
-        "rc-{}-{}",
-        std::process::id(),
-        NONCE_COUNTER.fetch_add(1, Ordering::Relaxed)
-    );
-    let mut other_arguments = arguments.clone();
-    other_arguments.insert(NONCE_ARG.into(), Value::String(other_nonce.clone()));
-    let mut other_extra = extra.clone();
-    if let Some(meta) = other_extra.get_mut("_meta").and_then(Value::as_object_mut) {
-        meta.insert("progressToken".into(), Value::String(other_nonce.clone()));
-    }
     let drive_started = Instant::now();
     let called_from = std::time::SystemTime::now();
     let (drive, other_session) = if holds_apart {
         let other_side = second.as_ref().unwrap_or(&target.session);
+        let other_nonce = fresh_nonce();
+        let (other_arguments, other_extra) = same_call_with(&arguments, &extra, &other_nonce);
         let other_request = Request {
             tool: &tool_name,
             arguments: &other_arguments,

@@ -948,11 +948,7 @@ fn mirror_consistent(name: &str, evidence: &Evidence<'_>) -> Verdict {
 }
 
 fn audit_record(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
-    let Some(nonce) = evidence
-        .arguments
-        .get(relaycheck_model::NONCE_ARG)
-        .and_then(Value::as_str)
-    else {
+    let Some(nonce) = evidence.nonce() else {
         return Verdict::fail(name, "the call had no nonce");
     };
     let channel = params.get("channel").and_then(Value::as_str);

@@ -93,6 +93,13 @@ pub struct Reach {
 }
 
 impl Evidence<'_> {
+    /// The nonce the runner put in the call's arguments.
+    pub fn nonce(&self) -> Option<&str> {
+        self.arguments
+            .get(relaycheck_model::NONCE_ARG)
+            .and_then(Value::as_str)
+    }
+
     /// The follow-ups of one step, in order.
     pub fn steps(&self, step: &str) -> Vec<&FollowUp> {
         self.follow_ups.iter().filter(|f| f.step == step).collect()

@@ -248,11 +248,7 @@ pub(super) fn calls_apart(name: &str, evidence: &Evidence<'_>) -> Verdict {
     let Some(other) = evidence.other_session else {
         return Verdict::not_applicable(name, "no second call was made");
     };
-    let Some(own) = evidence
-        .arguments
-        .get(relaycheck_model::NONCE_ARG)
-        .and_then(Value::as_str)
-    else {
+    let Some(own) = evidence.nonce() else {
         return Verdict::fail(name, "the call had no nonce: the case is wrong");
     };
     let (first, second) = if other.own_session {

@@ -78,6 +78,16 @@ pub struct Upstream {
     timers: Timers,
 }
 
+/// What the gateway asks an upstream in `initialize`: no client capabilities, since it serves
+/// no requests from upstreams.
+fn initialize_params() -> Value {
+    json!({
+        "protocolVersion": HANDSHAKE_VERSION,
+        "capabilities": {},
+        "clientInfo": {"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")},
+    })
+}
+
 impl Upstream {
     /// Spawns or connects, then performs the `initialize` handshake.
     pub async fn connect(
@@ -114,17 +124,7 @@ impl Upstream {
             server_info: None,
             timers: Timers::default(),
         };
-        let init = up
-            .request(
-                "initialize",
-                json!({
-                    "protocolVersion": HANDSHAKE_VERSION,
-                    "capabilities": {},
-                    "clientInfo": {"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")},
-                }),
-                timeout,
-            )
-            .await;
+        let init = up.request("initialize", initialize_params(), timeout).await;
         let result = expect_result(&up.name, "initialize", init)?;
         if let Some(v) = result.get("protocolVersion").and_then(Value::as_str) {
             up.negotiated = v.to_string();
@@ -140,15 +140,7 @@ impl Upstream {
     /// The handshake once more, its answer ignored: the `session-per-call` mutant only.
     pub async fn initialize_again(&self, timeout: Duration) {
         let _ = self
-            .request(
-                "initialize",
-                json!({
-                    "protocolVersion": HANDSHAKE_VERSION,
-                    "capabilities": {},
-                    "clientInfo": {"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")},
-                }),
-                timeout,
-            )
+            .request("initialize", initialize_params(), timeout)
             .await;
         self.notify("notifications/initialized", json!({})).await;
     }
