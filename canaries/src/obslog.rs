@@ -124,6 +124,7 @@ impl ObsLog {
             bytes: None,
             sha256: None,
             fault: None,
+            before_initialize: direction == Direction::Out && ctx.before_initialize,
         }
     }
 

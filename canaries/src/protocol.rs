@@ -38,6 +38,8 @@ pub struct CallCtx {
     pub nonce: Option<String>,
     pub tool: Option<String>,
     pub shape: Shape,
+    /// The request came before the connection's `initialize`, outside the stateless envelope.
+    pub before_initialize: bool,
 }
 
 /// How to answer one message.
@@ -243,6 +245,7 @@ impl Canary {
             nonce: None,
             tool: None,
             shape: self.force.unwrap_or(Shape::V2025_06_18),
+            before_initialize: false,
         };
         if method == Some("tools/call") {
             ctx.tool = params
@@ -305,10 +308,12 @@ impl Canary {
             }
             return handled;
         };
+        // Ping is the one request the lifecycle allows before the handshake.
         if session.negotiated().is_none()
-            && !matches!(method, "initialize" | "server/discover")
+            && !matches!(method, "initialize" | "server/discover" | "ping")
             && let Some(missing) = missing_envelope_key(params)
         {
+            handled.ctx.before_initialize = true;
             let err = rpc_error(
                 -32602,
                 format!(

@@ -300,6 +300,26 @@ fn env_configures_the_canary_like_flags() {
 }
 
 #[test]
+fn a_request_before_the_handshake_is_logged_as_such() {
+    let dir = scratch("early");
+    let log = dir.join("obs.jsonl");
+    let log_path = log.to_string_lossy().into_owned();
+    let mut canary = StdioCanary::start(&["--log", &log_path]);
+    let pinged = canary.request("ping", json!({}));
+    assert!(pinged.get("result").is_some(), "{pinged}");
+    let early = canary.request("tools/list", json!({}));
+    assert_eq!(early["error"]["code"], -32602, "{early}");
+    canary.initialize("2025-06-18");
+    canary.request("tools/list", json!({}));
+    let flagged: Vec<String> = read_log(&log)
+        .iter()
+        .filter(|l| l["before_initialize"] == true)
+        .map(|l| format!("{} {}", l["direction"], l["method"]))
+        .collect();
+    assert_eq!(flagged, ["\"out\" \"tools/list\""]);
+}
+
+#[test]
 fn observation_log_records_in_and_out_with_nonce() {
     let dir = scratch("log");
     let log = dir.join("obs.jsonl");

@@ -58,4 +58,8 @@ pub struct Observation {
     /// `out`: the fault acted out instead of a well-formed answer (`hang`, `close-mid-body`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<String>,
+    /// `out`: the answer refused a request that came on a connection the client had not
+    /// initialized, outside the stateless envelope: the client skipped the handshake.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub before_initialize: bool,
 }
