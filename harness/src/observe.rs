@@ -10,6 +10,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use relaycheck_model::observation::{Direction, Observation};
+use serde_json::Value;
 
 /// Whether each request in `lines` has an answer line. Notifications the canary sends
 /// (progress) carry the request's id but are not its answer.
@@ -40,7 +41,20 @@ struct Index {
     answered_in: std::collections::BTreeSet<relaycheck_model::Shape>,
     /// `initialize` requests received, on every connection: upstream sessions opened.
     initializes: usize,
+    handshakes: UpstreamHandshakes,
     unreadable: usize,
+}
+
+/// How the target opened its upstream sessions, over the whole run so far: a skipped
+/// handshake happens once, often at start-up, before any case's call.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UpstreamHandshakes {
+    /// The canary's answers to requests sent on a connection before its `initialize`, outside
+    /// the stateless envelope.
+    pub before_initialize: Vec<Observation>,
+    /// The client capabilities of each upstream `initialize`, in order (`null` where the
+    /// request had none).
+    pub client_capabilities: Vec<Value>,
 }
 
 pub struct ObservationLog {
@@ -99,6 +113,13 @@ impl ObservationLog {
         index.initializes
     }
 
+    /// How the target opened its upstream sessions so far.
+    pub fn handshakes(&self) -> UpstreamHandshakes {
+        let mut index = self.index.lock().unwrap_or_else(|p| p.into_inner());
+        self.refresh(&mut index);
+        index.handshakes.clone()
+    }
+
     /// How many lines could not be read as observations.
     pub fn unreadable(&self) -> usize {
         self.index
@@ -140,6 +161,17 @@ impl ObservationLog {
                         && observation.method.as_deref() == Some("initialize")
                     {
                         index.initializes += 1;
+                        index.handshakes.client_capabilities.push(
+                            observation
+                                .params
+                                .as_ref()
+                                .and_then(|p| p.get("capabilities"))
+                                .cloned()
+                                .unwrap_or(Value::Null),
+                        );
+                    }
+                    if observation.before_initialize {
+                        index.handshakes.before_initialize.push(observation.clone());
                     }
                     if let Some(nonce) = observation.nonce.clone() {
                         index.by_nonce.entry(nonce).or_default().push(observation);

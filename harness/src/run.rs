@@ -855,6 +855,7 @@ pub async fn run_one(
         None => None,
     };
     let upstream_initializes = initializes_before.map(|before| log.initializes() - before);
+    let upstream_handshakes = log.handshakes();
     let reach = Reach {
         reached: target
             .upstream_logs
@@ -900,6 +901,7 @@ pub async fn run_one(
         capability_probes: &capability_probes,
         upstream_initializes,
         other_session: other_session.as_ref(),
+        upstream_handshakes: Some(&upstream_handshakes),
     };
     let mut result = CaseResult::without_run(case, route, shape, Outcome::Pass, "");
     result.reached = !evidence.upstream_calls().is_empty();

@@ -171,6 +171,16 @@ pub const CHECKS: &[CheckDef] = &[
         params: &[],
     },
     CheckDef {
+        name: "upstream-initialized-first",
+        asserts: "every request the upstream got, over the whole run so far, came after `initialize` on its connection (or in the stateless envelope, or was a ping)",
+        params: &[],
+    },
+    CheckDef {
+        name: "client-capabilities-kept",
+        asserts: "no upstream `initialize` (nor the stateless envelope of the call) declares a client capability among sampling, elicitation and roots that the runner's client did not declare",
+        params: &[],
+    },
+    CheckDef {
         name: "upstream-session-kept",
         asserts: "a second call of one client session reaches the upstream with no new `initialize`: over the upstream session the first call used",
         params: &[],

@@ -26,6 +26,12 @@ pub fn evaluate(expectation: &Expectation, evidence: &Evidence<'_>) -> Verdict {
         "version-echoed" => return super::relay::version_echoed(name, evidence),
         "capabilities-honoured" => return super::relay::capabilities_honoured(name, evidence),
         "upstream-session-kept" => return super::relay::upstream_session_kept(name, evidence),
+        "upstream-initialized-first" => {
+            return super::relay::upstream_initialized_first(name, evidence);
+        }
+        "client-capabilities-kept" => {
+            return super::relay::client_capabilities_kept(name, evidence);
+        }
         "sent-once" => return super::relay::sent_once(name, params, evidence),
         "calls-apart" => return super::relay::calls_apart(name, evidence),
         _ => {}

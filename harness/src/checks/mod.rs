@@ -80,6 +80,8 @@ pub struct Evidence<'a> {
     /// The same call made at the same time by a second client session (or a second call of
     /// this one), when the case asks.
     pub other_session: Option<&'a OtherCall>,
+    /// How the target opened its upstream sessions over the run so far.
+    pub upstream_handshakes: Option<&'a crate::observe::UpstreamHandshakes>,
 }
 
 /// Which upstreams of an aggregating target got one call (their observation logs hold its

@@ -141,6 +141,99 @@ pub(super) fn capabilities_honoured(name: &str, evidence: &Evidence<'_>) -> Verd
     )
 }
 
+/// The capabilities a client declares so that an upstream may ask it for something. The
+/// runner declares none of them; a gateway that declares one upstream tells the upstream its
+/// client can serve requests the client never agreed to.
+pub const CLIENT_SIDE_CAPABILITIES: &[&str] = &["sampling", "elicitation", "roots"];
+
+pub(super) fn upstream_initialized_first(name: &str, evidence: &Evidence<'_>) -> Verdict {
+    let Some(handshakes) = evidence.upstream_handshakes else {
+        return Verdict::not_applicable(name, "the upstream's handshakes were not read");
+    };
+    if evidence.upstream_calls().is_empty() {
+        return super::eval::missing_upstream(name);
+    }
+    let early = &handshakes.before_initialize;
+    if early.is_empty() {
+        return Verdict::pass(
+            name,
+            "every request the upstream got came after `initialize` on its connection, or carried the stateless envelope",
+        );
+    }
+    let mut methods: Vec<&str> = early.iter().filter_map(|o| o.method.as_deref()).collect();
+    methods.dedup();
+    Verdict::fail(
+        name,
+        format!(
+            "the upstream got {} request(s) on a connection before its `initialize`, outside the stateless envelope ({}): the gateway skipped the handshake its client role owes, and the canary refused them",
+            early.len(),
+            methods.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ")
+        ),
+    )
+    .compared(
+        Some(Value::String("initialize first".into())),
+        Some(Value::Array(
+            early
+                .iter()
+                .map(|o| serde_json::json!({"method": o.method, "id": o.id}))
+                .collect(),
+        )),
+    )
+}
+
+pub(super) fn client_capabilities_kept(name: &str, evidence: &Evidence<'_>) -> Verdict {
+    let Some(handshakes) = evidence.upstream_handshakes else {
+        return Verdict::not_applicable(name, "the upstream's handshakes were not read");
+    };
+    let calls = evidence.upstream_calls();
+    if calls.is_empty() {
+        return super::eval::missing_upstream(name);
+    }
+    // Told in `initialize` on a session, or in each request's envelope on the stateless wire.
+    let enveloped = calls.iter().filter_map(|call| {
+        call.params
+            .as_ref()?
+            .get("_meta")?
+            .get(crate::session::CLIENT_CAPABILITIES)
+            .cloned()
+    });
+    let told: Vec<Value> = handshakes
+        .client_capabilities
+        .iter()
+        .cloned()
+        .chain(enveloped)
+        .collect();
+    let mut widened: Vec<&str> = CLIENT_SIDE_CAPABILITIES
+        .iter()
+        .copied()
+        .filter(|capability| told.iter().any(|caps| caps.get(capability).is_some()))
+        .collect();
+    widened.dedup();
+    if widened.is_empty() {
+        return Verdict::pass(
+            name,
+            format!(
+                "the upstream was told of none of {} in {} declaration(s), as the runner declared none",
+                CLIENT_SIDE_CAPABILITIES.join(", "),
+                told.len()
+            ),
+        );
+    }
+    let named: Vec<String> = widened.iter().map(|c| format!("`{c}`")).collect();
+    Verdict::fail(
+        name,
+        format!(
+            "the gateway told the upstream its client supports {} although the runner's client declared no such capability: the upstream may send it requests the client never agreed to serve",
+            named.join(", ")
+        ),
+    )
+    .compared(
+        Some(Value::Object(Map::new())),
+        told.into_iter()
+            .find(|caps| widened.iter().any(|c| caps.get(c).is_some())),
+    )
+}
+
 pub(super) fn upstream_session_kept(name: &str, evidence: &Evidence<'_>) -> Verdict {
     let Some(count) = evidence.upstream_initializes else {
         return Verdict::not_applicable(

@@ -46,6 +46,7 @@ fn observation(direction: Direction, params: Option<Value>, message: Option<Valu
         bytes: None,
         sha256: None,
         fault: None,
+        before_initialize: false,
     }
 }
 
@@ -69,6 +70,7 @@ struct Fixture {
     handshake: Option<(String, Value)>,
     probes: Vec<super::CapabilityProbe>,
     initializes: Option<usize>,
+    handshakes: Option<crate::observe::UpstreamHandshakes>,
     other: Option<super::OtherCall>,
 }
 
@@ -105,6 +107,7 @@ impl Fixture {
             handshake: None,
             probes: Vec::new(),
             initializes: None,
+            handshakes: None,
             other: None,
         }
     }
@@ -214,6 +217,7 @@ impl Fixture {
                 capability_probes: &self.probes,
                 upstream_initializes: self.initializes,
                 other_session: self.other.as_ref(),
+                upstream_handshakes: self.handshakes.as_ref(),
             },
         )
     }
@@ -1249,6 +1253,81 @@ fn upstream_session_kept_counts_initialize_requests_of_the_call() {
     );
     fixture.initializes = None;
     assert!(!fixture.check("upstream-session-kept", json!({})).applicable);
+}
+
+#[test]
+fn upstream_initialized_first_names_the_requests_sent_before_the_handshake() {
+    let mut fixture = Fixture::results(json!({"content": []}), json!({"content": []}));
+    assert!(
+        !fixture
+            .check("upstream-initialized-first", json!({}))
+            .applicable
+    );
+    fixture.handshakes = Some(crate::observe::UpstreamHandshakes::default());
+    passes(&fixture, "upstream-initialized-first", json!({}));
+    let early = Observation {
+        method: Some("tools/list".into()),
+        before_initialize: true,
+        ..observation(Direction::Out, None, None)
+    };
+    fixture.handshakes = Some(crate::observe::UpstreamHandshakes {
+        before_initialize: vec![early.clone(), early],
+        client_capabilities: vec![json!({})],
+    });
+    let verdict = fails(&fixture, "upstream-initialized-first", json!({}));
+    assert!(
+        verdict.message.contains("2 request(s)") && verdict.message.contains("(`tools/list`)"),
+        "{}",
+        verdict.message
+    );
+    // With no call upstream, there is nothing to judge the target by.
+    fixture.upstream.clear();
+    assert!(
+        !fixture
+            .check("upstream-initialized-first", json!({}))
+            .passed
+    );
+}
+
+#[test]
+fn client_capabilities_kept_names_each_capability_the_gateway_added() {
+    let mut fixture = Fixture::results(json!({"content": []}), json!({"content": []}));
+    assert!(
+        !fixture
+            .check("client-capabilities-kept", json!({}))
+            .applicable
+    );
+    fixture.handshakes = Some(crate::observe::UpstreamHandshakes {
+        before_initialize: vec![],
+        client_capabilities: vec![json!({}), Value::Null, json!({"experimental": {}})],
+    });
+    passes(&fixture, "client-capabilities-kept", json!({}));
+    fixture.handshakes = Some(crate::observe::UpstreamHandshakes {
+        before_initialize: vec![],
+        client_capabilities: vec![
+            json!({}),
+            json!({"sampling": {}, "roots": {"listChanged": true}}),
+        ],
+    });
+    let verdict = fails(&fixture, "client-capabilities-kept", json!({}));
+    assert!(
+        verdict.message.contains("`sampling`, `roots`") && !verdict.message.contains("elicitation"),
+        "{}",
+        verdict.message
+    );
+    // On the stateless wire the capabilities travel in the call's envelope.
+    fixture.handshakes = Some(crate::observe::UpstreamHandshakes::default());
+    fixture.upstream[0].params = Some(json!({
+        "name": "tool",
+        "arguments": {"nonce": "n"},
+        "_meta": {crate::session::CLIENT_CAPABILITIES: {"elicitation": {}}},
+    }));
+    let verdict = fails(&fixture, "client-capabilities-kept", json!({}));
+    assert!(
+        verdict.message.contains("`elicitation`"),
+        "{}",
+        verdict.message
+    );
 }
 
 #[test]
