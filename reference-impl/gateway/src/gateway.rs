@@ -108,6 +108,7 @@ impl Gateway {
                 limit,
                 timeout.max(Duration::from_secs(10)),
                 progress.clone(),
+                mutation,
             )
             .await?;
             upstreams.push(Arc::new(up));

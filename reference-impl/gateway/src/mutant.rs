@@ -68,10 +68,24 @@ pub enum Mutant {
     SessionPerCall,
     ResultSentTwice,
     ProgressToLatestCaller,
+    ListingBeforeInitialize,
+    ClientCapabilitiesWidened,
 }
 
 /// (mutant, name, surface, defect)
 const TABLE: &[(Mutant, &str, &str, &str)] = &[
+    (
+        Mutant::ListingBeforeInitialize,
+        "listing-before-initialize",
+        "upstream-initialize",
+        "the gateway asks its upstream for tools/list before initialize, then makes the handshake",
+    ),
+    (
+        Mutant::ClientCapabilitiesWidened,
+        "client-capabilities-widened",
+        "upstream-initialize",
+        "the upstream initialize declares sampling and roots, which the gateway's client never declared",
+    ),
     (
         Mutant::VersionNotEchoed,
         "version-not-echoed",
@@ -511,9 +525,9 @@ mod tests {
             assert_eq!(m.name().parse::<Mutant>(), Ok(m));
             assert!(!m.defect().is_empty());
         }
-        assert_eq!(Mutant::all().count(), 60);
+        assert_eq!(Mutant::all().count(), 62);
         let err = "nope".parse::<Mutant>().unwrap_err().to_string();
         assert!(err.contains("meta-cut-apart"), "{err}");
-        assert_eq!(Mutant::listing().lines().count(), 60);
+        assert_eq!(Mutant::listing().lines().count(), 62);
     }
 }

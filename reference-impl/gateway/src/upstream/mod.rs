@@ -16,6 +16,7 @@ use relaycheck_reference::TransportKind;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
+use crate::mutant::{Mutant, Mutation};
 use crate::progress::Progress;
 
 use crate::config::UpstreamConfig;
@@ -79,11 +80,17 @@ pub struct Upstream {
 }
 
 /// What the gateway asks an upstream in `initialize`: no client capabilities, since it serves
-/// no requests from upstreams.
-fn initialize_params() -> Value {
+/// no requests from upstreams (and declaring one its client never declared would let the
+/// upstream ask that client for what it did not agree to serve).
+fn initialize_params(mutation: Mutation) -> Value {
+    let capabilities = if mutation.is(Mutant::ClientCapabilitiesWidened) {
+        json!({"sampling": {}, "roots": {"listChanged": true}})
+    } else {
+        json!({})
+    };
     json!({
         "protocolVersion": HANDSHAKE_VERSION,
-        "capabilities": {},
+        "capabilities": capabilities,
         "clientInfo": {"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")},
     })
 }
@@ -95,6 +102,7 @@ impl Upstream {
         max_response_bytes: usize,
         timeout: Duration,
         progress: Arc<Progress>,
+        mutation: Mutation,
     ) -> Result<Upstream, UpstreamError> {
         let conn = match (&cfg.command, &cfg.url) {
             (Some(argv), _) => Conn::Stdio(stdio::StdioConn::spawn(
@@ -124,7 +132,12 @@ impl Upstream {
             server_info: None,
             timers: Timers::default(),
         };
-        let init = up.request("initialize", initialize_params(), timeout).await;
+        if mutation.is(Mutant::ListingBeforeInitialize) {
+            let _ = up.request("tools/list", json!({}), timeout).await;
+        }
+        let init = up
+            .request("initialize", initialize_params(mutation), timeout)
+            .await;
         let result = expect_result(&up.name, "initialize", init)?;
         if let Some(v) = result.get("protocolVersion").and_then(Value::as_str) {
             up.negotiated = v.to_string();
@@ -140,7 +153,11 @@ impl Upstream {
     /// The handshake once more, its answer ignored: the `session-per-call` mutant only.
     pub async fn initialize_again(&self, timeout: Duration) {
         let _ = self
-            .request("initialize", initialize_params(), timeout)
+            .request(
+                "initialize",
+                initialize_params(Mutation::default()),
+                timeout,
+            )
             .await;
         self.notify("notifications/initialized", json!({})).await;
     }
