@@ -542,6 +542,16 @@ fn counts_upstream_sessions(case: &LoadedCase) -> bool {
         .any(|e| e.check == "upstream-session-kept")
 }
 
+/// Whether a case judges how the target opened its upstream sessions over the run.
+fn reads_upstream_handshakes(case: &LoadedCase) -> bool {
+    case.spec.expect.iter().any(|e| {
+        matches!(
+            e.check.as_str(),
+            "upstream-initialized-first" | "client-capabilities-kept"
+        )
+    })
+}
+
 /// Whether a case holds two calls at once apart: on a target of its own, the only calls in
 /// flight are its two, so anything one of them gets that is not its own is the other's.
 fn holds_calls_apart(case: &LoadedCase) -> bool {
@@ -855,7 +865,9 @@ pub async fn run_one(
         None => None,
     };
     let upstream_initializes = initializes_before.map(|before| log.initializes() - before);
-    let upstream_handshakes = log.handshakes();
+    // Cloned from the index only for the cases that judge it: it grows with every upstream
+    // session a gateway opens.
+    let upstream_handshakes = reads_upstream_handshakes(case).then(|| log.handshakes());
     let reach = Reach {
         reached: target
             .upstream_logs
@@ -901,7 +913,7 @@ pub async fn run_one(
         capability_probes: &capability_probes,
         upstream_initializes,
         other_session: other_session.as_ref(),
-        upstream_handshakes: Some(&upstream_handshakes),
+        upstream_handshakes: upstream_handshakes.as_ref(),
     };
     let mut result = CaseResult::without_run(case, route, shape, Outcome::Pass, "");
     result.reached = !evidence.upstream_calls().is_empty();

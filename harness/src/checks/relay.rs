@@ -160,8 +160,8 @@ pub(super) fn upstream_initialized_first(name: &str, evidence: &Evidence<'_>) ->
             "every request the upstream got came after `initialize` on its connection, or carried the stateless envelope",
         );
     }
-    let mut methods: Vec<&str> = early.iter().filter_map(|o| o.method.as_deref()).collect();
-    methods.dedup();
+    let methods: std::collections::BTreeSet<&str> =
+        early.iter().filter_map(|o| o.method.as_deref()).collect();
     Verdict::fail(
         name,
         format!(
@@ -203,12 +203,11 @@ pub(super) fn client_capabilities_kept(name: &str, evidence: &Evidence<'_>) -> V
         .cloned()
         .chain(enveloped)
         .collect();
-    let mut widened: Vec<&str> = CLIENT_SIDE_CAPABILITIES
+    let widened: Vec<&str> = CLIENT_SIDE_CAPABILITIES
         .iter()
         .copied()
         .filter(|capability| told.iter().any(|caps| caps.get(capability).is_some()))
         .collect();
-    widened.dedup();
     if widened.is_empty() {
         return Verdict::pass(
             name,
