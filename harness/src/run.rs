@@ -14,7 +14,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinError;
 
 use crate::catalogue::{Catalogue, LoadedCase};
-use crate::checks::{self, Evidence, Reach};
+use crate::checks::{self, Evidence, Gathers, Reach};
 use crate::client::Exchange;
 use crate::drive::{Request, drive};
 use crate::profile::Profile;
@@ -524,38 +524,13 @@ pub fn not_runnable(
 /// Cases whose upstream misbehaves at the byte level get a target of their own: bytes that
 /// answer no request (garbage, a wrong or null id) cannot be tied to a call, and whoever
 /// reads them, the runner or a gateway, may blame another call in flight; a stream cut
-/// mid-body ends the canary. A slow or hanging upstream harms no other call.
+/// mid-body ends the canary. A slow or hanging upstream harms no other call. So do cases whose
+/// checks count what the target does over all its calls ([`checks::needs_own_target`]).
 pub fn is_isolated(_profile: &Profile, case: &LoadedCase) -> bool {
     matches!(
         &case.spec.tool.respond,
         Some(Respond::Fault(fault)) if !matches!(fault, Fault::Slow { .. } | Fault::Hang)
-    ) || counts_upstream_sessions(case)
-        || holds_calls_apart(case)
-}
-
-/// Whether a case counts the upstream sessions its calls open: it needs a target of its own,
-/// so no other case's calls are counted with its own.
-fn counts_upstream_sessions(case: &LoadedCase) -> bool {
-    case.spec
-        .expect
-        .iter()
-        .any(|e| e.check == "upstream-session-kept")
-}
-
-/// Whether a case judges how the target opened its upstream sessions over the run.
-fn reads_upstream_handshakes(case: &LoadedCase) -> bool {
-    case.spec.expect.iter().any(|e| {
-        matches!(
-            e.check.as_str(),
-            "upstream-initialized-first" | "client-capabilities-kept"
-        )
-    })
-}
-
-/// Whether a case holds two calls at once apart: on a target of its own, the only calls in
-/// flight are its two, so anything one of them gets that is not its own is the other's.
-fn holds_calls_apart(case: &LoadedCase) -> bool {
-    case.spec.expect.iter().any(|e| e.check == "calls-apart")
+    ) || checks::needs_own_target(&case.spec.expect)
 }
 
 /// A nonce no other call of this run has: in the arguments, it finds the call's lines in the
@@ -762,7 +737,7 @@ pub async fn run_one(
         arguments: &arguments,
         extra_params: &extra,
         timeout,
-        list_tools: case.spec.expect.iter().any(|e| e.check == "tool-listed"),
+        list_tools: checks::gathers(&case.spec.expect, Gathers::Listing),
     };
     let meant_for = case
         .spec
@@ -776,7 +751,7 @@ pub async fn run_one(
         .unwrap_or(&target.observations);
     // A case that counts upstream sessions makes a first call of its own, so a gateway that
     // starts its upstream on first use is not counted as opening a session per call.
-    let initializes_before = if counts_upstream_sessions(case) {
+    let initializes_before = if checks::gathers(&case.spec.expect, Gathers::UpstreamSessions) {
         let first_nonce = fresh_nonce();
         let (first_arguments, first_extra) = same_call_with(&arguments, &extra, &first_nonce);
         let first = Request {
@@ -792,12 +767,7 @@ pub async fn run_one(
     } else {
         None
     };
-    let capability_probes = if case
-        .spec
-        .expect
-        .iter()
-        .any(|e| e.check == "capabilities-honoured")
-    {
+    let capability_probes = if checks::gathers(&case.spec.expect, Gathers::CapabilityProbes) {
         probe_capabilities(target, timeout).await
     } else {
         Vec::new()
@@ -805,7 +775,7 @@ pub async fn run_one(
     // A case that holds two calls apart makes the same call from a second client session at
     // the same time (from the same session, on a target that serves one client), with a nonce
     // and a progress token of its own.
-    let holds_apart = holds_calls_apart(case);
+    let holds_apart = checks::gathers(&case.spec.expect, Gathers::SecondCall);
     let second = if holds_apart {
         match second_session(target, timeout).await {
             Ok(second) => second,
@@ -867,7 +837,8 @@ pub async fn run_one(
     let upstream_initializes = initializes_before.map(|before| log.initializes() - before);
     // Cloned from the index only for the cases that judge it: it grows with every upstream
     // session a gateway opens.
-    let upstream_handshakes = reads_upstream_handshakes(case).then(|| log.handshakes());
+    let upstream_handshakes =
+        checks::gathers(&case.spec.expect, Gathers::UpstreamHandshakes).then(|| log.handshakes());
     let reach = Reach {
         reached: target
             .upstream_logs

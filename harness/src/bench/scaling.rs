@@ -29,7 +29,7 @@ fn ordinary(case: &LoadedCase) -> bool {
         && spec.upstream.is_none()
         && case.surface != "upstream-read"
         && case.surface != "upstream-faults"
-        && !spec.expect.iter().any(|e| e.check == "tool-listed")
+        && !crate::checks::gathers(&spec.expect, crate::checks::Gathers::Listing)
 }
 
 /// `count` cases made by repeating the catalogue's ordinary cases under new ids.

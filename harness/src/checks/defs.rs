@@ -1,6 +1,9 @@
-//! The table of checks: names, parameters and what each one means, for lint and for docs.
+//! The table of checks: names, parameters, what each one means and reads, and the function
+//! that judges it. Lint, the runner and `evaluate` all read this one table.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
+
+use super::{Evidence, Verdict, envelope, eval, follow, reach, relay};
 
 /// The kind of value a parameter takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,11 +64,66 @@ impl ParamKind {
     }
 }
 
-/// A check's name, what it asserts, and its parameters (name, kind, required).
+/// What a check reads of the call. It decides what [`super::evaluate`] settles before the
+/// check runs, so no check repeats "the call got no response" in its own words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reads {
+    /// The evidence around the call (the upstream's log, follow-ups, side channels): it judges
+    /// a call that got no response too.
+    Evidence,
+    /// How the call ended, response or not: a fault is what it judges, so a call that got no
+    /// response is evidence for it rather than a target error.
+    Fault,
+    /// A response: a call that ended otherwise fails the check, saying how it ended.
+    Reply,
+    /// The result the route picks from the response: a pick that found nothing fails the check,
+    /// quoting what the target answered instead.
+    Picked,
+}
+
+/// What the runner gathers for a check beyond the call itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gathers {
+    /// The target's whole `tools/list`, every page, after the call.
+    Listing,
+    /// Each capability the target's `initialize` declared, used once.
+    CapabilityProbes,
+    /// A first call of the same session before the judged one, and the upstream `initialize`
+    /// requests counted during the judged one.
+    UpstreamSessions,
+    /// The same call made at once by a second client session.
+    SecondCall,
+    /// How the target opened its upstream sessions over the run so far.
+    UpstreamHandshakes,
+}
+
+impl Gathers {
+    /// Whether what it gathers holds only on a target no other case uses at the same time:
+    /// counted sessions and misrouted messages would be other cases' too.
+    pub fn needs_own_target(self) -> bool {
+        matches!(self, Gathers::UpstreamSessions | Gathers::SecondCall)
+    }
+}
+
+/// How a check judges the evidence of one call.
+pub type CheckFn = fn(&str, &Map<String, Value>, &Evidence<'_>) -> Verdict;
+
+/// One check: its name, what it asserts, its parameters (name, kind, required), what it reads
+/// and what the runner gathers for it, and the function that judges. Adding a check is one row
+/// here and its function.
 pub struct CheckDef {
     pub name: &'static str,
     pub asserts: &'static str,
     pub params: &'static [(&'static str, ParamKind, bool)],
+    pub reads: Reads,
+    pub gathers: Option<Gathers>,
+    pub run: CheckFn,
+}
+
+impl CheckDef {
+    pub fn named(name: &str) -> Option<&'static CheckDef> {
+        CHECKS.iter().find(|def| def.name == name)
+    }
 }
 
 pub const EXCHANGE_KINDS: &[&str] = &[
@@ -84,6 +142,9 @@ pub const CHECKS: &[CheckDef] = &[
             ("ignore", ParamKind::Pointers, false),
             ("ignore-link-uris", ParamKind::Bool, false),
         ],
+        reads: Reads::Picked,
+        gathers: None,
+        run: eval::relayed_unchanged,
     },
     CheckDef {
         name: "relayed-verbatim",
@@ -92,11 +153,17 @@ pub const CHECKS: &[CheckDef] = &[
             ("ignore", ParamKind::Pointers, false),
             ("ignore-link-uris", ParamKind::Bool, false),
         ],
+        reads: Reads::Picked,
+        gathers: None,
+        run: eval::relayed_verbatim,
     },
     CheckDef {
         name: "is-error",
         asserts: "the result's isError (absent reads as false) is `value`",
         params: &[("value", ParamKind::Bool, true)],
+        reads: Reads::Picked,
+        gathers: None,
+        run: eval::is_error,
     },
     CheckDef {
         name: "protocol-error",
@@ -106,16 +173,25 @@ pub const CHECKS: &[CheckDef] = &[
             ("keeps-data", ParamKind::Bool, false),
             ("keeps-message", ParamKind::Bool, false),
         ],
+        reads: Reads::Picked,
+        gathers: None,
+        run: eval::protocol_error,
     },
     CheckDef {
         name: "text-kept",
         asserts: "every text block the upstream sent reaches the client's content unchanged",
         params: &[],
+        reads: Reads::Picked,
+        gathers: None,
+        run: |n, _, e| eval::text_kept(n, e),
     },
     CheckDef {
         name: "kept",
         asserts: "the value at `pointer` (default /_meta) of the upstream result reaches the client unchanged, at the same place",
         params: &[("pointer", ParamKind::Pointer, false)],
+        reads: Reads::Picked,
+        gathers: None,
+        run: eval::kept,
     },
     CheckDef {
         name: "equals",
@@ -124,71 +200,113 @@ pub const CHECKS: &[CheckDef] = &[
             ("pointer", ParamKind::Pointer, true),
             ("value", ParamKind::AnyJson, true),
         ],
+        reads: Reads::Picked,
+        gathers: None,
+        run: eval::equals,
     },
     CheckDef {
         name: "absent",
         asserts: "the client's result has nothing at `pointer`",
         params: &[("pointer", ParamKind::Pointer, true)],
+        reads: Reads::Picked,
+        gathers: None,
+        run: eval::absent,
     },
     CheckDef {
         name: "content-valid",
         asserts: "every content block the client got has the members its type requires",
         params: &[],
+        reads: Reads::Picked,
+        gathers: None,
+        run: |n, _, e| eval::content_valid(n, e),
     },
     CheckDef {
         name: "sdk-accepts",
         asserts: "the official Rust SDK's typed model (rmcp) reads the client's result or error",
         params: &[],
+        reads: Reads::Picked,
+        gathers: None,
+        run: |n, _, e| eval::sdk_accepts(n, e),
     },
     CheckDef {
         name: "upstream-called",
         asserts: "the upstream received the call `times` times (default 1)",
         params: &[("times", ParamKind::Integer, false)],
+        reads: Reads::Evidence,
+        gathers: None,
+        run: eval::upstream_called,
     },
     CheckDef {
         name: "reached-upstream",
         asserts: "on a target with several upstreams, the call reached the upstream the case names (`upstream:`) and no other",
         params: &[],
+        reads: Reads::Evidence,
+        gathers: None,
+        run: |n, _, e| reach::reached_upstream(n, e),
     },
     CheckDef {
         name: "arguments-kept",
         asserts: "the upstream received the arguments the caller sent, unchanged",
         params: &[],
+        reads: Reads::Evidence,
+        gathers: None,
+        run: |n, _, e| eval::arguments_kept(n, e),
     },
     CheckDef {
         name: "request-meta-kept",
         asserts: "every member the caller put in the request's `_meta` (the progress token aside) reached the upstream unchanged",
         params: &[],
+        reads: Reads::Evidence,
+        gathers: None,
+        run: |n, _, e| eval::request_meta_kept(n, e),
     },
     CheckDef {
         name: "version-echoed",
         asserts: "the target answered `initialize` with the protocol version the runner asked for",
         params: &[],
+        reads: Reads::Evidence,
+        gathers: None,
+        run: |n, _, e| relay::version_echoed(n, e),
     },
     CheckDef {
         name: "capabilities-honoured",
         asserts: "each capability the target's `initialize` declares among prompts, resources, completions and logging is served: its request gets no method-not-found error",
         params: &[],
+        reads: Reads::Evidence,
+        gathers: Some(Gathers::CapabilityProbes),
+        run: |n, _, e| relay::capabilities_honoured(n, e),
     },
     CheckDef {
         name: "upstream-initialized-first",
         asserts: "every request the upstream got, over the whole run so far, came after `initialize` on its connection (or in the stateless envelope, or was a ping)",
         params: &[],
+        reads: Reads::Evidence,
+        gathers: Some(Gathers::UpstreamHandshakes),
+        run: |n, _, e| relay::upstream_initialized_first(n, e),
     },
     CheckDef {
         name: "client-capabilities-kept",
         asserts: "no upstream `initialize` (nor the stateless envelope of the call) declares a client capability among sampling, elicitation and roots that the runner's client did not declare",
         params: &[],
+        reads: Reads::Evidence,
+        gathers: Some(Gathers::UpstreamHandshakes),
+        run: |n, _, e| relay::client_capabilities_kept(n, e),
     },
     CheckDef {
         name: "upstream-session-kept",
         asserts: "a second call of one client session reaches the upstream with no new `initialize`: over the upstream session the first call used",
         params: &[],
+        reads: Reads::Evidence,
+        gathers: Some(Gathers::UpstreamSessions),
+        run: |n, _, e| relay::upstream_session_kept(n, e),
     },
     CheckDef {
         name: "calls-apart",
         asserts: "the same call made at once by a second client session (a second call of the one session, on a stdio target): neither answer or notification holds the other's nonce, and neither call gets more progress than its upstream sent for it",
         params: &[],
+        reads: Reads::Evidence,
+        gathers: Some(Gathers::SecondCall),
+        run: |n, _, e| relay::calls_apart(n, e),
     },
     CheckDef {
         name: "sent-once",
@@ -197,21 +315,33 @@ pub const CHECKS: &[CheckDef] = &[
             ("percent", ParamKind::Integer, true),
             ("slack_bytes", ParamKind::Integer, false),
         ],
+        reads: Reads::Evidence,
+        gathers: None,
+        run: relay::sent_once,
     },
     CheckDef {
         name: "max-bytes",
         asserts: "the client's answer is at most `bytes` bytes",
         params: &[("bytes", ParamKind::Integer, true)],
+        reads: Reads::Picked,
+        gathers: None,
+        run: eval::max_bytes,
     },
     CheckDef {
         name: "schema-valid",
         asserts: "the client's structuredContent is valid against the tool's outputSchema",
         params: &[],
+        reads: Reads::Picked,
+        gathers: None,
+        run: |n, _, e| eval::schema_valid(n, e),
     },
     CheckDef {
         name: "task-handle",
         asserts: "the client got a task handle (in `form` nested or flat, when given)",
         params: &[("form", ParamKind::Word(&["nested", "flat"]), false)],
+        reads: Reads::Picked,
+        gathers: None,
+        run: eval::task_handle,
     },
     CheckDef {
         name: "no-secret",
@@ -224,11 +354,17 @@ pub const CHECKS: &[CheckDef] = &[
                 false,
             ),
         ],
+        reads: Reads::Evidence,
+        gathers: None,
+        run: eval::no_secret,
     },
     CheckDef {
         name: "answered-as",
         asserts: "the call ended as `kind`: response, error-response, malformed, closed or timeout",
         params: &[("kind", ParamKind::Word(EXCHANGE_KINDS), true)],
+        reads: Reads::Fault,
+        gathers: None,
+        run: eval::answered_as,
     },
     CheckDef {
         name: "text-bytes",
@@ -237,16 +373,25 @@ pub const CHECKS: &[CheckDef] = &[
             ("bytes", ParamKind::Integer, true),
             ("or-refused", ParamKind::Bool, false),
         ],
+        reads: Reads::Picked,
+        gathers: None,
+        run: eval::text_bytes,
     },
     CheckDef {
         name: "not-a-success",
         asserts: "the call did not end in a successful result: no answer, a JSON-RPC error, or isError true",
         params: &[],
+        reads: Reads::Fault,
+        gathers: None,
+        run: |n, _, e| eval::not_a_success(n, e),
     },
     CheckDef {
         name: "progress-before-result",
         asserts: "at least `min` (default 1) progress notifications reached the client before the result",
         params: &[("min", ParamKind::Integer, false)],
+        reads: Reads::Picked,
+        gathers: None,
+        run: eval::progress,
     },
     CheckDef {
         name: "entry-status",
@@ -263,56 +408,89 @@ pub const CHECKS: &[CheckDef] = &[
             ]),
             true,
         )],
+        reads: Reads::Reply,
+        gathers: None,
+        run: envelope::entry_status,
     },
     CheckDef {
         name: "reason-given",
         asserts: "the entry carries a short reason saying what failed",
         params: &[],
+        reads: Reads::Reply,
+        gathers: None,
+        run: |n, _, e| envelope::reason_given(n, e),
     },
     CheckDef {
         name: "truncation-marked",
         asserts: "a cut is never silent: a marker in the result the model reads, kept-of-total counts of items and bytes, and a handle to the full result",
         params: &[],
+        reads: Reads::Picked,
+        gathers: None,
+        run: |n, _, e| envelope::truncation_marked(n, e),
     },
     CheckDef {
         name: "provenance-kept",
         asserts: "server, tool and retrieval time travel with the result, and the upstream's _meta is kept whole",
         params: &[],
+        reads: Reads::Reply,
+        gathers: None,
+        run: |n, _, e| envelope::provenance_kept(n, e),
     },
     CheckDef {
         name: "redactions-recorded",
         asserts: "the entry records what was redacted (kind and count), never the secret itself",
         params: &[("secrets", ParamKind::Strings, false)],
+        reads: Reads::Reply,
+        gathers: None,
+        run: envelope::redactions_recorded,
     },
     CheckDef {
         name: "marked-as-data",
         asserts: "the entry marks the upstream's content as data, not direction",
         params: &[],
+        reads: Reads::Reply,
+        gathers: None,
+        run: |n, _, e| envelope::marked_as_data(n, e),
     },
     CheckDef {
         name: "instructions-flagged",
         asserts: "instruction-like text inside the result is flagged",
         params: &[],
+        reads: Reads::Reply,
+        gathers: None,
+        run: |n, _, e| envelope::instructions_flagged(n, e),
     },
     CheckDef {
         name: "serialized-once",
         asserts: "the target's own result does not carry the same JSON twice (as a text block and as structuredContent)",
         params: &[],
+        reads: Reads::Picked,
+        gathers: None,
+        run: |n, _, e| envelope::serialized_once(n, e),
     },
     CheckDef {
         name: "continuation-returns-original",
         asserts: "the handle in the entry fetches the upstream's original, full result",
         params: &[],
+        reads: Reads::Evidence,
+        gathers: None,
+        run: |n, _, e| follow::continuation_returns_original(n, e),
     },
     CheckDef {
         name: "continuation-confined",
         asserts: "the handle read by another identity returns nothing of the result",
         params: &[],
+        reads: Reads::Evidence,
+        gathers: None,
+        run: |n, _, e| follow::continuation_confined(n, e),
     },
     CheckDef {
         name: "continuation-deletable",
         asserts: "after the delete tool frees the handle, fetching it returns nothing of the result",
         params: &[],
+        reads: Reads::Evidence,
+        gathers: None,
+        run: |n, _, e| follow::continuation_deletable(n, e),
     },
     CheckDef {
         name: "task-completes",
@@ -322,11 +500,17 @@ pub const CHECKS: &[CheckDef] = &[
             ParamKind::Word(&["completed", "failed", "cancelled"]),
             false,
         )],
+        reads: Reads::Evidence,
+        gathers: None,
+        run: follow::task_completes,
     },
     CheckDef {
         name: "links-resolve",
         asserts: "every resource_link and embedded resource URI in the client's result resolves through resources/read",
         params: &[],
+        reads: Reads::Evidence,
+        gathers: None,
+        run: |n, _, e| follow::links_resolve(n, e),
     },
     CheckDef {
         name: "mentions",
@@ -336,11 +520,17 @@ pub const CHECKS: &[CheckDef] = &[
             ("not", ParamKind::Strings, false),
             ("pattern", ParamKind::AnyJson, false),
         ],
+        reads: Reads::Picked,
+        gathers: None,
+        run: eval::mentions,
     },
     CheckDef {
         name: "mirror-consistent",
         asserts: "a text block that is JSON equals the structuredContent beside it: a cut or an edit never leaves the two disagreeing",
         params: &[],
+        reads: Reads::Picked,
+        gathers: None,
+        run: |n, _, e| eval::mirror_consistent(n, e),
     },
     CheckDef {
         name: "audit-record",
@@ -349,6 +539,9 @@ pub const CHECKS: &[CheckDef] = &[
             ("channel", ParamKind::AnyJson, false),
             ("mentions", ParamKind::Strings, false),
         ],
+        reads: Reads::Evidence,
+        gathers: None,
+        run: eval::audit_record,
     },
     CheckDef {
         name: "tool-listed",
@@ -357,5 +550,8 @@ pub const CHECKS: &[CheckDef] = &[
             ("has", ParamKind::Strings, false),
             ("whole", ParamKind::Bool, false),
         ],
+        reads: Reads::Evidence,
+        gathers: Some(Gathers::Listing),
+        run: follow::tool_listed,
     },
 ];

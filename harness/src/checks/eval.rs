@@ -4,123 +4,53 @@ use relaycheck_model::case::Expectation;
 use relaycheck_model::render::read_result;
 use serde_json::{Map, Value};
 
-use super::{Evidence, Verdict, envelope, follow, form_changes, same, same_opt};
+use super::defs::{CheckDef, Reads};
+use super::{Evidence, Verdict, form_changes, same, same_opt};
 use crate::client::Exchange;
 
 pub fn evaluate(expectation: &Expectation, evidence: &Evidence<'_>) -> Verdict {
-    let params = &expectation.params;
     let name = expectation.check.as_str();
-    if name == "answered-as" {
-        return answered_as(name, params, evidence);
-    }
-    if name == "upstream-called" {
-        return upstream_called(name, params, evidence);
-    }
-    if name == "arguments-kept" {
-        return arguments_kept(name, evidence);
-    }
-    if name == "request-meta-kept" {
-        return request_meta_kept(name, evidence);
-    }
-    match name {
-        "version-echoed" => return super::relay::version_echoed(name, evidence),
-        "capabilities-honoured" => return super::relay::capabilities_honoured(name, evidence),
-        "upstream-session-kept" => return super::relay::upstream_session_kept(name, evidence),
-        "upstream-initialized-first" => {
-            return super::relay::upstream_initialized_first(name, evidence);
-        }
-        "client-capabilities-kept" => {
-            return super::relay::client_capabilities_kept(name, evidence);
-        }
-        "sent-once" => return super::relay::sent_once(name, params, evidence),
-        "calls-apart" => return super::relay::calls_apart(name, evidence),
-        _ => {}
-    }
-    if name == "no-secret" {
-        return no_secret(name, params, evidence);
-    }
-    if name == "not-a-success" {
-        return not_a_success(name, evidence);
-    }
-    if name == "audit-record" {
-        return audit_record(name, params, evidence);
-    }
-    if name == "reached-upstream" {
-        return super::reach::reached_upstream(name, evidence);
-    }
-    if name == "tool-listed" {
-        return follow::tool_listed(name, params, evidence);
-    }
-    match name {
-        "continuation-returns-original" => {
-            return follow::continuation_returns_original(name, evidence);
-        }
-        "continuation-confined" => return follow::continuation_confined(name, evidence),
-        "continuation-deletable" => return follow::continuation_deletable(name, evidence),
-        "task-completes" => return follow::task_completes(name, params, evidence),
-        "links-resolve" => return follow::links_resolve(name, evidence),
-        _ => {}
-    }
-    let Exchange::Reply(reply) = evidence.exchange else {
-        return Verdict::fail(
-            name,
-            format!(
-                "the call ended as `{}`, not in a response",
-                evidence.exchange.kind()
-            ),
-        );
+    let Some(def) = CheckDef::named(name) else {
+        return Verdict::fail(name, "no such check (lint should have refused it)");
     };
-    // Checks on the entry read it whatever the route picked (a failed call has no result).
-    match name {
-        "entry-status" => return envelope::entry_status(name, params, evidence),
-        "reason-given" => return envelope::reason_given(name, evidence),
-        "provenance-kept" => return envelope::provenance_kept(name, evidence),
-        "redactions-recorded" => return envelope::redactions_recorded(name, params, evidence),
-        "marked-as-data" => return envelope::marked_as_data(name, evidence),
-        "instructions-flagged" => return envelope::instructions_flagged(name, evidence),
-        _ => {}
-    }
-    if let Some(pointer) = &evidence.view.pick_missed {
-        // Quote what the target answered instead, so the reader sees its own words.
-        let answered = evidence
-            .view
-            .entry
-            .as_ref()
-            .or(evidence.view.whole.as_ref())
-            .map(|value| {
+    if matches!(def.reads, Reads::Reply | Reads::Picked) {
+        if evidence.exchange.reply().is_none() {
+            return Verdict::fail(
+                name,
                 format!(
-                    "; it answered {}",
-                    crate::session::preview(value.to_string().as_bytes())
-                )
-            })
-            .unwrap_or_default();
-        return Verdict::fail(
-            name,
-            format!("the route's pick `{pointer}` found nothing in the target's answer{answered}"),
-        );
+                    "the call ended as `{}`, not in a response",
+                    evidence.exchange.kind()
+                ),
+            );
+        }
+        if def.reads == Reads::Picked
+            && let Some(pointer) = &evidence.view.pick_missed
+        {
+            return pick_missed(name, pointer, evidence);
+        }
     }
-    match name {
-        "relayed-unchanged" => relayed_unchanged(name, params, evidence),
-        "relayed-verbatim" => relayed_verbatim(name, params, evidence),
-        "is-error" => is_error(name, params, evidence),
-        "protocol-error" => protocol_error(name, params, evidence),
-        "text-kept" => text_kept(name, evidence),
-        "kept" => kept(name, params, evidence),
-        "equals" => equals(name, params, evidence),
-        "absent" => absent(name, params, evidence),
-        "content-valid" => content_valid(name, evidence),
-        "sdk-accepts" => sdk_accepts(name, evidence),
-        "max-bytes" => max_bytes(name, params, reply.raw.len()),
-        "schema-valid" => schema_valid(name, evidence),
-        "task-handle" => task_handle(name, params, evidence),
-        "progress-before-result" => progress(name, params, &reply.notifications, evidence),
-        "text-bytes" => text_bytes(name, params, evidence),
-        "truncation-marked" => envelope::truncation_marked(name, evidence),
-        "serialized-once" => envelope::serialized_once(name, evidence),
-        "mentions" => mentions(name, params, evidence),
-        "mirror-consistent" => mirror_consistent(name, evidence),
-        other => Verdict::fail(other, "no such check (lint should have refused it)"),
-    }
+    (def.run)(name, &expectation.params, evidence)
+}
+
+/// The route's pick found nothing: the verdict quotes what the target answered instead, so the
+/// reader sees its own words.
+fn pick_missed(name: &str, pointer: &str, evidence: &Evidence<'_>) -> Verdict {
+    let answered = evidence
+        .view
+        .entry
+        .as_ref()
+        .or(evidence.view.whole.as_ref())
+        .map(|value| {
+            format!(
+                "; it answered {}",
+                crate::session::preview(value.to_string().as_bytes())
+            )
+        })
+        .unwrap_or_default();
+    Verdict::fail(
+        name,
+        format!("the route's pick `{pointer}` found nothing in the target's answer{answered}"),
+    )
 }
 
 fn pointer_param<'a>(params: &'a Map<String, Value>, key: &str, default: &'a str) -> &'a str {
@@ -183,7 +113,11 @@ fn relayed(
     })
 }
 
-fn relayed_unchanged(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn relayed_unchanged(
+    name: &str,
+    params: &Map<String, Value>,
+    evidence: &Evidence<'_>,
+) -> Verdict {
     let Relayed {
         member,
         expected,
@@ -226,7 +160,11 @@ fn relayed_unchanged(name: &str, params: &Map<String, Value>, evidence: &Evidenc
 
 /// The client's result is the upstream's in form too. Never a failure at `must` or `should`:
 /// every case that uses it observes.
-fn relayed_verbatim(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn relayed_verbatim(
+    name: &str,
+    params: &Map<String, Value>,
+    evidence: &Evidence<'_>,
+) -> Verdict {
     let Relayed {
         member,
         expected,
@@ -302,7 +240,11 @@ fn result_of<'a>(name: &str, evidence: &'a Evidence<'_>) -> Result<&'a Value, Bo
     }
 }
 
-fn is_error(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn is_error(
+    name: &str,
+    params: &Map<String, Value>,
+    evidence: &Evidence<'_>,
+) -> Verdict {
     let want = params.get("value").and_then(Value::as_bool).unwrap_or(true);
     let result = match result_of(name, evidence) {
         Ok(result) => result,
@@ -323,7 +265,11 @@ fn is_error(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) ->
     }
 }
 
-fn protocol_error(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn protocol_error(
+    name: &str,
+    params: &Map<String, Value>,
+    evidence: &Evidence<'_>,
+) -> Verdict {
     let Some(error) = &evidence.view.error else {
         return Verdict::fail(name, "the client got a result, not a JSON-RPC error")
             .compared(None, evidence.view.result.clone());
@@ -374,7 +320,7 @@ fn texts(result: &Value) -> Vec<&str> {
         .unwrap_or_default()
 }
 
-fn text_kept(name: &str, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn text_kept(name: &str, evidence: &Evidence<'_>) -> Verdict {
     let Some(upstream) = upstream_member(evidence, "result") else {
         return missing_upstream(name);
     };
@@ -401,7 +347,7 @@ fn text_kept(name: &str, evidence: &Evidence<'_>) -> Verdict {
     }
 }
 
-fn kept(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn kept(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
     let pointer = pointer_param(params, "pointer", "/_meta");
     let Some(upstream) = upstream_member(evidence, "result") else {
         return missing_upstream(name);
@@ -445,7 +391,7 @@ fn kept(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Ver
     }
 }
 
-fn equals(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn equals(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
     let pointer = pointer_param(params, "pointer", "");
     let want = params.get("value").cloned().unwrap_or(Value::Null);
     let result = match result_of(name, evidence) {
@@ -460,7 +406,7 @@ fn equals(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> V
     }
 }
 
-fn absent(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn absent(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
     let pointer = pointer_param(params, "pointer", "");
     let result = match result_of(name, evidence) {
         Ok(result) => result,
@@ -501,7 +447,7 @@ pub fn block_problem(block: &Value) -> Option<String> {
         .map(|member| format!("a `{kind}` block without a string `{member}`"))
 }
 
-fn content_valid(name: &str, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn content_valid(name: &str, evidence: &Evidence<'_>) -> Verdict {
     let result = match result_of(name, evidence) {
         Ok(result) => result,
         Err(verdict) => return *verdict,
@@ -527,7 +473,7 @@ fn content_valid(name: &str, evidence: &Evidence<'_>) -> Verdict {
     }
 }
 
-fn sdk_accepts(name: &str, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn sdk_accepts(name: &str, evidence: &Evidence<'_>) -> Verdict {
     let parsed = match (&evidence.view.result, &evidence.view.error) {
         (Some(result), _) => serde_json::from_value::<rmcp::model::CallToolResult>(result.clone())
             .map(|_| "rmcp reads the result as a CallToolResult")
@@ -543,7 +489,11 @@ fn sdk_accepts(name: &str, evidence: &Evidence<'_>) -> Verdict {
     }
 }
 
-fn upstream_called(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn upstream_called(
+    name: &str,
+    params: &Map<String, Value>,
+    evidence: &Evidence<'_>,
+) -> Verdict {
     let want = params.get("times").and_then(Value::as_u64).unwrap_or(1) as usize;
     let got = evidence.upstream_calls().len();
     if got == want {
@@ -557,7 +507,7 @@ fn upstream_called(name: &str, params: &Map<String, Value>, evidence: &Evidence<
     }
 }
 
-fn arguments_kept(name: &str, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn arguments_kept(name: &str, evidence: &Evidence<'_>) -> Verdict {
     let calls = evidence.upstream_calls();
     let Some(call) = calls.first() else {
         return missing_upstream(name);
@@ -605,7 +555,7 @@ fn arguments_kept(name: &str, evidence: &Evidence<'_>) -> Verdict {
 /// The caller's request `_meta` members, but the progress token (a gateway may put its own
 /// in its place and map progress back), against the upstream's: each one that is missing or
 /// changed is named.
-fn request_meta_kept(name: &str, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn request_meta_kept(name: &str, evidence: &Evidence<'_>) -> Verdict {
     let calls = evidence.upstream_calls();
     let Some(call) = calls.first() else {
         return missing_upstream(name);
@@ -643,7 +593,12 @@ fn request_meta_kept(name: &str, evidence: &Evidence<'_>) -> Verdict {
     .compared(Some(Value::Object(sent.clone())), got.cloned())
 }
 
-fn max_bytes(name: &str, params: &Map<String, Value>, got: usize) -> Verdict {
+pub(super) fn max_bytes(
+    name: &str,
+    params: &Map<String, Value>,
+    evidence: &Evidence<'_>,
+) -> Verdict {
+    let got = evidence.exchange.reply().map_or(0, |reply| reply.raw.len());
     let limit = params.get("bytes").and_then(Value::as_u64).unwrap_or(0) as usize;
     if got <= limit {
         Verdict::pass(name, format!("{got} bytes, limit {limit}"))
@@ -652,7 +607,7 @@ fn max_bytes(name: &str, params: &Map<String, Value>, got: usize) -> Verdict {
     }
 }
 
-fn schema_valid(name: &str, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn schema_valid(name: &str, evidence: &Evidence<'_>) -> Verdict {
     let Some(schema) = evidence.tool.and_then(|tool| tool.output_schema.as_ref()) else {
         return Verdict::fail(
             name,
@@ -686,7 +641,11 @@ fn schema_valid(name: &str, evidence: &Evidence<'_>) -> Verdict {
     }
 }
 
-fn task_handle(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn task_handle(
+    name: &str,
+    params: &Map<String, Value>,
+    evidence: &Evidence<'_>,
+) -> Verdict {
     let result = match result_of(name, evidence) {
         Ok(result) => result,
         Err(verdict) => return *verdict,
@@ -707,7 +666,11 @@ fn task_handle(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>)
     }
 }
 
-fn no_secret(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn no_secret(
+    name: &str,
+    params: &Map<String, Value>,
+    evidence: &Evidence<'_>,
+) -> Verdict {
     let secrets: Vec<&str> = params
         .get("secrets")
         .and_then(Value::as_array)
@@ -745,7 +708,7 @@ fn no_secret(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -
 
 /// Never an invented success: the call ended without a result, or with a failure the caller
 /// can read (a JSON-RPC error, or a result with isError true).
-fn not_a_success(name: &str, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn not_a_success(name: &str, evidence: &Evidence<'_>) -> Verdict {
     match (
         evidence.exchange,
         &evidence.view.error,
@@ -767,7 +730,11 @@ fn not_a_success(name: &str, evidence: &Evidence<'_>) -> Verdict {
     }
 }
 
-fn answered_as(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn answered_as(
+    name: &str,
+    params: &Map<String, Value>,
+    evidence: &Evidence<'_>,
+) -> Verdict {
     let want = params
         .get("kind")
         .and_then(Value::as_str)
@@ -786,12 +753,15 @@ fn answered_as(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>)
 /// Progress reached the client, and if not, which side lost it: the request without its
 /// token (the target dropped the caller's `_meta`), or notifications the upstream sent that the
 /// client never got.
-fn progress(
+pub(super) fn progress(
     name: &str,
     params: &Map<String, Value>,
-    notifications: &[Value],
     evidence: &Evidence<'_>,
 ) -> Verdict {
+    let notifications = evidence
+        .exchange
+        .reply()
+        .map_or(&[][..], |reply| &reply.notifications[..]);
     let want = params.get("min").and_then(Value::as_u64).unwrap_or(1) as usize;
     // The runner's progress token is the call's nonce: progress under any other token is not
     // the caller's (a gateway that put its own token upstream and did not map it back).
@@ -858,7 +828,11 @@ fn progress(
     )
 }
 
-fn text_bytes(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn text_bytes(
+    name: &str,
+    params: &Map<String, Value>,
+    evidence: &Evidence<'_>,
+) -> Verdict {
     let want = params.get("bytes").and_then(Value::as_u64).unwrap_or(0) as usize;
     let may_refuse = params.get("or-refused").and_then(Value::as_bool) == Some(true);
     if may_refuse && evidence.view.error.is_some() {
@@ -882,7 +856,11 @@ fn text_bytes(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) 
     }
 }
 
-fn mentions(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn mentions(
+    name: &str,
+    params: &Map<String, Value>,
+    evidence: &Evidence<'_>,
+) -> Verdict {
     let text = match (&evidence.view.result, &evidence.view.error) {
         (Some(result), _) => strings_of(&read_result(result)),
         (None, Some(error)) => strings_of(error),
@@ -930,7 +908,7 @@ fn mentions(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) ->
     Verdict::pass(name, "the result says what it must and nothing it must not")
 }
 
-fn mirror_consistent(name: &str, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn mirror_consistent(name: &str, evidence: &Evidence<'_>) -> Verdict {
     let result = match result_of(name, evidence) {
         Ok(result) => read_result(result),
         Err(verdict) => return *verdict,
@@ -953,7 +931,11 @@ fn mirror_consistent(name: &str, evidence: &Evidence<'_>) -> Verdict {
     Verdict::pass(name, "text and structuredContent agree")
 }
 
-fn audit_record(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn audit_record(
+    name: &str,
+    params: &Map<String, Value>,
+    evidence: &Evidence<'_>,
+) -> Verdict {
     let Some(nonce) = evidence.nonce() else {
         return Verdict::fail(name, "the call had no nonce");
     };

@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 use crate::client::Exchange;
 use crate::routes::View;
 
-pub use defs::{CHECKS, CheckDef, ParamKind};
+pub use defs::{CHECKS, CheckDef, CheckFn, Gathers, ParamKind, Reads};
 pub use equal::{Equivalence, form_changes, same, same_number, same_opt};
 pub use relay::{
     CapabilityProbe, Handshake, OtherCall, PROBED_CAPABILITIES, probe_params, probe_refusal,
@@ -203,7 +203,7 @@ impl Verdict {
 
 /// Checks that an expectation names a known check with parameters of the right kinds.
 pub fn validate(expectation: &Expectation) -> Result<(), String> {
-    let Some(def) = CHECKS.iter().find(|def| def.name == expectation.check) else {
+    let Some(def) = CheckDef::named(&expectation.check) else {
         let known: Vec<&str> = CHECKS.iter().map(|def| def.name).collect();
         return Err(format!(
             "unknown check `{}` (known: {})",
@@ -245,7 +245,24 @@ pub fn validate(expectation: &Expectation) -> Result<(), String> {
 pub fn expects_fault(expectations: &[Expectation]) -> bool {
     expectations
         .iter()
-        .any(|e| e.check == "answered-as" || e.check == "not-a-success")
+        .filter_map(|e| CheckDef::named(&e.check))
+        .any(|def| def.reads == Reads::Fault)
+}
+
+/// Whether any of the case's checks needs the runner to gather `what`.
+pub fn gathers(expectations: &[Expectation], what: Gathers) -> bool {
+    expectations
+        .iter()
+        .filter_map(|e| CheckDef::named(&e.check))
+        .any(|def| def.gathers == Some(what))
+}
+
+/// Whether the case's checks hold only on a target no other case uses at the same time.
+pub fn needs_own_target(expectations: &[Expectation]) -> bool {
+    expectations
+        .iter()
+        .filter_map(|e| CheckDef::named(&e.check))
+        .any(|def| def.gathers.is_some_and(Gathers::needs_own_target))
 }
 
 /// Runs one expectation against the evidence.
