@@ -166,6 +166,9 @@ pub fn error_response(id: &Value, err: &RpcError) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": error_object(err)})
 }
 
+/// What a `tools/list` cursor starts with: the offset of the page's first tool follows.
+const PAGE_CURSOR: &str = "relaycheck-page-";
+
 fn rpc_error(code: i64, message: impl Into<String>) -> RpcError {
     RpcError {
         code,
@@ -356,7 +359,7 @@ impl Canary {
             }
             "ping" => plain(json!({})),
             "server/discover" => plain(self.discover()),
-            "tools/list" => plain(json!({ "tools": self.tool_list(shape) })),
+            "tools/list" => plain(self.tool_page(params, shape)?),
             "tools/call" => self.call(id, params, shape),
             "resources/list" => {
                 let mut listed = resources::list();
@@ -495,6 +498,31 @@ impl Canary {
             },
             "serverInfo": server_info(),
         })
+    }
+
+    /// One page of the listing: every tool, or with the script's page size the page the
+    /// request's cursor names and a `nextCursor` when more follow. The cursor is opaque to the
+    /// client, as pagination requires; one the canary never handed out is invalid params.
+    fn tool_page(&self, params: Option<&Value>, shape: Shape) -> Result<Value, RpcError> {
+        let tools = self.tool_list(shape);
+        let Some(size) = self.script.list_page_size.map(|n| n.max(1) as usize) else {
+            return Ok(json!({ "tools": tools }));
+        };
+        let start = match params.and_then(|p| p.get("cursor")) {
+            None | Some(Value::Null) => 0,
+            Some(cursor) => cursor
+                .as_str()
+                .and_then(|c| c.strip_prefix(PAGE_CURSOR))
+                .and_then(|n| n.parse::<usize>().ok())
+                .filter(|n| *n > 0 && *n < tools.len())
+                .ok_or_else(|| rpc_error(-32602, format!("Invalid cursor: {cursor}")))?,
+        };
+        let end = (start + size).min(tools.len());
+        let mut page = json!({ "tools": tools[start..end] });
+        if end < tools.len() {
+            page["nextCursor"] = json!(format!("{PAGE_CURSOR}{end}"));
+        }
+        Ok(page)
     }
 
     /// The named canaries (unless a script tool takes the name), then the script's tools.
@@ -920,6 +948,46 @@ mod tests {
         assert_eq!(plain["result"]["resultType"], "complete", "{plain}");
         let asked = json_of(c.handle(&stateless(json!({"extensions": {TASKS_EXTENSION: {}}})), &s));
         assert_eq!(asked["result"]["resultType"], "task", "{asked}");
+    }
+
+    #[test]
+    fn a_paged_listing_hands_out_every_tool_once_behind_opaque_cursors() {
+        let script =
+            json!({"list_page_size": 3, "tools": [{"name": "last_one", "respond": "echo"}]});
+        let (c, s) = (canary(script, None), Session::default());
+        init(&c, &s, "2025-11-25");
+        let page = |cursor: Option<Value>| {
+            let mut params = json!({});
+            if let Some(cursor) = cursor {
+                params["cursor"] = cursor;
+            }
+            json_of(c.handle(
+                &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": params}),
+                &s,
+            ))
+        };
+        let (mut names, mut cursor, mut pages) = (Vec::new(), None, 0);
+        loop {
+            let got = page(cursor.clone());
+            let tools = got["result"]["tools"].as_array().unwrap().clone();
+            assert!(tools.len() <= 3, "{got}");
+            names.extend(
+                tools
+                    .iter()
+                    .map(|t| t["name"].as_str().unwrap().to_string()),
+            );
+            pages += 1;
+            cursor = got["result"].get("nextCursor").cloned();
+            if cursor.is_none() {
+                break;
+            }
+        }
+        assert!(pages > 1, "{names:?}");
+        assert_eq!(names.last().map(String::as_str), Some("last_one"));
+        let unique: std::collections::BTreeSet<&String> = names.iter().collect();
+        assert_eq!(unique.len(), names.len(), "{names:?}");
+        let refused = page(Some(json!("not-a-cursor-of-ours")));
+        assert_eq!(refused["error"]["code"], -32602, "{refused}");
     }
 
     #[test]

@@ -145,7 +145,7 @@ pub async fn measure(
                 arguments: &arguments,
                 extra_params: &extra,
                 timeout,
-                list_tools: false,
+                listings: 0,
             };
             let started = Instant::now();
             let done = drive(profile, route, &running.session, request).await;

@@ -252,6 +252,7 @@ impl Catalogue {
                 .iter()
                 .filter_map(|case| case.spec.tool_script())
                 .collect(),
+            list_page_size: None,
         }
     }
 }

@@ -35,8 +35,8 @@ pub struct Request<'a> {
     /// Members merged into the call's params (`_meta`, `requestedOutputs`).
     pub extra_params: &'a Map<String, Value>,
     pub timeout: Duration,
-    /// Also list the target's tools (for checks on the listing).
-    pub list_tools: bool,
+    /// How many times to list the target's tools after the call (for checks on the listing).
+    pub listings: usize,
 }
 
 pub async fn drive(
@@ -50,7 +50,7 @@ pub async fn drive(
         arguments,
         extra_params,
         timeout,
-        list_tools,
+        listings,
     } = request;
     let route = profile.routes.get(route_name).cloned().unwrap_or_default();
     let first_route = match &route.via {
@@ -78,7 +78,7 @@ pub async fn drive(
         route: first_route,
         follow_ups: Vec::new(),
     };
-    if list_tools {
+    for _ in 0..listings {
         list(session, &mut drive, timeout).await;
     }
     if drive.exchange.reply().is_none() {

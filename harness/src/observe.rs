@@ -42,6 +42,7 @@ struct Index {
     /// `initialize` requests received, on every connection: upstream sessions opened.
     initializes: usize,
     handshakes: UpstreamHandshakes,
+    listings: UpstreamListings,
     unreadable: usize,
 }
 
@@ -55,6 +56,54 @@ pub struct UpstreamHandshakes {
     /// The client capabilities of each upstream `initialize`, in order (`null` where the
     /// request had none).
     pub client_capabilities: Vec<Value>,
+}
+
+/// What the upstream listed of its tools over the whole run so far, page by page, and how the
+/// target asked: enough to say which pages a target never asked for.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UpstreamListings {
+    /// Each `tools/list` answer, in the order the canary sent them.
+    pub pages: Vec<ListedPage>,
+    /// The `cursor` of each `tools/list` request that had one.
+    pub asked_with: Vec<Value>,
+}
+
+/// One `tools/list` answer of the upstream.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ListedPage {
+    /// The names of the tools on the page, in order.
+    pub tools: Vec<String>,
+    /// The page's `nextCursor`, when more followed.
+    pub next_cursor: Option<Value>,
+}
+
+impl UpstreamListings {
+    /// Every tool the upstream listed on any page, each once, in the order first listed.
+    pub fn tools(&self) -> Vec<&str> {
+        let mut seen = std::collections::BTreeSet::new();
+        self.pages
+            .iter()
+            .flat_map(|page| page.tools.iter())
+            .filter(|name| seen.insert(name.as_str()))
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// The cursors the upstream handed out that the target never asked with.
+    pub fn unfollowed(&self) -> Vec<&Value> {
+        let mut out: Vec<&Value> = Vec::new();
+        for cursor in self.pages.iter().filter_map(|p| p.next_cursor.as_ref()) {
+            if !self.asked_with.contains(cursor) && !out.contains(&cursor) {
+                out.push(cursor);
+            }
+        }
+        out
+    }
+
+    /// Whether the upstream ever split its listing into pages.
+    pub fn paged(&self) -> bool {
+        self.pages.iter().any(|p| p.next_cursor.is_some())
+    }
 }
 
 pub struct ObservationLog {
@@ -120,6 +169,13 @@ impl ObservationLog {
         index.handshakes.clone()
     }
 
+    /// What the upstream listed of its tools so far.
+    pub fn listings(&self) -> UpstreamListings {
+        let mut index = self.index.lock().unwrap_or_else(|p| p.into_inner());
+        self.refresh(&mut index);
+        index.listings.clone()
+    }
+
     /// How many lines could not be read as observations.
     pub fn unreadable(&self) -> usize {
         self.index
@@ -170,6 +226,9 @@ impl ObservationLog {
                                 .unwrap_or(Value::Null),
                         );
                     }
+                    if observation.method.as_deref() == Some("tools/list") {
+                        index.listings.note(&observation);
+                    }
                     if observation.before_initialize {
                         index.handshakes.before_initialize.push(observation.clone());
                     }
@@ -181,6 +240,39 @@ impl ObservationLog {
             }
         }
         index.partial = buffer[start..].to_vec();
+    }
+}
+
+impl UpstreamListings {
+    fn note(&mut self, observation: &Observation) {
+        match observation.direction {
+            Direction::In => {
+                if let Some(cursor) = observation
+                    .params
+                    .as_ref()
+                    .and_then(|p| p.get("cursor"))
+                    .filter(|c| !c.is_null())
+                {
+                    self.asked_with.push(cursor.clone());
+                }
+            }
+            Direction::Out => {
+                let Some(result) = observation.message.as_ref().and_then(|m| m.get("result"))
+                else {
+                    return;
+                };
+                let tools = result
+                    .get("tools")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|t| t.get("name").and_then(Value::as_str))
+                    .map(str::to_string)
+                    .collect();
+                let next_cursor = result.get("nextCursor").filter(|c| !c.is_null()).cloned();
+                self.pages.push(ListedPage { tools, next_cursor });
+            }
+        }
     }
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use relaycheck_model::script::{Fault, Respond};
+use relaycheck_model::script::{CanaryScript, Fault, Respond};
 use relaycheck_model::{Level, NONCE_ARG, Outcome, Shape};
 use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
@@ -131,8 +131,8 @@ pub async fn run(
             for route in &case.spec.routes {
                 if let Some(result) = not_runnable(plan.profile, case, route, *shape) {
                     report(result);
-                } else if lists_alone(case) {
-                    alone.push((*case, route.clone()));
+                } else if let Some(script) = own_script(case) {
+                    alone.push((*case, route.clone(), script));
                 } else if is_isolated(plan.profile, case) {
                     isolated.push((*case, route.clone()));
                 } else {
@@ -148,9 +148,9 @@ pub async fn run(
                 .into_iter()
                 .map(|item| (*shape, vec![item], script_path.clone())),
         );
-        for item in alone {
-            let script = write_own_script(item.0, &plan.workdir)?;
-            batches.push((*shape, vec![item], script));
+        for (case, route, script) in alone {
+            let script = write_own_script(case, &script, &plan.workdir)?;
+            batches.push((*shape, vec![(case, route)], script));
         }
     }
     // The batches (the shared target of each shape, and each isolated case's own target) run
@@ -218,8 +218,7 @@ fn targets_at_once(profile: &Profile) -> usize {
 /// all (FastMCP refuses a whole upstream's listing for one outputSchema it cannot parse) would
 /// otherwise hide every other tool of the upstream.
 ///
-/// The tools of cases that list alone ([`lists_alone`]) are left out too: each of those cases
-/// runs on a target of its own whose canary lists its tool ([`write_own_script`]).
+/// The tools of cases with an upstream of their own ([`own_script`]) are left out too.
 pub fn write_script_for(
     catalogue: &Catalogue,
     profile: &Profile,
@@ -228,7 +227,7 @@ pub fn write_script_for(
     let left_out: std::collections::BTreeSet<String> = catalogue
         .cases
         .iter()
-        .filter(|case| profile.skip_reason(&case.spec.id).is_some() || lists_alone(case))
+        .filter(|case| profile.skip_reason(&case.spec.id).is_some() || own_script(case).is_some())
         .filter_map(|case| case.spec.tool_script().map(|tool| tool.name))
         .collect();
     let mut script = catalogue.canary_script();
@@ -236,30 +235,35 @@ pub fn write_script_for(
     write_script_value(&script, workdir, "canary-script.json")
 }
 
-/// Whether a case's tool definition could make a validating gateway refuse its upstream's
-/// whole `tools/list` (an outputSchema whose root is not an object): such a case gets a
-/// target of its own, so it can fail only itself.
-pub fn lists_alone(case: &LoadedCase) -> bool {
-    case.spec
-        .tool_script()
-        .is_some_and(|tool| tool.lists_alone())
+/// The canary script of a case that needs an upstream of its own, on a target of its own: one
+/// whose tool definition could make a validating gateway refuse its upstream's whole
+/// `tools/list` (an outputSchema whose root is not an object), so it can fail only itself, or
+/// one whose upstream pages its listing. The named canaries are always served beside its tool.
+pub fn own_script(case: &LoadedCase) -> Option<CanaryScript> {
+    let tool = case.spec.tool_script();
+    let lists_alone = tool.as_ref().is_some_and(|tool| tool.lists_alone());
+    let page_size = case.spec.tool.page_size;
+    (lists_alone || page_size.is_some()).then(|| CanaryScript {
+        tools: tool.into_iter().collect(),
+        list_page_size: page_size,
+    })
 }
 
-/// A canary script holding only `case`'s tool (the named canaries are always served), for the
-/// target of a case that lists alone.
-fn write_own_script(case: &LoadedCase, workdir: &std::path::Path) -> Result<PathBuf, String> {
-    let script = relaycheck_model::script::CanaryScript {
-        tools: case.spec.tool_script().into_iter().collect(),
-    };
+/// Writes the script of a case with an upstream of its own ([`own_script`]).
+pub fn write_own_script(
+    case: &LoadedCase,
+    script: &CanaryScript,
+    workdir: &std::path::Path,
+) -> Result<PathBuf, String> {
     write_script_value(
-        &script,
+        script,
         workdir,
         &format!("canary-script-{}.json", case.spec.tool_name()),
     )
 }
 
 fn write_script_value(
-    script: &relaycheck_model::script::CanaryScript,
+    script: &CanaryScript,
     workdir: &std::path::Path,
     file: &str,
 ) -> Result<PathBuf, String> {
@@ -737,7 +741,10 @@ pub async fn run_one(
         arguments: &arguments,
         extra_params: &extra,
         timeout,
-        list_tools: checks::gathers(&case.spec.expect, Gathers::Listing),
+        listings: [Gathers::Listing, Gathers::SecondListing]
+            .into_iter()
+            .filter(|g| checks::gathers(&case.spec.expect, *g))
+            .count(),
     };
     let meant_for = case
         .spec
@@ -759,7 +766,7 @@ pub async fn run_one(
             arguments: &first_arguments,
             extra_params: &first_extra,
             timeout,
-            list_tools: false,
+            listings: 0,
         };
         let _ = drive(&routed, route, &target.session, first).await;
         let _ = log.settle(&first_nonce, Duration::from_millis(1000)).await;
@@ -803,7 +810,7 @@ pub async fn run_one(
             arguments: &other_arguments,
             extra_params: &other_extra,
             timeout,
-            list_tools: false,
+            listings: 0,
         };
         let (own, other) = tokio::join!(
             drive(&routed, route, &target.session, request),
@@ -839,6 +846,8 @@ pub async fn run_one(
     // session a gateway opens.
     let upstream_handshakes =
         checks::gathers(&case.spec.expect, Gathers::UpstreamHandshakes).then(|| log.handshakes());
+    let upstream_listings =
+        checks::gathers(&case.spec.expect, Gathers::UpstreamListings).then(|| log.listings());
     let reach = Reach {
         reached: target
             .upstream_logs
@@ -885,6 +894,7 @@ pub async fn run_one(
         upstream_initializes,
         other_session: other_session.as_ref(),
         upstream_handshakes: upstream_handshakes.as_ref(),
+        upstream_listings: upstream_listings.as_ref(),
     };
     let mut result = CaseResult::without_run(case, route, shape, Outcome::Pass, "");
     result.reached = !evidence.upstream_calls().is_empty();
@@ -947,6 +957,14 @@ pub async fn run_one(
     } else if let Some(missing) = missing {
         result.message = format!("{}: {}", missing.check, missing.message);
         result.outcome = Outcome::NotApplicable;
+    } else if case.spec.level == Level::Observe {
+        // What an observing case saw is in its verdicts: the result says it, not a count.
+        result.message = result
+            .checks
+            .iter()
+            .map(|v| format!("{}: {}", v.check, v.message))
+            .collect::<Vec<_>>()
+            .join("; ");
     } else {
         result.message = format!("{} check(s) passed", result.checks.len());
     }

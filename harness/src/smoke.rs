@@ -649,7 +649,7 @@ async fn relay(
             arguments,
             extra_params: &Map::new(),
             timeout,
-            list_tools: false,
+            listings: 0,
         },
     )
     .await;

@@ -16,7 +16,10 @@ use crate::catalogue::Catalogue;
 use crate::profile::Profile;
 use crate::restart::{RESTARTS, note_death};
 use crate::result::CaseResult;
-use crate::run::{RunPlan, is_isolated, not_runnable, run, run_one, start_dir, write_script};
+use crate::run::{
+    RunPlan, is_isolated, not_runnable, own_script, run, run_one, start_dir, write_own_script,
+    write_script,
+};
 use crate::target::{self, Launch, Target};
 
 /// One trial: a case on a route in a shape against a target.
@@ -137,8 +140,13 @@ impl Pool {
             .unwrap_or(Duration::from_secs(10));
         let rules = self.catalogue.rules(trial.shape);
         self.runtime.block_on(async {
-            if is_isolated(&profile, case) {
-                let target = self.start(&profile, trial.shape, mutant).await?;
+            let own = own_script(case);
+            if is_isolated(&profile, case) || own.is_some() {
+                let script = match &own {
+                    Some(script) => write_own_script(case, script, &self.workdir)?,
+                    None => self.script.clone(),
+                };
+                let target = self.start(&profile, trial.shape, mutant, &script).await?;
                 let result = run_one(
                     case,
                     &trial.route,
@@ -158,7 +166,7 @@ impl Pool {
                 mutant.map(str::to_string),
             );
             let start = || async {
-                self.start(&profile, trial.shape, mutant)
+                self.start(&profile, trial.shape, mutant, &self.script)
                     .await
                     .map(Arc::new)
             };
@@ -257,6 +265,7 @@ impl Pool {
         profile: &Profile,
         shape: Shape,
         mutant: Option<&str>,
+        script: &Path,
     ) -> Result<Target, String> {
         target::start(Launch {
             profile,
@@ -264,7 +273,7 @@ impl Pool {
             forced: false,
             canary_cmd: &self.canary_cmd,
             relaycheck: &self.relaycheck,
-            script_path: &self.script,
+            script_path: script,
             workdir: start_dir(&self.workdir, &profile.name, shape),
             mutant,
         })

@@ -139,6 +139,11 @@ pub struct ToolRef {
     pub meta: Option<Value>,
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub extra: Map<String, Value>,
+    /// The upstream lists its tools this many to a page (`nextCursor` between pages), the case's
+    /// own tool on the last page. Such a case runs on a target of its own, whose upstream lists
+    /// the named canaries and the case's tool only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_size: Option<u32>,
 }
 
 /// One named, parameterised check.

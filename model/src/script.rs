@@ -15,6 +15,9 @@ use crate::shape::Shape;
 pub struct CanaryScript {
     #[serde(default)]
     pub tools: Vec<ToolScript>,
+    /// Tools per `tools/list` page; absent lists every tool on one page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list_page_size: Option<u32>,
 }
 
 impl CanaryScript {

@@ -128,7 +128,7 @@ pub async fn run(r: &Retention<'_>) -> Result<Measured, String> {
             arguments: &arguments,
             extra_params: &extra,
             timeout: CALL_TIMEOUT,
-            list_tools: false,
+            listings: 0,
         };
         let done = drive(&routed, "batch", &target.session, request).await;
         // A cut answer is what this bench wants, so no size is asked of the result.

@@ -238,7 +238,7 @@ pub async fn overhead(
                         arguments: &arguments,
                         extra_params: &extra,
                         timeout: Duration::from_secs(10),
-                        list_tools: false,
+                        listings: 0,
                     };
                     let started = Instant::now();
                     let done = drive(profile, "flat", &target.session, request).await;

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{Evidence, Verdict, envelope, eval, follow, reach, relay};
+use super::{Evidence, Verdict, envelope, eval, follow, listing, reach, relay};
 
 /// The kind of value a parameter takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,6 +95,11 @@ pub enum Gathers {
     SecondCall,
     /// How the target opened its upstream sessions over the run so far.
     UpstreamHandshakes,
+    /// Every `tools/list` page the upstream answered over the run so far, and the cursors the
+    /// target asked with.
+    UpstreamListings,
+    /// A second whole `tools/list` right after the first.
+    SecondListing,
 }
 
 impl Gathers {
@@ -116,7 +121,7 @@ pub struct CheckDef {
     pub asserts: &'static str,
     pub params: &'static [(&'static str, ParamKind, bool)],
     pub reads: Reads,
-    pub gathers: Option<Gathers>,
+    pub gathers: &'static [Gathers],
     pub run: CheckFn,
 }
 
@@ -143,7 +148,7 @@ pub const CHECKS: &[CheckDef] = &[
             ("ignore-link-uris", ParamKind::Bool, false),
         ],
         reads: Reads::Picked,
-        gathers: None,
+        gathers: &[],
         run: eval::relayed_unchanged,
     },
     CheckDef {
@@ -154,7 +159,7 @@ pub const CHECKS: &[CheckDef] = &[
             ("ignore-link-uris", ParamKind::Bool, false),
         ],
         reads: Reads::Picked,
-        gathers: None,
+        gathers: &[],
         run: eval::relayed_verbatim,
     },
     CheckDef {
@@ -162,7 +167,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "the result's isError (absent reads as false) is `value`",
         params: &[("value", ParamKind::Bool, true)],
         reads: Reads::Picked,
-        gathers: None,
+        gathers: &[],
         run: eval::is_error,
     },
     CheckDef {
@@ -174,7 +179,7 @@ pub const CHECKS: &[CheckDef] = &[
             ("keeps-message", ParamKind::Bool, false),
         ],
         reads: Reads::Picked,
-        gathers: None,
+        gathers: &[],
         run: eval::protocol_error,
     },
     CheckDef {
@@ -182,7 +187,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "every text block the upstream sent reaches the client's content unchanged",
         params: &[],
         reads: Reads::Picked,
-        gathers: None,
+        gathers: &[],
         run: |n, _, e| eval::text_kept(n, e),
     },
     CheckDef {
@@ -190,7 +195,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "the value at `pointer` (default /_meta) of the upstream result reaches the client unchanged, at the same place",
         params: &[("pointer", ParamKind::Pointer, false)],
         reads: Reads::Picked,
-        gathers: None,
+        gathers: &[],
         run: eval::kept,
     },
     CheckDef {
@@ -201,7 +206,7 @@ pub const CHECKS: &[CheckDef] = &[
             ("value", ParamKind::AnyJson, true),
         ],
         reads: Reads::Picked,
-        gathers: None,
+        gathers: &[],
         run: eval::equals,
     },
     CheckDef {
@@ -209,7 +214,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "the client's result has nothing at `pointer`",
         params: &[("pointer", ParamKind::Pointer, true)],
         reads: Reads::Picked,
-        gathers: None,
+        gathers: &[],
         run: eval::absent,
     },
     CheckDef {
@@ -217,7 +222,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "every content block the client got has the members its type requires",
         params: &[],
         reads: Reads::Picked,
-        gathers: None,
+        gathers: &[],
         run: |n, _, e| eval::content_valid(n, e),
     },
     CheckDef {
@@ -225,7 +230,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "the official Rust SDK's typed model (rmcp) reads the client's result or error",
         params: &[],
         reads: Reads::Picked,
-        gathers: None,
+        gathers: &[],
         run: |n, _, e| eval::sdk_accepts(n, e),
     },
     CheckDef {
@@ -233,7 +238,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "the upstream received the call `times` times (default 1)",
         params: &[("times", ParamKind::Integer, false)],
         reads: Reads::Evidence,
-        gathers: None,
+        gathers: &[],
         run: eval::upstream_called,
     },
     CheckDef {
@@ -241,7 +246,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "on a target with several upstreams, the call reached the upstream the case names (`upstream:`) and no other",
         params: &[],
         reads: Reads::Evidence,
-        gathers: None,
+        gathers: &[],
         run: |n, _, e| reach::reached_upstream(n, e),
     },
     CheckDef {
@@ -249,7 +254,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "the upstream received the arguments the caller sent, unchanged",
         params: &[],
         reads: Reads::Evidence,
-        gathers: None,
+        gathers: &[],
         run: |n, _, e| eval::arguments_kept(n, e),
     },
     CheckDef {
@@ -257,7 +262,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "every member the caller put in the request's `_meta` (the progress token aside) reached the upstream unchanged",
         params: &[],
         reads: Reads::Evidence,
-        gathers: None,
+        gathers: &[],
         run: |n, _, e| eval::request_meta_kept(n, e),
     },
     CheckDef {
@@ -265,7 +270,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "the target answered `initialize` with the protocol version the runner asked for",
         params: &[],
         reads: Reads::Evidence,
-        gathers: None,
+        gathers: &[],
         run: |n, _, e| relay::version_echoed(n, e),
     },
     CheckDef {
@@ -273,7 +278,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "each capability the target's `initialize` declares among prompts, resources, completions and logging is served: its request gets no method-not-found error",
         params: &[],
         reads: Reads::Evidence,
-        gathers: Some(Gathers::CapabilityProbes),
+        gathers: &[Gathers::CapabilityProbes],
         run: |n, _, e| relay::capabilities_honoured(n, e),
     },
     CheckDef {
@@ -281,7 +286,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "every request the upstream got, over the whole run so far, came after `initialize` on its connection (or in the stateless envelope, or was a ping)",
         params: &[],
         reads: Reads::Evidence,
-        gathers: Some(Gathers::UpstreamHandshakes),
+        gathers: &[Gathers::UpstreamHandshakes],
         run: |n, _, e| relay::upstream_initialized_first(n, e),
     },
     CheckDef {
@@ -289,7 +294,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "no upstream `initialize` (nor the stateless envelope of the call) declares a client capability among sampling, elicitation and roots that the runner's client did not declare",
         params: &[],
         reads: Reads::Evidence,
-        gathers: Some(Gathers::UpstreamHandshakes),
+        gathers: &[Gathers::UpstreamHandshakes],
         run: |n, _, e| relay::client_capabilities_kept(n, e),
     },
     CheckDef {
@@ -297,7 +302,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "a second call of one client session reaches the upstream with no new `initialize`: over the upstream session the first call used",
         params: &[],
         reads: Reads::Evidence,
-        gathers: Some(Gathers::UpstreamSessions),
+        gathers: &[Gathers::UpstreamSessions],
         run: |n, _, e| relay::upstream_session_kept(n, e),
     },
     CheckDef {
@@ -305,7 +310,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "the same call made at once by a second client session (a second call of the one session, on a stdio target): neither answer or notification holds the other's nonce, and neither call gets more progress than its upstream sent for it",
         params: &[],
         reads: Reads::Evidence,
-        gathers: Some(Gathers::SecondCall),
+        gathers: &[Gathers::SecondCall],
         run: |n, _, e| relay::calls_apart(n, e),
     },
     CheckDef {
@@ -316,7 +321,7 @@ pub const CHECKS: &[CheckDef] = &[
             ("slack_bytes", ParamKind::Integer, false),
         ],
         reads: Reads::Evidence,
-        gathers: None,
+        gathers: &[],
         run: relay::sent_once,
     },
     CheckDef {
@@ -324,7 +329,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "the client's answer is at most `bytes` bytes",
         params: &[("bytes", ParamKind::Integer, true)],
         reads: Reads::Picked,
-        gathers: None,
+        gathers: &[],
         run: eval::max_bytes,
     },
     CheckDef {
@@ -332,7 +337,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "the client's structuredContent is valid against the tool's outputSchema",
         params: &[],
         reads: Reads::Picked,
-        gathers: None,
+        gathers: &[],
         run: |n, _, e| eval::schema_valid(n, e),
     },
     CheckDef {
@@ -340,7 +345,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "the client got a task handle (in `form` nested or flat, when given)",
         params: &[("form", ParamKind::Word(&["nested", "flat"]), false)],
         reads: Reads::Picked,
-        gathers: None,
+        gathers: &[],
         run: eval::task_handle,
     },
     CheckDef {
@@ -355,7 +360,7 @@ pub const CHECKS: &[CheckDef] = &[
             ),
         ],
         reads: Reads::Evidence,
-        gathers: None,
+        gathers: &[],
         run: eval::no_secret,
     },
     CheckDef {
@@ -363,7 +368,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "the call ended as `kind`: response, error-response, malformed, closed or timeout",
         params: &[("kind", ParamKind::Word(EXCHANGE_KINDS), true)],
         reads: Reads::Fault,
-        gathers: None,
+        gathers: &[],
         run: eval::answered_as,
     },
     CheckDef {
@@ -374,7 +379,7 @@ pub const CHECKS: &[CheckDef] = &[
             ("or-refused", ParamKind::Bool, false),
         ],
         reads: Reads::Picked,
-        gathers: None,
+        gathers: &[],
         run: eval::text_bytes,
     },
     CheckDef {
@@ -382,7 +387,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "the call did not end in a successful result: no answer, a JSON-RPC error, or isError true",
         params: &[],
         reads: Reads::Fault,
-        gathers: None,
+        gathers: &[],
         run: |n, _, e| eval::not_a_success(n, e),
     },
     CheckDef {
@@ -390,7 +395,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "at least `min` (default 1) progress notifications reached the client before the result",
         params: &[("min", ParamKind::Integer, false)],
         reads: Reads::Picked,
-        gathers: None,
+        gathers: &[],
         run: eval::progress,
     },
     CheckDef {
@@ -409,7 +414,7 @@ pub const CHECKS: &[CheckDef] = &[
             true,
         )],
         reads: Reads::Reply,
-        gathers: None,
+        gathers: &[],
         run: envelope::entry_status,
     },
     CheckDef {
@@ -417,7 +422,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "the entry carries a short reason saying what failed",
         params: &[],
         reads: Reads::Reply,
-        gathers: None,
+        gathers: &[],
         run: |n, _, e| envelope::reason_given(n, e),
     },
     CheckDef {
@@ -425,7 +430,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "a cut is never silent: a marker in the result the model reads, kept-of-total counts of items and bytes, and a handle to the full result",
         params: &[],
         reads: Reads::Picked,
-        gathers: None,
+        gathers: &[],
         run: |n, _, e| envelope::truncation_marked(n, e),
     },
     CheckDef {
@@ -433,7 +438,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "server, tool and retrieval time travel with the result, and the upstream's _meta is kept whole",
         params: &[],
         reads: Reads::Reply,
-        gathers: None,
+        gathers: &[],
         run: |n, _, e| envelope::provenance_kept(n, e),
     },
     CheckDef {
@@ -441,7 +446,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "the entry records what was redacted (kind and count), never the secret itself",
         params: &[("secrets", ParamKind::Strings, false)],
         reads: Reads::Reply,
-        gathers: None,
+        gathers: &[],
         run: envelope::redactions_recorded,
     },
     CheckDef {
@@ -449,7 +454,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "the entry marks the upstream's content as data, not direction",
         params: &[],
         reads: Reads::Reply,
-        gathers: None,
+        gathers: &[],
         run: |n, _, e| envelope::marked_as_data(n, e),
     },
     CheckDef {
@@ -457,7 +462,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "instruction-like text inside the result is flagged",
         params: &[],
         reads: Reads::Reply,
-        gathers: None,
+        gathers: &[],
         run: |n, _, e| envelope::instructions_flagged(n, e),
     },
     CheckDef {
@@ -465,7 +470,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "the target's own result does not carry the same JSON twice (as a text block and as structuredContent)",
         params: &[],
         reads: Reads::Picked,
-        gathers: None,
+        gathers: &[],
         run: |n, _, e| envelope::serialized_once(n, e),
     },
     CheckDef {
@@ -473,7 +478,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "the handle in the entry fetches the upstream's original, full result",
         params: &[],
         reads: Reads::Evidence,
-        gathers: None,
+        gathers: &[],
         run: |n, _, e| follow::continuation_returns_original(n, e),
     },
     CheckDef {
@@ -481,7 +486,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "the handle read by another identity returns nothing of the result",
         params: &[],
         reads: Reads::Evidence,
-        gathers: None,
+        gathers: &[],
         run: |n, _, e| follow::continuation_confined(n, e),
     },
     CheckDef {
@@ -489,7 +494,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "after the delete tool frees the handle, fetching it returns nothing of the result",
         params: &[],
         reads: Reads::Evidence,
-        gathers: None,
+        gathers: &[],
         run: |n, _, e| follow::continuation_deletable(n, e),
     },
     CheckDef {
@@ -501,7 +506,7 @@ pub const CHECKS: &[CheckDef] = &[
             false,
         )],
         reads: Reads::Evidence,
-        gathers: None,
+        gathers: &[],
         run: follow::task_completes,
     },
     CheckDef {
@@ -509,7 +514,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "every resource_link and embedded resource URI in the client's result resolves through resources/read",
         params: &[],
         reads: Reads::Evidence,
-        gathers: None,
+        gathers: &[],
         run: |n, _, e| follow::links_resolve(n, e),
     },
     CheckDef {
@@ -521,7 +526,7 @@ pub const CHECKS: &[CheckDef] = &[
             ("pattern", ParamKind::AnyJson, false),
         ],
         reads: Reads::Picked,
-        gathers: None,
+        gathers: &[],
         run: eval::mentions,
     },
     CheckDef {
@@ -529,7 +534,7 @@ pub const CHECKS: &[CheckDef] = &[
         asserts: "a text block that is JSON equals the structuredContent beside it: a cut or an edit never leaves the two disagreeing",
         params: &[],
         reads: Reads::Picked,
-        gathers: None,
+        gathers: &[],
         run: |n, _, e| eval::mirror_consistent(n, e),
     },
     CheckDef {
@@ -540,7 +545,7 @@ pub const CHECKS: &[CheckDef] = &[
             ("mentions", ParamKind::Strings, false),
         ],
         reads: Reads::Evidence,
-        gathers: None,
+        gathers: &[],
         run: eval::audit_record,
     },
     CheckDef {
@@ -551,7 +556,39 @@ pub const CHECKS: &[CheckDef] = &[
             ("whole", ParamKind::Bool, false),
         ],
         reads: Reads::Evidence,
-        gathers: Some(Gathers::Listing),
+        gathers: &[Gathers::Listing],
         run: follow::tool_listed,
+    },
+    CheckDef {
+        name: "listing-complete",
+        asserts: "when the upstream pages its tools/list, every tool on every page (the case's own, on the last, among them) is in the client's listing under the route's name; a failure names the tools missing and the cursors the target never asked with",
+        params: &[],
+        reads: Reads::Evidence,
+        gathers: &[Gathers::Listing, Gathers::UpstreamListings],
+        run: listing::listing_complete,
+    },
+    CheckDef {
+        name: "listing-order-stable",
+        asserts: "two tools/list requests in a row, with nothing changed upstream, list the tools in the same order",
+        params: &[],
+        reads: Reads::Evidence,
+        gathers: &[Gathers::Listing, Gathers::SecondListing],
+        run: listing::listing_order_stable,
+    },
+    CheckDef {
+        name: "listing-order-kept",
+        asserts: "the upstream's tools keep the upstream's relative order in the client's listing",
+        params: &[],
+        reads: Reads::Evidence,
+        gathers: &[Gathers::Listing, Gathers::UpstreamListings],
+        run: listing::listing_order_kept,
+    },
+    CheckDef {
+        name: "listing-own-tools",
+        asserts: "names the tools the client's listing holds that the upstream never listed: the gateway's own (it never fails)",
+        params: &[],
+        reads: Reads::Evidence,
+        gathers: &[Gathers::Listing, Gathers::UpstreamListings],
+        run: listing::listing_own_tools,
     },
 ];

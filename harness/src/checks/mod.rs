@@ -8,6 +8,7 @@ mod envelope;
 mod equal;
 mod eval;
 mod follow;
+mod listing;
 mod reach;
 mod relay;
 
@@ -82,6 +83,8 @@ pub struct Evidence<'a> {
     pub other_session: Option<&'a OtherCall>,
     /// How the target opened its upstream sessions over the run so far.
     pub upstream_handshakes: Option<&'a crate::observe::UpstreamHandshakes>,
+    /// What the upstream listed of its tools over the run so far.
+    pub upstream_listings: Option<&'a crate::observe::UpstreamListings>,
 }
 
 /// Which upstreams of an aggregating target got one call (their observation logs hold its
@@ -254,7 +257,7 @@ pub fn gathers(expectations: &[Expectation], what: Gathers) -> bool {
     expectations
         .iter()
         .filter_map(|e| CheckDef::named(&e.check))
-        .any(|def| def.gathers == Some(what))
+        .any(|def| def.gathers.contains(&what))
 }
 
 /// Whether the case's checks hold only on a target no other case uses at the same time.
@@ -262,7 +265,7 @@ pub fn needs_own_target(expectations: &[Expectation]) -> bool {
     expectations
         .iter()
         .filter_map(|e| CheckDef::named(&e.check))
-        .any(|def| def.gathers.is_some_and(Gathers::needs_own_target))
+        .any(|def| def.gathers.iter().any(|g| g.needs_own_target()))
 }
 
 /// Runs one expectation against the evidence.

@@ -71,6 +71,7 @@ struct Fixture {
     probes: Vec<super::CapabilityProbe>,
     initializes: Option<usize>,
     handshakes: Option<crate::observe::UpstreamHandshakes>,
+    listings: Option<crate::observe::UpstreamListings>,
     other: Option<super::OtherCall>,
 }
 
@@ -108,6 +109,7 @@ impl Fixture {
             probes: Vec::new(),
             initializes: None,
             handshakes: None,
+            listings: None,
             other: None,
         }
     }
@@ -218,6 +220,7 @@ impl Fixture {
                 upstream_initializes: self.initializes,
                 other_session: self.other.as_ref(),
                 upstream_handshakes: self.handshakes.as_ref(),
+                upstream_listings: self.listings.as_ref(),
             },
         )
     }
@@ -1121,6 +1124,108 @@ fn tool_listed_compares_the_listing_with_the_declaration() {
         "{}",
         verdict.message
     );
+}
+
+/// A fixture whose client listings (one `tools/list` step each) hold `listed`, its upstream
+/// having answered `pages` (names, next cursor) and been asked with `asked` cursors.
+fn listed(listed: &[&[&str]], pages: &[(&[&str], Option<&str>)], asked: &[&str]) -> Fixture {
+    let mut fixture = Fixture::results(json!({}), json!({}));
+    for names in listed {
+        let tools: Vec<Value> = names.iter().map(|n| json!({"name": n})).collect();
+        fixture.follow("tools/list", json!({"result": {"tools": tools.clone()}}));
+        fixture.follow_ups.last_mut().unwrap().view.result = Some(json!({"tools": tools}));
+    }
+    fixture.listings = Some(crate::observe::UpstreamListings {
+        pages: pages
+            .iter()
+            .map(|(names, next)| crate::observe::ListedPage {
+                tools: names.iter().map(|n| n.to_string()).collect(),
+                next_cursor: next.map(|c| json!(c)),
+            })
+            .collect(),
+        asked_with: asked.iter().map(|c| json!(c)).collect(),
+    });
+    fixture
+}
+
+#[test]
+fn listing_complete_names_the_tools_of_pages_never_asked_for() {
+    let pages: &[(&[&str], Option<&str>)] = &[(&["a", "b"], Some("p2")), (&["c", "tool"], None)];
+    passes(
+        &listed(&[&["a", "b", "c", "tool"]], pages, &["p2"]),
+        "listing-complete",
+        json!({}),
+    );
+    let first_only: &[(&[&str], Option<&str>)] = &[(&["a", "b"], Some("p2"))];
+    let verdict = fails(
+        &listed(&[&["a", "b"]], first_only, &[]),
+        "listing-complete",
+        json!({}),
+    );
+    assert!(
+        verdict.message.contains("lacks 1 upstream tool(s): `tool`")
+            && verdict.message.contains("past nextCursor \"p2\""),
+        "{}",
+        verdict.message
+    );
+    // Under the route's names, through a prefix.
+    let mut prefixed = listed(&[&["up.a", "up.b", "up.c"]], pages, &["p2"]);
+    prefixed.route.tool = Some("up.{tool}".into());
+    let verdict = fails(&prefixed, "listing-complete", json!({}));
+    assert!(verdict.message.contains("`up.tool`"), "{}", verdict.message);
+    // An upstream that never paged leaves nothing to judge.
+    let one_page: &[(&[&str], Option<&str>)] = &[(&["a", "tool"], None)];
+    let verdict = listed(&[&["a", "tool"]], one_page, &[]).check("listing-complete", json!({}));
+    assert!(!verdict.applicable, "{}", verdict.message);
+}
+
+#[test]
+fn listing_order_stable_compares_two_listings() {
+    let pages: &[(&[&str], Option<&str>)] = &[(&["a", "b", "tool"], None)];
+    passes(
+        &listed(&[&["a", "b", "tool"], &["a", "b", "tool"]], pages, &[]),
+        "listing-order-stable",
+        json!({}),
+    );
+    let verdict = fails(
+        &listed(&[&["a", "b", "tool"], &["b", "a", "tool"]], pages, &[]),
+        "listing-order-stable",
+        json!({}),
+    );
+    assert!(
+        verdict.message.contains("2 of 3 places"),
+        "{}",
+        verdict.message
+    );
+    fails(
+        &listed(&[&["a", "b", "tool"]], pages, &[]),
+        "listing-order-stable",
+        json!({}),
+    );
+}
+
+#[test]
+fn listing_order_kept_and_own_tools_compare_with_the_upstream() {
+    let pages: &[(&[&str], Option<&str>)] = &[(&["a", "b"], Some("p2")), (&["tool"], None)];
+    let fixture = listed(&[&["relay_batch", "a", "b", "tool"]], pages, &["p2"]);
+    passes(&fixture, "listing-order-kept", json!({}));
+    let own = fixture.check("listing-own-tools", json!({}));
+    assert!(
+        own.passed
+            && own.message.contains("1 tool(s) of its own")
+            && own.message.contains("`relay_batch`"),
+        "{}",
+        own.message
+    );
+    let sorted = listed(&[&["tool", "a", "b"]], pages, &["p2"]);
+    fails(&sorted, "listing-order-kept", json!({}));
+    let plain = sorted.check("listing-own-tools", json!({}));
+    assert_eq!(plain.message, "every listed tool is an upstream tool");
+    // A meta tool lists no upstream tool by name.
+    let mut meta = listed(&[&["call_tool"]], pages, &["p2"]);
+    meta.route.kind = crate::profile::RouteKind::Meta;
+    assert!(!meta.check("listing-own-tools", json!({})).applicable);
+    assert!(!meta.check("listing-complete", json!({})).applicable);
 }
 
 #[test]

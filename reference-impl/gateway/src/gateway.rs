@@ -151,6 +151,11 @@ impl Gateway {
         Duration::from_millis(self.limits.call_timeout_ms)
     }
 
+    /// How many listings came before this one: the `listing-order-unstable` mutant only.
+    pub fn next_listing_turn(&self) -> usize {
+        self.counter.fetch_add(1, Ordering::Relaxed) as usize
+    }
+
     pub fn next_call_id(&self) -> String {
         format!("call-{}", self.counter.fetch_add(1, Ordering::Relaxed))
     }

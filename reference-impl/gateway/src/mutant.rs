@@ -70,10 +70,24 @@ pub enum Mutant {
     ProgressToLatestCaller,
     ListingBeforeInitialize,
     ClientCapabilitiesWidened,
+    ListingFirstPageOnly,
+    ListingOrderUnstable,
 }
 
 /// (mutant, name, surface, defect)
 const TABLE: &[(Mutant, &str, &str, &str)] = &[
+    (
+        Mutant::ListingFirstPageOnly,
+        "listing-first-page-only",
+        "tools-list",
+        "the upstream's tools/list is read to its first page: a nextCursor is never followed",
+    ),
+    (
+        Mutant::ListingOrderUnstable,
+        "listing-order-unstable",
+        "tools-list",
+        "each tools/list answer starts one tool further on, as a listing built from an unordered map changes order",
+    ),
     (
         Mutant::ListingBeforeInitialize,
         "listing-before-initialize",
@@ -525,9 +539,9 @@ mod tests {
             assert_eq!(m.name().parse::<Mutant>(), Ok(m));
             assert!(!m.defect().is_empty());
         }
-        assert_eq!(Mutant::all().count(), 62);
+        assert_eq!(Mutant::all().count(), 64);
         let err = "nope".parse::<Mutant>().unwrap_err().to_string();
         assert!(err.contains("meta-cut-apart"), "{err}");
-        assert_eq!(Mutant::listing().lines().count(), 62);
+        assert_eq!(Mutant::listing().lines().count(), 64);
     }
 }

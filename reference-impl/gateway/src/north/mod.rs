@@ -298,6 +298,10 @@ async fn dispatch(
             let mut tools: Vec<Value> =
                 catalog.pins.iter().map(|p| p.listed(gw.mutation)).collect();
             tools.extend(own_tools());
+            if gw.mutation.is(Mutant::ListingOrderUnstable) && !tools.is_empty() {
+                let turn = gw.next_listing_turn() % tools.len();
+                tools.rotate_left(turn);
+            }
             Answer::Own(json!({"tools": tools}))
         }
         "tools/call" => call(gw, params, caller).await,

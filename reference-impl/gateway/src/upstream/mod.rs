@@ -77,6 +77,7 @@ pub struct Upstream {
     pub negotiated: String,
     pub server_info: Option<Value>,
     timers: Timers,
+    mutation: Mutation,
 }
 
 /// What the gateway asks an upstream in `initialize`: no client capabilities, since it serves
@@ -131,6 +132,7 @@ impl Upstream {
             negotiated: HANDSHAKE_VERSION.into(),
             server_info: None,
             timers: Timers::default(),
+            mutation,
         };
         if mutation.is(Mutant::ListingBeforeInitialize) {
             let _ = up.request("tools/list", json!({}), timeout).await;
@@ -185,7 +187,7 @@ impl Upstream {
                 tools.extend(list.iter().cloned());
             }
             cursor = result.get("nextCursor").filter(|c| !c.is_null()).cloned();
-            if cursor.is_none() {
+            if cursor.is_none() || self.mutation.is(Mutant::ListingFirstPageOnly) {
                 break;
             }
         }
