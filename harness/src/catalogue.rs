@@ -64,6 +64,20 @@ pub struct Surface {
     pub observed: Vec<String>,
     #[serde(default)]
     pub description: Option<String>,
+    /// `core` (the default): a duty of every relay, run on every target unless its profile
+    /// names other surfaces. `extended`: a feature a gateway offers (truncation, batch packing,
+    /// redaction, audit export, ...), run only where the profile claims it by name.
+    #[serde(default)]
+    pub conformance: Conformance,
+}
+
+/// Whether a surface is every relay's duty or a feature a gateway claims.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Conformance {
+    #[default]
+    Core,
+    Extended,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -77,6 +91,9 @@ struct SurfacesFile {
 pub struct LoadedCase {
     pub spec: CaseSpec,
     pub surface: String,
+    /// Whether the case's surface is an extended one ([`Conformance::Extended`]): a feature
+    /// that runs only where the profile claims it.
+    pub extended: bool,
     pub file: PathBuf,
     pub line: Option<usize>,
 }
@@ -111,7 +128,7 @@ impl Catalogue {
             }
         };
         files.sort();
-        let mut cases = Vec::new();
+        let mut cases: Vec<LoadedCase> = Vec::new();
         for file in files {
             match std::fs::read_to_string(&file) {
                 Ok(text) => cases.extend(parse_case_file(&file, &text, &mut errors)),
@@ -121,6 +138,11 @@ impl Catalogue {
                     message: format!("cannot read: {err}"),
                 }),
             }
+        }
+        for case in &mut cases {
+            case.extended = surfaces
+                .iter()
+                .any(|s| s.id == case.surface && s.conformance == Conformance::Extended);
         }
         let requirements_path = specs_dir.join("../docs/requirements.md");
         let requirements = match crate::sources::RequirementsPage::load(&requirements_path) {
@@ -244,6 +266,30 @@ impl Catalogue {
         self.surfaces.iter().find(|s| s.id == id)
     }
 
+    /// The surfaces `profile` claims that the catalogue does not have, as an error naming the
+    /// profile and the field: a misspelt claim would make every case of the surface not
+    /// applicable without a word.
+    pub fn check_claims(&self, profile: &crate::profile::Profile) -> Result<(), String> {
+        let known: Vec<&str> = self.surfaces.iter().map(|s| s.id.as_str()).collect();
+        let unknown = profile.unknown_surfaces(&known);
+        if unknown.is_empty() {
+            return Ok(());
+        }
+        let file = profile
+            .origin
+            .as_ref()
+            .map_or(profile.name.clone(), |p| p.display().to_string());
+        Err(format!(
+            "{file}: `claims.surfaces` names {}, which the catalogue does not have (its surfaces: {}, or `*` for all)",
+            unknown
+                .iter()
+                .map(|s| format!("`{s}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            known.join(", ")
+        ))
+    }
+
     /// The script the canary serves for this catalogue: one tool per inline case tool.
     pub fn canary_script(&self) -> CanaryScript {
         CanaryScript {
@@ -319,6 +365,7 @@ pub fn parse_case_file(file: &Path, text: &str, errors: &mut Vec<SpecError>) -> 
         .map(|spec| LoadedCase {
             line: line_of(text, &format!("id: {}", spec.id)),
             surface: parsed.surface.clone(),
+            extended: false,
             file: file.to_path_buf(),
             spec,
         })

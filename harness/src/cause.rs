@@ -94,7 +94,19 @@ pub fn of(result: &CaseResult, rules: &Equivalence) -> Option<String> {
         }
         _ => return None,
     }
-    let verdict = result.checks.iter().find(|v| v.applicable && !v.passed)?;
+    // `answered-as` says only how the call ended; a more specific check that failed beside it
+    // (`protocol-error`: "the client got a result, not a JSON-RPC error") names the same defect
+    // as the cases without `answered-as` do, so the one defect reads as one cause.
+    let failed: Vec<&crate::checks::Verdict> = result
+        .checks
+        .iter()
+        .filter(|v| v.applicable && !v.passed)
+        .collect();
+    let verdict = failed
+        .iter()
+        .find(|v| v.check != "answered-as")
+        .or(failed.first())
+        .copied()?;
     // Checks that compare what the upstream sent with what the client got read the same
     // difference the same way: one family, so `kept` and `relayed-unchanged` seeing one defect
     // give one cause.

@@ -467,14 +467,23 @@ fn list(json: bool, specs: Option<PathBuf>) -> anyhow::Result<ExitCode> {
                 "by_surface": by_surface,
                 "by_level": by_level,
             },
+            "extended_surfaces": catalogue
+                .surfaces
+                .iter()
+                .filter(|s| s.conformance == relaycheck::catalogue::Conformance::Extended)
+                .map(|s| s.id.as_str())
+                .collect::<Vec<_>>(),
             "cases": cases,
         });
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         for case in &catalogue.cases {
             println!(
-                "{:<60} {:<28} {}",
-                case.spec.id, case.surface, case.spec.level
+                "{:<60} {:<28} {:<7} {}",
+                case.spec.id,
+                case.surface,
+                case.spec.level,
+                if case.extended { "extended" } else { "core" }
             );
         }
         println!("{} cases", catalogue.cases.len());
@@ -534,6 +543,10 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(2));
     };
     let profile = Profile::load(&args.target)?;
+    if let Err(problem) = catalogue.check_claims(&profile) {
+        eprintln!("relaycheck: {problem}");
+        return Ok(ExitCode::from(2));
+    }
     let shapes = parse_shapes(&args.shapes, &profile)?;
     let baseline = args
         .expected_failures
@@ -896,6 +909,10 @@ fn mutants(args: MutantsArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(2));
     };
     let profile = Profile::load(&args.target)?;
+    if let Err(problem) = catalogue.check_claims(&profile) {
+        eprintln!("relaycheck: {problem}");
+        return Ok(ExitCode::from(2));
+    }
     let Some(listing) = &profile.mutants else {
         bail!(
             "target `{}` declares no mutants ([mutants] list in its profile)",

@@ -61,6 +61,7 @@ mod tests {
             writes: vec![],
             observed: vec![],
             description: None,
+            conformance: Default::default(),
         }
     }
 

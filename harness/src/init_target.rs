@@ -225,10 +225,15 @@ tool = "{tool}"
 # format = "jsonl"
 
 # --- 7. Claims and skips --------------------------------------------------------------------
-# Shapes and surfaces the gateway claims (empty: all); cases outside them are not applicable.
+# Shapes and surfaces the gateway claims; cases outside them are not applicable. No shapes:
+# every shape. No surfaces: every core surface (what every relay must do). The extended ones
+# are features a gateway offers and run only where named here (`relaycheck list` shows which
+# are which): truncation, batch-packing, reduction, retained-payload, context-redaction,
+# side-channel-redaction, audit-export, envelope-status, failures-in-band, provenance,
+# data-not-direction, non-text-output, response-mutators. `*` names every surface.
 # [claims]
 # shapes = ["2025-06-18", "2025-11-25"]
-# surfaces = ["flat-return", "is-error", "content-fidelity"]
+# surfaces = ["flat-return", "is-error", "content-fidelity", "audit-export"]
 # A case the gateway declares unsupported is reported as `skip` with the reason:
 # [[skip]]
 # case = "truncation/*"

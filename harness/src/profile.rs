@@ -652,8 +652,10 @@ pub struct Claims {
     #[serde(default)]
     #[schemars(schema_with = "shape_list_schema")]
     pub shapes: Vec<Shape>,
-    /// Surfaces the target has (names from `specs/surfaces.yaml`); empty means all. Cases of
-    /// other surfaces are not applicable.
+    /// Surfaces the target has (names from `specs/surfaces.yaml`, or `*` for all of them). Empty
+    /// means every core surface: an extended one (a feature a gateway offers, such as
+    /// truncation, batch packing, redaction or audit export) runs only where it is named. Cases
+    /// of other surfaces are not applicable.
     #[serde(default)]
     pub surfaces: Vec<String>,
 }
@@ -1343,8 +1345,26 @@ impl Profile {
             .or(own_ms)
     }
 
-    pub fn claims_surface(&self, surface: &str) -> bool {
-        self.claims.surfaces.is_empty() || self.claims.surfaces.iter().any(|s| s == surface)
+    /// Whether the target has `surface`, an extended one or not: named in `[claims] surfaces`
+    /// (or `*` named), or a core surface of a profile that names none.
+    pub fn claims_surface(&self, surface: &str, extended: bool) -> bool {
+        if self.claims.surfaces.is_empty() {
+            return !extended;
+        }
+        self.claims
+            .surfaces
+            .iter()
+            .any(|s| s == surface || s == "*")
+    }
+
+    /// The claimed surfaces the catalogue does not know, for an error naming the field.
+    pub fn unknown_surfaces<'a>(&'a self, known: &[&str]) -> Vec<&'a str> {
+        self.claims
+            .surfaces
+            .iter()
+            .map(String::as_str)
+            .filter(|s| *s != "*" && !known.contains(s))
+            .collect()
     }
 
     /// The reason a case is skipped on this target, if it is.
@@ -1456,9 +1476,12 @@ impl Profile {
         if let Some(start) = &self.start {
             for (name, value) in &start.env {
                 let upper = name.to_ascii_uppercase();
-                if start.secret_env.contains(name)
-                    || SECRET_ENV_WORDS.iter().any(|word| upper.contains(word))
-                {
+                // A name that only looks secret (`PASSWORD_CHANGE_ENFORCEMENT_ENABLED`) with a
+                // switch or a number for its value holds no secret: masking `false` would mask
+                // every `false` in every report.
+                let looks_secret = SECRET_ENV_WORDS.iter().any(|word| upper.contains(word))
+                    && !plain_setting(value);
+                if start.secret_env.contains(name) || looks_secret {
                     found.push(value.clone());
                 }
             }
@@ -1477,6 +1500,13 @@ impl Profile {
         found.dedup();
         found
     }
+}
+
+/// Whether an environment value is a switch or a number, never a secret: `true`, `off`, `480`.
+fn plain_setting(value: &str) -> bool {
+    const SWITCHES: &[&str] = &["true", "false", "yes", "no", "on", "off", "none", "null"];
+    SWITCHES.iter().any(|s| value.eq_ignore_ascii_case(s))
+        || (!value.is_empty() && value.chars().all(|c| c.is_ascii_digit()))
 }
 
 /// The secrets of a URL: its userinfo and password, and its secret-looking query values.
@@ -2182,7 +2212,8 @@ mod tests {
             identities={other={authorization='Basic b3RoZXI6c2VjcmV0'}}\n\
             [start]\ncommand=['gw']\nready='http'\nready_path='/health'\nsecret_env=['PLAIN_BUT_SECRET']\n\
             [start.env]\nMY_TOKEN='envsecret-999'\nApi_Key='lower-case-key'\nDB_PASSWORD='pw-123456'\n\
-            PLAIN_BUT_SECRET='listed-value'\nLOG_LEVEL='debug-verbose'\nSHORT_TOKEN='abc'\n";
+            PLAIN_BUT_SECRET='listed-value'\nLOG_LEVEL='debug-verbose'\nSHORT_TOKEN='abc'\n\
+            PASSWORD_CHANGE_ENFORCEMENT_ENABLED='false'\nTOKEN_EXPIRY='480'\n";
         let profile = Profile::parse(Path::new("t.toml"), text).unwrap();
         let secrets = profile.secrets();
         for secret in [
@@ -2206,7 +2237,15 @@ mod tests {
                 "{secret} not in {secrets:?}"
             );
         }
-        for not in ["12345", "debug-verbose", "abc", "application/json"] {
+        // A switch or a number under a secret-looking name is a setting, not a secret.
+        for not in [
+            "12345",
+            "debug-verbose",
+            "abc",
+            "application/json",
+            "false",
+            "480",
+        ] {
             assert!(!secrets.iter().any(|s| s == not), "{not} in {secrets:?}");
         }
         assert!(

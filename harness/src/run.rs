@@ -501,16 +501,24 @@ pub fn not_runnable(
             why,
         ));
     }
-    if !profile.claims_surface(&case.surface) {
+    if !profile.claims_surface(&case.surface, case.extended) {
+        let why = if case.extended && profile.claims.surfaces.is_empty() {
+            format!(
+                "target `{}` does not claim `{}`, a feature a gateway offers (an extended surface: `[claims] surfaces` names it where the gateway has it)",
+                profile.name, case.surface
+            )
+        } else {
+            format!(
+                "target `{}` does not have the surface `{}`",
+                profile.name, case.surface
+            )
+        };
         return Some(CaseResult::without_run(
             case,
             route,
             shape,
             Outcome::NotApplicable,
-            format!(
-                "target `{}` does not have the surface `{}`",
-                profile.name, case.surface
-            ),
+            why,
         ));
     }
     if !profile.routes.contains_key(route) {
@@ -528,13 +536,19 @@ pub fn not_runnable(
 /// Cases whose upstream misbehaves at the byte level get a target of their own: bytes that
 /// answer no request (garbage, a wrong or null id) cannot be tied to a call, and whoever
 /// reads them, the runner or a gateway, may blame another call in flight; a stream cut
-/// mid-body ends the canary. A slow or hanging upstream harms no other call. So do cases whose
-/// checks count what the target does over all its calls ([`checks::needs_own_target`]).
+/// mid-body ends the canary. A slow or hanging upstream harms no other call. An answer of
+/// megabytes can: a gateway whose upstream transport gives up on a line that long (an SDK's
+/// stdio reader has a bound) ends the upstream connection of every call in flight, and each
+/// would fail for a case that is not its own. So do cases whose checks count what the target
+/// does over all its calls ([`checks::needs_own_target`]).
 pub fn is_isolated(_profile: &Profile, case: &LoadedCase) -> bool {
+    let tool = &case.spec.tool;
     matches!(
-        &case.spec.tool.respond,
+        &tool.respond,
         Some(Respond::Fault(fault)) if !matches!(fault, Fault::Slow { .. } | Fault::Hang)
-    ) || checks::needs_own_target(&case.spec.expect)
+    ) || matches!(&tool.respond, Some(Respond::Oversized(_)))
+        || tool.canary.as_deref() == Some("oversized")
+        || checks::needs_own_target(&case.spec.expect)
 }
 
 /// A nonce no other call of this run has: in the arguments, it finds the call's lines in the
@@ -758,7 +772,17 @@ pub async fn run_one(
         .unwrap_or(&target.observations);
     // A case that counts upstream sessions makes a first call of its own, so a gateway that
     // starts its upstream on first use is not counted as opening a session per call.
-    let initializes_before = if checks::gathers(&case.spec.expect, Gathers::UpstreamSessions) {
+    let counts_sessions = checks::gathers(&case.spec.expect, Gathers::UpstreamSessions);
+    if counts_sessions && target.session.sessionless() {
+        return CaseResult::without_run(
+            case,
+            route,
+            shape,
+            Outcome::NotApplicable,
+            "the target answered `initialize` over HTTP with no `Mcp-Session-Id`: each request stands alone, so no client session's calls could share an upstream session",
+        );
+    }
+    let initializes_before = if counts_sessions {
         let first_nonce = fresh_nonce();
         let (first_arguments, first_extra) = same_call_with(&arguments, &extra, &first_nonce);
         let first = Request {

@@ -65,6 +65,21 @@ impl Session {
         }
     }
 
+    /// Whether the target gave this handshake session no session of its own: an HTTP north
+    /// that answered `initialize` without an `Mcp-Session-Id`, where each request stands alone.
+    pub fn sessionless(&self) -> bool {
+        match &self.north {
+            North::Http { session_id, .. } => {
+                !self.shape.is_stateless()
+                    && session_id
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .is_none()
+            }
+            North::Stdio(_) => false,
+        }
+    }
+
     /// Opens a session: `initialize` and `notifications/initialized` for handshake shapes.
     pub async fn open(north: North, shape: Shape, timeout: Duration) -> Result<Session, String> {
         let mut session = Session {

@@ -325,7 +325,8 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
                 .map_err(|err| stderr_context(&workdir, err))?;
         }
         let probe = session.call("tools/list", json!({}), start_timeout).await;
-        if let Some(why) = stateless_refusal(speak, &probe.exchange) {
+        let claimed = profile.claims.shapes.contains(&speak);
+        if let Some(why) = stateless_refusal(speak, &probe.exchange, claimed) {
             session.refuse(why);
         } else if let Some(reply) = probe.exchange.reply() {
             listing = reply.message.get("result").cloned();
@@ -379,18 +380,32 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
 /// Why a target does not speak the stateless shape `speak`, read from its answer to a
 /// `tools/list` with that shape's envelope: a request valid in the shape that a target answers
 /// with a JSON-RPC error or an HTTP client error (no session, no initialize, unsupported
-/// version) is one it does not serve in that shape.
-fn stateless_refusal(speak: Shape, exchange: &crate::client::Exchange) -> Option<String> {
+/// version) is one it does not serve in that shape. So is one it answers as an older revision
+/// answers, with a result that lacks the `resultType` the shape requires of every result (a
+/// server that reads no `_meta` envelope and needs no `initialize`), unless the profile claims
+/// the shape: a claimed shape is judged case by case, where a lost `resultType` fails.
+fn stateless_refusal(
+    speak: Shape,
+    exchange: &crate::client::Exchange,
+    claimed: bool,
+) -> Option<String> {
     use crate::client::Exchange;
     if !speak.is_stateless() {
         return None;
     }
+    let mut older = false;
     let refused = match exchange {
         Exchange::Reply(reply) => {
+            older = !claimed
+                && reply
+                    .message
+                    .get("result")
+                    .is_some_and(|r| r.get("resultType").is_none());
             reply.message.get("error").is_some()
                 || reply
                     .http_status
                     .is_some_and(|status| (400..500).contains(&status))
+                || older
         }
         Exchange::Malformed { problem, .. } => problem.starts_with("HTTP 4"),
         Exchange::Closed { detail } => detail.starts_with("HTTP 4"),
@@ -398,8 +413,13 @@ fn stateless_refusal(speak: Shape, exchange: &crate::client::Exchange) -> Option
     };
     refused.then(|| {
         format!(
-            "`tools/list` with the {} envelope was answered {}",
+            "`tools/list` with the {} envelope was answered {}{}",
             speak.protocol_version(),
+            if older {
+                "as an older revision answers it, with no `resultType` (which the shape requires of every result): "
+            } else {
+                ""
+            },
             match exchange {
                 Exchange::Reply(reply) => crate::session::preview(&reply.raw),
                 Exchange::Malformed { raw, problem } => {

@@ -355,6 +355,37 @@ fn a_gateway_that_refuses_a_shape_gets_one_line_for_it_and_no_failure() {
     assert_clean(&got);
 }
 
+/// A gateway that answers the 2026-07-28 envelope as a server of an older revision does (no
+/// `resultType`, the envelope's `_meta` ignored): the shape is one it does not speak, said once,
+/// unless its profile claims the shape.
+#[test]
+fn a_gateway_that_answers_the_envelope_as_an_older_revision_does_not_speak_it() {
+    let _serial = serial();
+    let got = run_with(
+        "old-revision",
+        &relaying("old-revision", &[]),
+        &TWO_CASES,
+        &["--shape", "2026-07-28"],
+    );
+    assert_eq!(got.code, 0, "{}", got.stderr);
+    let stateless: Vec<&Value> = got
+        .results
+        .iter()
+        .filter(|r| r["shape"] == "2026-07-28")
+        .collect();
+    assert!(!stateless.is_empty(), "{}", got.stderr);
+    for result in stateless {
+        let message = result["message"].as_str().unwrap();
+        assert_eq!(result["outcome"], "not-applicable", "{message}");
+        assert!(
+            message.starts_with("the target does not speak 2026-07-28: ")
+                && message.contains("as an older revision answers it"),
+            "{message}"
+        );
+    }
+    assert_clean(&got);
+}
+
 /// A gateway that takes 2 s to start, run in every released shape with isolated cases among
 /// the chosen ones: never more starts in flight than `--starts` (the zoo runs with
 /// `--jobs 1`, and `--starts` defaults to it), whatever the run would start.

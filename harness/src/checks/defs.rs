@@ -172,9 +172,10 @@ pub const CHECKS: &[CheckDef] = &[
     },
     CheckDef {
         name: "protocol-error",
-        asserts: "the client got a JSON-RPC error; with `code` that code, else the upstream's; `keeps-data` and `keeps-message` compare with the upstream's",
+        asserts: "the client got a JSON-RPC error; with `code` that code, else the upstream's; `keeps-data` and `keeps-message` compare with the upstream's; with `from-upstream`, a call the target answered without calling the upstream is not applicable",
         params: &[
             ("code", ParamKind::Integer, false),
+            ("from-upstream", ParamKind::Bool, false),
             ("keeps-data", ParamKind::Bool, false),
             ("keeps-message", ParamKind::Bool, false),
         ],
@@ -219,11 +220,11 @@ pub const CHECKS: &[CheckDef] = &[
     },
     CheckDef {
         name: "content-valid",
-        asserts: "every content block the client got has the members its type requires",
-        params: &[],
+        asserts: "every content block the client got has the members its type requires (with `or-refused`, a refusal with a JSON-RPC error passes too)",
+        params: &[("or-refused", ParamKind::Bool, false)],
         reads: Reads::Picked,
         gathers: &[],
-        run: |n, _, e| eval::content_valid(n, e),
+        run: eval::content_valid,
     },
     CheckDef {
         name: "sdk-accepts",

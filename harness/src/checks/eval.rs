@@ -270,6 +270,14 @@ pub(super) fn protocol_error(
     params: &Map<String, Value>,
     evidence: &Evidence<'_>,
 ) -> Verdict {
+    if params.get("from-upstream").and_then(Value::as_bool) == Some(true)
+        && evidence.upstream_calls().is_empty()
+    {
+        return Verdict::not_applicable(
+            name,
+            "the target answered without calling the upstream: there is no upstream error to relay (what a gateway answers of its own is another case's)",
+        );
+    }
     let Some(error) = &evidence.view.error else {
         return Verdict::fail(name, "the client got a result, not a JSON-RPC error")
             .compared(None, evidence.view.result.clone());
@@ -280,11 +288,16 @@ pub(super) fn protocol_error(
         .and_then(Value::as_i64)
         .or_else(|| upstream.and_then(|e| e.get("code")).and_then(Value::as_i64));
     let got_code = error.get("code").and_then(Value::as_i64);
+    // Every member that differs is named: a code and a message lost together are one finding,
+    // said whole, not the first of two.
+    let mut problems = Vec::new();
+    let mut compared = Vec::new();
     if let Some(want) = want_code
         && got_code != Some(want)
     {
-        return Verdict::fail(name, format!("error code {got_code:?}, expected {want}"))
-            .compared(Some(Value::from(want)), error.get("code").cloned());
+        let got = got_code.map_or("none".to_string(), |c| c.to_string());
+        problems.push(format!("error code {got}, expected {want}"));
+        compared.push(("code", Some(Value::from(want)), error.get("code").cloned()));
     }
     for (flag, member) in [("keeps-data", "data"), ("keeps-message", "message")] {
         if params.get(flag).and_then(Value::as_bool) == Some(true) {
@@ -292,12 +305,26 @@ pub(super) fn protocol_error(
                 return missing_upstream(name);
             };
             if !same_opt(upstream.get(member), error.get(member)) {
-                return Verdict::fail(
-                    name,
-                    format!("the error's `{member}` differs from the upstream's"),
-                )
-                .compared(upstream.get(member).cloned(), error.get(member).cloned());
+                problems.push(format!(
+                    "the error's `{member}` differs from the upstream's"
+                ));
+                compared.push((
+                    member,
+                    upstream.get(member).cloned(),
+                    error.get(member).cloned(),
+                ));
             }
+        }
+    }
+    match compared.as_slice() {
+        [] => {}
+        [(_, expected, actual)] => {
+            return Verdict::fail(name, problems.join("; "))
+                .compared(expected.clone(), actual.clone());
+        }
+        _ => {
+            return Verdict::fail(name, problems.join("; "))
+                .compared(upstream.cloned(), Some(error.clone()));
         }
     }
     Verdict::pass(
@@ -447,7 +474,15 @@ pub fn block_problem(block: &Value) -> Option<String> {
         .map(|member| format!("a `{kind}` block without a string `{member}`"))
 }
 
-pub(super) fn content_valid(name: &str, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn content_valid(
+    name: &str,
+    params: &Map<String, Value>,
+    evidence: &Evidence<'_>,
+) -> Verdict {
+    let may_refuse = params.get("or-refused").and_then(Value::as_bool) == Some(true);
+    if may_refuse && evidence.view.error.is_some() {
+        return Verdict::pass(name, "refused with a JSON-RPC error: no content to judge");
+    }
     let result = match result_of(name, evidence) {
         Ok(result) => result,
         Err(verdict) => return *verdict,
@@ -687,23 +722,64 @@ pub(super) fn no_secret(
     if in_side && !in_answer && evidence.side_channels.is_empty() {
         return Verdict::not_applicable(name, "the target's profile declares no side channels");
     }
+    // Each leak names the secret (the case's own planted value, never a profile's) and quotes
+    // where it was found, so the reader can see the line for themselves.
     let mut leaks = Vec::new();
     for secret in &secrets {
         if in_answer && answer.contains(secret) {
-            leaks.push("the client's answer".to_string());
+            leaks.push(format!(
+                "`{}` into the client's answer: {}",
+                short(secret),
+                around(&answer, secret)
+            ));
         }
         for (channel, lines) in evidence.side_channels.iter().filter(|_| in_side) {
-            if lines.contains(secret) {
-                leaks.push(format!("side channel `{channel}`"));
+            if lines.contains(secret)
+                && let Some(line) = lines.matching(|l| l.contains(secret)).into_iter().next()
+            {
+                leaks.push(format!(
+                    "`{}` into side channel `{channel}`: {}",
+                    short(secret),
+                    around(&line, secret)
+                ));
             }
         }
     }
     if leaks.is_empty() {
         Verdict::pass(name, format!("none of {} secret(s) leaked", secrets.len()))
     } else {
-        leaks.dedup();
-        Verdict::fail(name, format!("a secret leaked into {}", leaks.join(", ")))
+        Verdict::fail(name, format!("a secret leaked: {}", leaks.join("; ")))
     }
+}
+
+/// A secret as a message names it: whole when short, its start when long.
+fn short(secret: &str) -> String {
+    match secret.char_indices().nth(24) {
+        Some((at, _)) => format!("{}…", &secret[..at]),
+        None => secret.to_string(),
+    }
+}
+
+/// The text around the first place `needle` occurs in `haystack`, quoted.
+fn around(haystack: &str, needle: &str) -> String {
+    const SIDE: usize = 60;
+    let Some(at) = haystack.find(needle) else {
+        return String::new();
+    };
+    let mut start = at.saturating_sub(SIDE);
+    while !haystack.is_char_boundary(start) {
+        start -= 1;
+    }
+    let mut end = (at + needle.len() + SIDE).min(haystack.len());
+    while !haystack.is_char_boundary(end) {
+        end += 1;
+    }
+    format!(
+        "{}{:?}{}",
+        if start > 0 { "…" } else { "" },
+        &haystack[start..end],
+        if end < haystack.len() { "…" } else { "" }
+    )
 }
 
 /// Never an invented success: the call ended without a result, or with a failure the caller
@@ -721,7 +797,7 @@ pub(super) fn not_a_success(name: &str, evidence: &Evidence<'_>) -> Verdict {
             if result.get("isError") == Some(&Value::Bool(true)) {
                 Verdict::pass(name, "the failure came back as a result with isError true")
             } else {
-                Verdict::fail(name, "the client got a successful result for a call the upstream never answered properly")
+                Verdict::fail(name, "the client got a successful result where the case allows only a failure in band (a JSON-RPC error, an isError result) or no answer")
                     .compared(None, Some(result.clone()))
             }
         }
@@ -816,7 +892,7 @@ pub(super) fn progress(
     let upstream_token = meta.and_then(|m| m.get("progressToken"));
     let mapping = match (upstream_token, token) {
         (Some(theirs), Some(ours)) if theirs != ours && sent > 0 && got == 0 => format!(
-            "; the upstream got the target's own token {theirs} in place of the caller's {ours}, and none of its progress came back under the caller's: the target did not map its token back"
+            "; the upstream got the target's own token {theirs} in place of the caller's {ours}, and no progress reached the client under either token"
         ),
         _ => String::new(),
     };

@@ -147,8 +147,9 @@ pub fn task_completes(name: &str, params: &Map<String, Value>, evidence: &Eviden
         return Verdict::fail(
             name,
             format!(
-                "after {} poll(s) {answered}, expected `{want}`",
-                polls.len()
+                "after {} poll(s) {answered}, expected `{want}`{}",
+                polls.len(),
+                upstream_refusal(evidence, last)
             ),
         );
     }
@@ -165,6 +166,33 @@ pub fn task_completes(name: &str, params: &Map<String, Value>, evidence: &Eviden
             Verdict::fail(name, "the task's final result differs from the upstream's")
                 .compared(Some(sent.clone()), got.cloned())
         }
+    }
+}
+
+/// Whether the error a follow-up got is the upstream's own answer to the request the target
+/// sent it: then the target relayed the refusal, and what the upstream refused is the finding.
+fn upstream_refusal(evidence: &Evidence<'_>, step: &super::FollowUp) -> String {
+    let Some(code) = step
+        .exchange
+        .reply()
+        .and_then(|r| r.message.pointer("/error/code"))
+    else {
+        return String::new();
+    };
+    let refused = evidence.upstream.iter().rev().find_map(|o| {
+        let error = o.message.as_ref()?.get("error")?;
+        (o.direction == Direction::Out
+            && o.method.as_deref() == Some(step.step.as_str())
+            && error.get("code") == Some(code))
+        .then_some(error)
+    });
+    match refused {
+        Some(error) => format!(
+            "; the error is the upstream's own answer to the {} the target sent it, which it refused: {}",
+            step.step,
+            crate::session::preview(error.to_string().as_bytes())
+        ),
+        None => String::new(),
     }
 }
 

@@ -392,10 +392,40 @@ fn protocol_error_compares_code_and_data() {
     );
     fails(&dropped, "protocol-error", json!({"keeps-data": true}));
     let as_result = Fixture::new(
-        upstream,
+        upstream.clone(),
         json!({"jsonrpc": "2.0", "id": 2, "result": {"content": [text("m")], "isError": true}}),
     );
     fails(&as_result, "protocol-error", json!({}));
+    // Every member that differs is named, not only the first.
+    let both = Fixture::new(
+        upstream,
+        json!({"jsonrpc": "2.0", "id": 2, "error": {"code": -32000, "message": "other"}}),
+    );
+    let verdict = fails(
+        &both,
+        "protocol-error",
+        json!({"keeps-data": true, "keeps-message": true}),
+    );
+    assert!(
+        verdict
+            .message
+            .contains("error code -32000, expected -32603")
+            && verdict.message.contains("`data` differs")
+            && verdict.message.contains("`message` differs"),
+        "{}",
+        verdict.message
+    );
+    // With `from-upstream`, an answer the target made without calling the upstream is not
+    // judged as a relayed error.
+    let mut own = as_result.clone();
+    own.upstream.clear();
+    let verdict = own.check("protocol-error", json!({"from-upstream": true}));
+    assert!(!verdict.applicable, "{}", verdict.message);
+    assert!(
+        !as_result
+            .check("protocol-error", json!({"from-upstream": true}))
+            .passed
+    );
 }
 
 #[test]
@@ -716,15 +746,18 @@ fn progress_counts_notifications_before_the_result() {
         "{}",
         verdict.message
     );
-    // With nothing back under the caller's token and another token upstream, the failure
-    // says the target never mapped its own token back.
+    // With nothing back under any token and another token upstream, the failure says what the
+    // upstream got and that nothing came back, not why (a target may map its token back and
+    // still lose the notifications).
     if let Exchange::Reply(reply) = &mut fixture.exchange {
         reply.notifications.clear();
     }
     let verdict = fails(&fixture, "progress-before-result", json!({}));
     assert!(
         verdict.message.starts_with("0 of the 3 progress")
-            && verdict.message.contains("did not map its token back"),
+            && verdict
+                .message
+                .contains("no progress reached the client under either token"),
         "{}",
         verdict.message
     );
@@ -1020,6 +1053,34 @@ fn task_and_link_checks_follow_up() {
         verdict
             .message
             .contains("tasks/get answered -32602: Unknown task: t-1"),
+        "{}",
+        verdict.message
+    );
+    assert!(
+        !verdict.message.contains("upstream's own answer"),
+        "{}",
+        verdict.message
+    );
+    // ... and when the upstream itself refused the target's tasks/get, the verdict says so.
+    let header_error = json!({"code": -32020, "message": "Header mismatch: Mcp-Name is missing"});
+    refused.follow(
+        "tasks/get",
+        json!({"jsonrpc": "2.0", "id": 5, "error": header_error.clone()}),
+    );
+    refused.upstream.push(Observation {
+        method: Some("tasks/get".into()),
+        ..observation(
+            Direction::Out,
+            None,
+            Some(json!({"jsonrpc": "2.0", "id": 2, "error": header_error})),
+        )
+    });
+    let verdict = fails(&refused, "task-completes", json!({}));
+    assert!(
+        verdict
+            .message
+            .contains("the upstream's own answer to the tasks/get the target sent it")
+            && verdict.message.contains("Mcp-Name is missing"),
         "{}",
         verdict.message
     );

@@ -362,21 +362,28 @@ pub fn counts(results: &[CaseResult]) -> BTreeMap<String, usize> {
     counts
 }
 
-/// The closing line the console and CI read: `Total: N passed, M failed, K skipped`. Passed
-/// counts passes and observations, failed the failures no baseline expected (setup failures
-/// among them), skipped the skipped and not-applicable results. Expected failures are in none
-/// of the three: [`tally_line`], the line before, names them.
+/// The closing line the console and CI read: `Total: N passed, M failed, K skipped`, then the
+/// not-applicable and observed results when there are any. Each result is counted under its
+/// own outcome and once: failed counts the failures no baseline expected (setup failures among
+/// them). Expected failures are in none of these: [`tally_line`], the line before, names them.
 pub fn total_line(results: &[CaseResult]) -> String {
-    let passed = results
-        .iter()
-        .filter(|r| matches!(r.outcome, Outcome::Pass | Outcome::Observed))
-        .count();
+    let count = |outcome: Outcome| results.iter().filter(|r| r.outcome == outcome).count();
     let failed = results.iter().filter(|r| r.outcome.is_failure()).count();
-    let skipped = results
-        .iter()
-        .filter(|r| matches!(r.outcome, Outcome::Skip | Outcome::NotApplicable))
-        .count();
-    format!("Total: {passed} passed, {failed} failed, {skipped} skipped")
+    let mut line = format!(
+        "Total: {} passed, {failed} failed, {} skipped",
+        count(Outcome::Pass),
+        count(Outcome::Skip)
+    );
+    for (outcome, words) in [
+        (Outcome::NotApplicable, "not applicable"),
+        (Outcome::Observed, "observed"),
+    ] {
+        let n = count(outcome);
+        if n > 0 {
+            line.push_str(&format!(", {n} {words}"));
+        }
+    }
+    line
 }
 
 /// The line before [`total_line`]: the outcomes it folds together or leaves out, by name.

@@ -218,6 +218,12 @@ def relay():
     def pump():
         for line in upstream.stdout:
             is_response = b'"result"' in line or b'"error"' in line
+            if mode == "old-revision" and is_response:
+                # Answers as a server of an older revision would: no resultType on any result.
+                answer = json.loads(line)
+                if isinstance(answer.get("result"), dict):
+                    answer["result"].pop("resultType", None)
+                line = (json.dumps(answer) + "\n").encode()
             if mode == "unsolicited" and is_response:
                 write_out(b"a log line on stdout, not JSON-RPC\n")
                 write_out(b'{"jsonrpc": "2.0", "id": "never-asked", "result": {}}\n')
