@@ -39,6 +39,10 @@ pub enum Sink {
         framing: Framing,
         shutdown: watch::Receiver<bool>,
     },
+    /// The one long-lived event stream of a legacy HTTP+SSE session, which carries every
+    /// answer of the session: each message is written whole under the lock, as on stdout, so
+    /// answers in flight at once never interleave within an event.
+    Events(Arc<Mutex<mpsc::Sender<BodyItem>>>),
 }
 
 const SSE_OPEN: &[u8] = b"event: message\ndata: ";
@@ -53,6 +57,7 @@ impl Sink {
         match self {
             Sink::Stdout(_) => "stdio",
             Sink::Channel { .. } => "http",
+            Sink::Events(_) => "sse",
         }
     }
 
@@ -141,6 +146,15 @@ impl Sink {
                     Self::send(tx, Bytes::from_static(SSE_CLOSE)).await?;
                 }
             }
+            Sink::Events(tx) => {
+                let tx = tx.lock().await;
+                Self::send(&tx, Bytes::from_static(SSE_OPEN)).await?;
+                while let Some(chunk) = chunks.next() {
+                    seen(&chunk, chunks.peek().is_none()).await;
+                    Self::send(&tx, chunk).await?;
+                }
+                Self::send(&tx, Bytes::from_static(SSE_CLOSE)).await?;
+            }
         }
         Ok(())
     }
@@ -158,6 +172,14 @@ impl Sink {
                 out.flush().await
             }
             Sink::Channel { tx, .. } => Self::send(tx, bytes).await,
+            // On the shared stream the bytes are one event's data, each of their lines a
+            // `data:` line, so they reach the client as the message the fault chose.
+            Sink::Events(tx) => {
+                let tx = tx.lock().await;
+                let text = String::from_utf8_lossy(&bytes).replace('\n', "\ndata: ");
+                let event = format!("event: message\ndata: {text}\n\n");
+                Self::send(&tx, Bytes::from(event)).await
+            }
         }
     }
 
@@ -176,6 +198,14 @@ impl Sink {
                     Self::send(tx, Bytes::from_static(SSE_OPEN)).await?;
                 }
                 Self::send(tx, prefix).await?;
+                let abort = io::Error::new(io::ErrorKind::ConnectionAborted, "close-mid-body");
+                tx.send(Err(abort)).await.map_err(|_| peer_gone())
+            }
+            // The session's one stream ends mid-event, as stdio's does when the process exits.
+            Sink::Events(tx) => {
+                let tx = tx.lock().await;
+                Self::send(&tx, Bytes::from_static(SSE_OPEN)).await?;
+                Self::send(&tx, prefix).await?;
                 let abort = io::Error::new(io::ErrorKind::ConnectionAborted, "close-mid-body");
                 tx.send(Err(abort)).await.map_err(|_| peer_gone())
             }
@@ -283,9 +313,10 @@ pub async fn act_out(
                 let Some((bytes, fault)) = whole(&other) else {
                     return Ok(());
                 };
-                // A content type is an HTTP notion: on stdio the answer is simply correct.
+                // A content type is a notion of a response of its own: on stdio and on the
+                // legacy event stream the answer is simply correct.
                 let fault = match (fault, transport) {
-                    (Some("wrong-content-type"), "stdio") => None,
+                    (Some("wrong-content-type"), "stdio" | "sse") => None,
                     (fault, _) => fault,
                 };
                 log.outgoing(transport, ctx, Sent::of(&bytes, fault.or(note)));

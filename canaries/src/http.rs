@@ -1,5 +1,8 @@
 //! Streamable HTTP on 127.0.0.1 (axum): POST /mcp answered as JSON or SSE, GET /mcp as an idle
-//! event stream, DELETE /mcp to end a session.
+//! event stream, DELETE /mcp to end a session. Beside it, the legacy HTTP+SSE transport of MCP
+//! 2024-11-05, which gateways still speak to their upstreams: GET /sse opens a session's one
+//! event stream, whose `endpoint` event names `/messages?sessionId=…`, where each message is
+//! posted and answered 202; every answer then comes as an event on the stream.
 //!
 //! Bodies are built by [`crate::emit`] and fed through a channel, so an oversized answer streams
 //! at the client's pace and a fault can stop a body half-way.
@@ -68,8 +71,19 @@ struct App {
     log: Arc<ObsLog>,
     opts: HttpOptions,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// Legacy HTTP+SSE sessions: each one's protocol state and its event stream.
+    legacy: Mutex<HashMap<String, Legacy>>,
     shutdown: watch::Receiver<bool>,
 }
+
+/// One legacy HTTP+SSE session.
+#[derive(Clone)]
+struct Legacy {
+    session: Arc<Session>,
+    events: Arc<tokio::sync::Mutex<mpsc::Sender<crate::emit::BodyItem>>>,
+}
+
+const LEGACY_TRANSPORT: &str = "sse";
 
 impl Bound {
     pub fn port(&self) -> u16 {
@@ -95,10 +109,13 @@ impl Bound {
             log,
             opts,
             sessions: Mutex::new(HashMap::new()),
+            legacy: Mutex::new(HashMap::new()),
             shutdown: down_rx,
         });
         let router = Router::new()
             .route("/mcp", post(post_mcp).get(get_mcp).delete(delete_mcp))
+            .route("/sse", axum::routing::get(get_sse))
+            .route("/messages", post(post_messages))
             .layer(DefaultBodyLimit::max(REQUEST_LIMIT))
             .with_state(app);
         let server = axum::serve(self.listener, router).with_graceful_shutdown(async move {
@@ -363,4 +380,99 @@ async fn delete_mcp(State(app): State<Arc<App>>, headers: HeaderMap) -> Response
         None => StatusCode::BAD_REQUEST,
     };
     build(status, JSON, None, Body::empty())
+}
+
+/// Opens a legacy HTTP+SSE session: its event stream, whose first event names where the
+/// session's messages are posted. The stream ends when the canary shuts down.
+async fn get_sse(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    if let Some(refused) = app.refuse_foreign(&headers) {
+        return refused;
+    }
+    let id = uuid::Uuid::new_v4().to_string();
+    let (tx, rx) = mpsc::channel(8);
+    let endpoint = format!("event: endpoint\ndata: /messages?sessionId={id}\n\n");
+    if tx.send(Ok(Bytes::from(endpoint))).await.is_err() {
+        return build(StatusCode::INTERNAL_SERVER_ERROR, JSON, None, Body::empty());
+    }
+    {
+        let mut legacy = app.legacy.lock().unwrap_or_else(|e| e.into_inner());
+        legacy.insert(
+            id,
+            Legacy {
+                session: Arc::new(Session::default()),
+                events: Arc::new(tokio::sync::Mutex::new(tx)),
+            },
+        );
+    }
+    let shutdown = app.shutdown.clone();
+    let events =
+        futures_util::stream::unfold((rx, shutdown), |(mut rx, mut shutdown)| async move {
+            let item = tokio::select! {
+                item = rx.recv() => item,
+                _ = shutdown.wait_for(|down| *down) => None,
+            };
+            item.map(|item| (item, (rx, shutdown)))
+        });
+    build(StatusCode::OK, SSE, None, Body::from_stream(events))
+}
+
+/// One message of a legacy HTTP+SSE session, taken with 202; what it answers goes on the
+/// session's event stream.
+async fn post_messages(
+    State(app): State<Arc<App>>,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Some(refused) = app.refuse_foreign(&headers) {
+        return refused;
+    }
+    let id = uri
+        .query()
+        .unwrap_or_default()
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("sessionId="))
+        .unwrap_or_default()
+        .to_string();
+    let legacy = {
+        let sessions = app.legacy.lock().unwrap_or_else(|e| e.into_inner());
+        sessions.get(&id).cloned()
+    };
+    let Some(legacy) = legacy else {
+        let body = format!("Session not found: {id}");
+        return build(StatusCode::NOT_FOUND, "text/plain", None, Body::from(body));
+    };
+    let logged_headers = Some(headers_for_log(&headers));
+    let (ctx, reply) = match serde_json::from_slice::<Value>(&body) {
+        Ok(msg) => {
+            let ctx = app.canary.context(&msg);
+            app.log
+                .incoming(LEGACY_TRANSPORT, &ctx, msg.get("params"), logged_headers);
+            let handled = app.canary.handle(&msg, &legacy.session);
+            (handled.ctx, handled.reply)
+        }
+        Err(err) => {
+            let ctx = app.canary.context(&Value::Null);
+            app.log
+                .incoming(LEGACY_TRANSPORT, &ctx, None, logged_headers);
+            let err = RpcError {
+                code: -32700,
+                message: format!("Parse error: {err}"),
+                data: None,
+            };
+            (ctx, Reply::Json(error_response(&Value::Null, &err)))
+        }
+    };
+    let log = app.log.clone();
+    let mut sink = Sink::Events(legacy.events.clone());
+    tokio::spawn(async move {
+        // A send error means the client closed its stream; there is no one left to tell.
+        let _ = act_out(reply, &ctx, &mut sink, &log, None).await;
+    });
+    build(
+        StatusCode::ACCEPTED,
+        "text/plain",
+        None,
+        Body::from("Accepted"),
+    )
 }

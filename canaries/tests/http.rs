@@ -290,3 +290,122 @@ fn oversized_200mb_over_http_stays_under_64mb_rss() {
     eprintln!("http oversized 200 MB: canary VmHWM {hwm} kB");
     assert!(hwm < 64 * 1024, "peak RSS {hwm} kB");
 }
+
+/// Reads one server-sent event (`event:` name, `data:` text) from a raw event stream.
+fn next_event(reader: &mut impl std::io::BufRead) -> (String, String) {
+    let (mut name, mut data) = (String::from("message"), String::new());
+    loop {
+        let mut line = String::new();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "the stream ended");
+        let line = line.trim_end_matches(['\r', '\n']);
+        if line.is_empty() {
+            if !data.is_empty() {
+                return (name, data);
+            }
+            continue;
+        }
+        if let Some(value) = line.strip_prefix("event: ") {
+            name = value.to_string();
+        } else if let Some(value) = line.strip_prefix("data: ") {
+            data.push_str(value);
+        }
+    }
+}
+
+/// One raw POST; the status code it got.
+fn post_raw(port: u16, path: &str, body: &str) -> u16 {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The legacy HTTP+SSE transport beside streamable HTTP: the event stream names its endpoint,
+/// each POST is taken with 202, and every answer, of calls in flight at once too, comes as a
+/// whole event on the one stream; a session id the canary never gave is 404.
+#[test]
+fn legacy_sse_answers_on_the_sessions_event_stream() {
+    use std::io::{BufReader, Write};
+    let canary = HttpCanary::start(&[], &[]);
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", canary.port)).unwrap();
+    stream.set_read_timeout(Some(TIMEOUT)).unwrap();
+    write!(
+        stream,
+        // HTTP/1.0: the body is the bytes themselves, not chunks a line reader would see.
+        "GET /sse HTTP/1.0\r\nHost: 127.0.0.1:{}\r\nAccept: text/event-stream\r\n\r\n",
+        canary.port
+    )
+    .unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut reader, &mut line).unwrap();
+        if line.trim_end().is_empty() {
+            break;
+        }
+        head.push_str(&line);
+    }
+    assert!(head.contains(" 200 "), "{head}");
+    assert!(
+        head.to_ascii_lowercase().contains("text/event-stream"),
+        "{head}"
+    );
+    let (name, endpoint) = next_event(&mut reader);
+    assert_eq!(name, "endpoint");
+    assert!(endpoint.starts_with("/messages?sessionId="), "{endpoint}");
+
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
+    assert_eq!(post_raw(canary.port, &endpoint, &init.to_string()), 202);
+    let (name, answer) = next_event(&mut reader);
+    assert_eq!(name, "message");
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(
+        answer["result"]["protocolVersion"], "2025-06-18",
+        "{answer}"
+    );
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(
+        post_raw(canary.port, &endpoint, &initialized.to_string()),
+        202
+    );
+
+    // Two calls at once: two whole events, each under its own id.
+    for id in [2, 3] {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"q": id}}});
+        assert_eq!(post_raw(canary.port, &endpoint, &call.to_string()), 202);
+    }
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let (_, answer) = next_event(&mut reader);
+        let answer: Value = serde_json::from_str(&answer).unwrap();
+        assert_eq!(
+            answer["result"]["structuredContent"]["q"], answer["id"],
+            "{answer}"
+        );
+        ids.push(answer["id"].as_i64().unwrap());
+    }
+    ids.sort();
+    assert_eq!(ids, [2, 3]);
+    assert_eq!(
+        post_raw(
+            canary.port,
+            "/messages?sessionId=never-given",
+            &init.to_string()
+        ),
+        404
+    );
+}

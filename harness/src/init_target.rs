@@ -39,11 +39,19 @@ pub fn render(name: &str, transport: Transport) -> Result<String, InitError> {
         return Err(InitError::BadName(name.to_string()));
     }
     let north = match transport {
-        Transport::Http => HTTP_NORTH,
-        Transport::Stdio => STDIO_NORTH,
+        Transport::Http => HTTP_NORTH.to_string(),
+        // The same start; the north reaches the event stream of the 2024-11-05 transport.
+        Transport::Sse => HTTP_NORTH.replace(
+            "transport = \"http\"\nurl = \"http://127.0.0.1:{port}/mcp\"",
+            "# The legacy HTTP+SSE transport (MCP 2024-11-05): url is the event stream to GET;\n\
+             # its `endpoint` event names where requests are posted.\n\
+             transport = \"sse\"\nurl = \"http://127.0.0.1:{port}/sse\"",
+        ),
+        Transport::Stdio => STDIO_NORTH.to_string(),
     };
     let over = match transport {
         Transport::Http => "streamable HTTP",
+        Transport::Sse => "the legacy HTTP+SSE transport",
         Transport::Stdio => "stdio",
     };
     Ok(TEMPLATE
@@ -246,8 +254,8 @@ mod tests {
     use crate::profile::Profile;
 
     #[test]
-    fn both_transports_render_profiles_that_load() {
-        for transport in [Transport::Http, Transport::Stdio] {
+    fn every_transport_renders_a_profile_that_loads() {
+        for transport in [Transport::Http, Transport::Sse, Transport::Stdio] {
             let text = render("acme-gw", transport).unwrap();
             let profile = Profile::parse(Path::new("acme-gw.toml"), &text)
                 .unwrap_or_else(|err| panic!("{err}\n{text}"));

@@ -152,6 +152,10 @@ pub enum Transport {
     Stdio,
     /// Streamable HTTP (POST with JSON or SSE answers, `Mcp-Session-Id`).
     Http,
+    /// The legacy HTTP+SSE transport of MCP 2024-11-05, which gateways still serve: `url` is
+    /// the event stream to GET, whose `endpoint` event names where requests are posted. North
+    /// only: the canary serves it beside streamable HTTP, at `{canary_sse_url}`.
+    Sse,
 }
 
 /// How the runner knows the target is ready to take calls.
@@ -767,9 +771,16 @@ impl Profile {
         if let Err(message) = check_name(&self.name) {
             return Err(invalid("name", &message));
         }
-        if self.north.transport == Transport::Http && self.north.url.is_none() {
+        if self.north.transport != Transport::Stdio && self.north.url.is_none() {
             return Err(invalid("north.url", "an HTTP target needs a URL"));
         }
+        if self.canary.transport == Transport::Sse {
+            return Err(invalid(
+                "canary.transport",
+                "the canary runs as `stdio` or `http`; its HTTP server also serves the legacy HTTP+SSE transport, at `{canary_sse_url}`",
+            ));
+        }
+
         if self.north.transport == Transport::Stdio && self.start.is_none() {
             return Err(invalid("start", "a stdio target needs a command to start"));
         }
@@ -1076,9 +1087,10 @@ impl Profile {
     fn unavailable(&self, name: &str) -> Option<String> {
         let ready = self.start.as_ref().map(|start| start.ready);
         match name {
-            "canary_url" if self.canary.transport != Transport::Http => Some(
-                "`{canary_url}` is set only when `canary.transport = \"http\"` (the runner \
-                 starts the canary); a stdio canary is spawned from `{canary_cmd}`"
+            "canary_url" | "canary_sse_url" if self.canary.transport != Transport::Http => Some(
+                "`{canary_url}` and `{canary_sse_url}` are set only when `canary.transport = \
+                 \"http\"` (the runner starts the canary); a stdio canary is spawned from \
+                 `{canary_cmd}`"
                     .to_string(),
             ),
             "upstream" if self.canaries.is_empty() => Some(
@@ -1627,6 +1639,10 @@ pub const PLACEHOLDERS: &[(&str, &str)] = &[
         "the HTTP canary's MCP endpoint (canary.transport = \"http\")",
     ),
     (
+        "canary_sse_url",
+        "the HTTP canary's legacy HTTP+SSE event stream (canary.transport = \"http\"), for a gateway whose upstream speaks the 2024-11-05 transport",
+    ),
+    (
         "canary_cmd_json",
         "the canary's argv as a JSON array, for config templates",
     ),
@@ -1669,11 +1685,12 @@ pub const ROUTE_PLACEHOLDERS: &[(&str, &str)] = &[
 
 /// Placeholders that take an upstream label after a colon (`{canary_cmd_json:b}`), in
 /// profiles with `[canaries]`.
-pub const LABELLED_PLACEHOLDERS: [&str; 5] = [
+pub const LABELLED_PLACEHOLDERS: [&str; 6] = [
     "canary_cmd",
     "canary_cmd_json",
     "canary_cmd_shell",
     "canary_url",
+    "canary_sse_url",
     "canary_log",
 ];
 
@@ -1793,9 +1810,11 @@ impl Profile {
                     self.upstream_labels().join(", ")
                 ));
             }
-            if name == "canary_url" && self.canary.transport != Transport::Http {
+            if (name == "canary_url" || name == "canary_sse_url")
+                && self.canary.transport != Transport::Http
+            {
                 return Err(format!(
-                    "`{{canary_url:{label}}}` is set only when `canary.transport = \"http\"`"
+                    "`{{{name}:{label}}}` is set only when `canary.transport = \"http\"`"
                 ));
             }
         }

@@ -48,6 +48,17 @@ pub struct StrayLines {
     pub more: u64,
     /// The first distinct unsolicited and late lines, each cut short.
     pub sample: Vec<String>,
+    /// The one case the start ran, when it ran one (a case on a target of its own): the lines
+    /// are its doing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub case: Option<String>,
+    /// Where the lines came: `stdout`, or the `event stream` of the legacy HTTP+SSE transport.
+    #[serde(default = "stdout")]
+    pub stream: String,
+}
+
+fn stdout() -> String {
+    "stdout".to_string()
 }
 
 impl StrayLines {
@@ -59,10 +70,10 @@ impl StrayLines {
     pub fn of(
         target: &str,
         shape: Shape,
-        strays: &[crate::client::stdio::Stray],
+        strays: &[crate::client::stream::Stray],
         dropped: u64,
     ) -> Option<StrayLines> {
-        use crate::client::stdio::StrayKind;
+        use crate::client::stream::StrayKind;
         let count = |kind| strays.iter().filter(|s| s.kind == kind).count() as u64;
         let (unsolicited, late) = (count(StrayKind::Unsolicited), count(StrayKind::Late));
         if unsolicited + late == 0 && dropped == 0 {
@@ -92,6 +103,8 @@ impl StrayLines {
             messages: count(StrayKind::Message),
             more: dropped,
             sample,
+            case: None,
+            stream: stdout(),
         })
     }
 
@@ -114,10 +127,15 @@ impl StrayLines {
             parts.push(format!("{} more line(s) past the sample", self.more));
         }
         format!(
-            "target `{}` [{}] wrote {} on its stdout",
+            "target `{}` [{}] wrote {} on its {}{}",
             self.target,
             self.shape,
-            parts.join(", ")
+            parts.join(", "),
+            self.stream,
+            self.case
+                .as_ref()
+                .map(|case| format!(", while it ran `{case}` alone"))
+                .unwrap_or_default()
         )
     }
 }
@@ -407,11 +425,25 @@ pub(crate) async fn run_batch(
             }
             report(result)
         };
+        // A start that runs one case (a case of its own) ran only that case's calls: its stray
+        // lines are that case's doing, and the report names it.
+        let only_case = match items.as_slice() {
+            [(case, _)] => Some(case.spec.id.clone()),
+            _ => None,
+        };
         let mut driven = drive_items(plan, shape, &target, items, &mut annotated).await;
         let gone = target.gone_settled().await;
         let (strays, dropped) = target.session.strays();
-        log.strays
-            .extend(StrayLines::of(&plan.profile.name, shape, &strays, dropped));
+        log.strays.extend(
+            StrayLines::of(&plan.profile.name, shape, &strays, dropped).map(|mut lines| {
+                lines.case = only_case;
+                lines.stream = match plan.profile.north.transport {
+                    crate::profile::Transport::Sse => "event stream".into(),
+                    _ => "stdout".into(),
+                };
+                lines
+            }),
+        );
         if let Ok(target) = Arc::try_unwrap(target) {
             target.stop().await;
         }

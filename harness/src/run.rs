@@ -577,20 +577,28 @@ fn same_call_with(
     (arguments, extra)
 }
 
-/// A second client session with the target, over the north the runner's own session uses;
-/// `None` for a stdio target, which serves one client.
+/// A second client session with the target, over the north the runner's own session uses (a
+/// second event stream of the legacy HTTP+SSE transport is a second session too); `None` for
+/// a stdio target, which serves one client.
 async fn second_session(
     target: &Target,
     timeout: Duration,
 ) -> Result<Option<crate::session::Session>, String> {
-    let Some((url, headers)) = target.session.http_endpoint() else {
+    let north = if let Some((url, headers)) = target.session.http_endpoint() {
+        let client = crate::client::http::HttpClient::new(url).map_err(|err| err.to_string())?;
+        crate::session::North::Http {
+            client,
+            session_id: std::sync::Mutex::new(None),
+            headers: headers.to_vec(),
+        }
+    } else if let Some((url, headers)) = target.session.sse_endpoint() {
+        crate::session::North::Sse {
+            client: crate::client::legacy::connect(url, headers, timeout).await?,
+            url: url.to_string(),
+            headers: headers.to_vec(),
+        }
+    } else {
         return Ok(None);
-    };
-    let client = crate::client::http::HttpClient::new(url).map_err(|err| err.to_string())?;
-    let north = crate::session::North::Http {
-        client,
-        session_id: std::sync::Mutex::new(None),
-        headers: headers.to_vec(),
     };
     crate::session::Session::open(north, target.session.shape(), timeout)
         .await

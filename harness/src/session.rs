@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 
 use crate::client::Exchange;
 use crate::client::http::{HttpClient, Post};
-use crate::client::stdio::StdioClient;
+use crate::client::stream::StreamClient;
 
 pub const CLIENT_NAME: &str = "relaycheck";
 
@@ -27,7 +27,13 @@ pub fn tasks_extension_meta() -> Value {
 
 /// The north transport of a session.
 pub enum North {
-    Stdio(StdioClient),
+    Stdio(StreamClient),
+    /// The legacy HTTP+SSE transport: one event stream, opened at `url`, for every answer.
+    Sse {
+        client: StreamClient,
+        url: String,
+        headers: Vec<(String, String)>,
+    },
     Http {
         client: HttpClient,
         session_id: Mutex<Option<String>>,
@@ -61,7 +67,16 @@ impl Session {
             North::Http {
                 client, headers, ..
             } => Some((client.url(), headers.as_slice())),
-            North::Stdio(_) => None,
+            North::Stdio(_) | North::Sse { .. } => None,
+        }
+    }
+
+    /// The legacy HTTP+SSE endpoint and the headers its GET and POSTs carry, for a second
+    /// session beside this one; `None` for other transports.
+    pub fn sse_endpoint(&self) -> Option<(&str, &[(String, String)])> {
+        match &self.north {
+            North::Sse { url, headers, .. } => Some((url.as_str(), headers.as_slice())),
+            _ => None,
         }
     }
 
@@ -76,7 +91,7 @@ impl Session {
                         .unwrap_or_else(|p| p.into_inner())
                         .is_none()
             }
-            North::Stdio(_) => false,
+            North::Stdio(_) | North::Sse { .. } => false,
         }
     }
 
@@ -230,7 +245,7 @@ impl Session {
         timeout: Duration,
         identity: &[(String, String)],
     ) -> Option<Call> {
-        if matches!(self.north, North::Stdio(_)) {
+        if !matches!(self.north, North::Http { .. }) {
             return None;
         }
         let request = self.build(method, params);
@@ -245,7 +260,9 @@ impl Session {
         identity: &[(String, String)],
     ) -> Exchange {
         match &self.north {
-            North::Stdio(client) => client.request(request, timeout).await,
+            North::Stdio(client) | North::Sse { client, .. } => {
+                client.request(request, timeout).await
+            }
             North::Http {
                 client,
                 session_id,
@@ -277,7 +294,7 @@ impl Session {
     async fn notify(&self, method: &str, params: Value, timeout: Duration) -> Result<(), String> {
         let message = json!({"jsonrpc": "2.0", "method": method, "params": params});
         match &self.north {
-            North::Stdio(client) => client
+            North::Stdio(client) | North::Sse { client, .. } => client
                 .notify(&message)
                 .await
                 .map_err(|err| format!("cannot send `{method}`: {err}")),
@@ -338,9 +355,11 @@ impl Session {
     }
 
     /// Lines the target wrote that answered no request (stdio only).
-    pub fn strays(&self) -> (Vec<crate::client::stdio::Stray>, u64) {
+    pub fn strays(&self) -> (Vec<crate::client::stream::Stray>, u64) {
         match &self.north {
-            North::Stdio(client) => (client.strays(), client.strays_dropped()),
+            North::Stdio(client) | North::Sse { client, .. } => {
+                (client.strays(), client.strays_dropped())
+            }
             North::Http { .. } => (Vec::new(), 0),
         }
     }
@@ -348,7 +367,7 @@ impl Session {
     /// Marks the session dead (the target process exited): pending and later calls end as
     /// `Closed` with `reason`. Over HTTP the connection errors say so by themselves.
     pub fn mark_closed(&self, reason: &str) {
-        if let North::Stdio(client) = &self.north {
+        if let North::Stdio(client) | North::Sse { client, .. } = &self.north {
             client.close_with(reason);
         }
     }
@@ -356,7 +375,7 @@ impl Session {
     /// Why the session can no longer be used, if it cannot.
     pub fn closed(&self) -> Option<String> {
         match &self.north {
-            North::Stdio(client) => client.closed(),
+            North::Stdio(client) | North::Sse { client, .. } => client.closed(),
             North::Http { .. } => None,
         }
     }

@@ -180,12 +180,17 @@ pub async fn smoke(smoke: &Smoke<'_>) -> Vec<Step> {
                 .join(", ")
         )
     };
+    let answered = match target.session.negotiated() {
+        Some(version) => format!("initialize and tools/list (negotiated {version})"),
+        // A stateless shape has no handshake: each request carries its version.
+        None => format!(
+            "tools/list in the {} envelope (no handshake in this shape)",
+            smoke.shape.protocol_version()
+        ),
+    };
     steps.push(pass(
         "start",
-        format!(
-            "started and answered initialize and tools/list (negotiated {}){ready}{setup}",
-            target.session.negotiated().unwrap_or("?")
-        ),
+        format!("started and answered {answered}{ready}{setup}"),
         clock,
     ));
     routed = routed.with_setup_vars(&target.setup_vars);
@@ -452,7 +457,7 @@ fn is_executable(meta: &std::fs::Metadata) -> bool {
 
 /// The profile field a failed start points at, from what `target::start` said.
 fn start_field(profile: &Profile, err: &str) -> String {
-    let http = profile.north.transport == Transport::Http;
+    let http = profile.north.transport != Transport::Stdio;
     let first_line = err.lines().next().unwrap_or_default();
     if first_line.contains("cannot start the target") {
         "start.command".into()

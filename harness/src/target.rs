@@ -11,7 +11,7 @@ use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::client::http::HttpClient;
-use crate::client::stdio::StdioClient;
+use crate::client::stream::StreamClient;
 use crate::observe::ObservationLog;
 use crate::process::{GroupChild, Pipes};
 use crate::profile::{Profile, Readiness, Transport, Vars};
@@ -260,7 +260,7 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
     // An HTTP gateway's setup (registering its upstream, minting the caller's token) comes
     // before the first MCP request, whose headers may carry what it set. A stdio gateway is
     // ready only once it answers, so its setup follows the handshake.
-    let http_north = profile.north.transport == Transport::Http;
+    let http_north = profile.north.transport != Transport::Stdio;
     if http_north {
         crate::setup::run(&profile.setup, &mut vars, &workdir)
             .await
@@ -284,7 +284,23 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
     let north = match profile.north.transport {
         Transport::Stdio => {
             let (stdin, stdout) = stdio_pipes.ok_or("a stdio target needs `start`")?;
-            North::Stdio(StdioClient::new(stdin, stdout))
+            North::Stdio(StreamClient::over_stdio(stdin, stdout))
+        }
+        Transport::Sse => {
+            let url = vars.fill(profile.north.url.as_deref().unwrap_or_default());
+            let client = crate::client::legacy::connect(&url, &headers, start_timeout)
+                .await
+                .map_err(|err| {
+                    stderr_context(
+                        &workdir,
+                        format!("{err} (`north.url`, `north.transport = \"sse\"`)"),
+                    )
+                })?;
+            North::Sse {
+                client,
+                url,
+                headers: headers.clone(),
+            }
         }
         Transport::Http => {
             let url = vars.fill(profile.north.url.as_deref().unwrap_or_default());
@@ -292,7 +308,7 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
             North::Http {
                 client,
                 session_id: std::sync::Mutex::new(None),
-                headers,
+                headers: headers.clone(),
             }
         }
     };
@@ -304,16 +320,23 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
     // An HTTP target can be ready and still not serve MCP where the profile says: name the
     // fields to look at. (A stdio target's failures already say what its stream did.)
     let endpoint = match profile.north.transport {
-        Transport::Http => format!(
+        Transport::Http | Transport::Sse => format!(
             "; the MCP endpoint is {} (`north.url`), given {} ms to start (`start.timeout_ms`)",
             vars.fill(profile.north.url.as_deref().unwrap_or_default()),
             start_timeout.as_millis()
         ),
         Transport::Stdio => String::new(),
     };
-    let session = Session::open(north, speak, start_timeout)
-        .await
-        .map_err(|err| stderr_context(&workdir, format!("{err}{endpoint}")))?;
+    let session = match Session::open(north, speak, start_timeout).await {
+        Ok(session) => session,
+        Err(err) => {
+            let legacy = match profile.north.transport {
+                Transport::Http => legacy_sse_instead(&vars, profile, &headers).await,
+                _ => String::new(),
+            };
+            return Err(stderr_context(&workdir, format!("{err}{endpoint}{legacy}")));
+        }
+    };
     // The first request after the handshake proves the target serves calls at all, and for
     // a stateless shape whether it speaks the shape: a target that refuses it is started, and
     // its refusal stands for every case of the shape.
@@ -432,6 +455,32 @@ fn stateless_refusal(
     })
 }
 
+/// What to say when an HTTP target did not answer streamable HTTP: whether `north.url`, or
+/// `/sse` beside it, opens an event stream of the legacy HTTP+SSE transport instead, as
+/// gateways that predate streamable HTTP serve. Empty when neither does.
+async fn legacy_sse_instead(
+    vars: &Vars,
+    profile: &Profile,
+    headers: &[(String, String)],
+) -> String {
+    let url = vars.fill(profile.north.url.as_deref().unwrap_or_default());
+    let mut candidates = vec![url.clone()];
+    if let Ok(sibling) = reqwest::Url::parse(&url).and_then(|u| u.join("sse")) {
+        candidates.push(sibling.to_string());
+    }
+    for candidate in candidates {
+        if crate::client::legacy::connect(&candidate, headers, Duration::from_secs(2))
+            .await
+            .is_ok()
+        {
+            return format!(
+                "; GET {candidate} opens an event stream of the legacy HTTP+SSE transport (MCP 2024-11-05): the target serves that instead (`north.transport = \"sse\"`, `north.url = \"{candidate}\"`)"
+            );
+        }
+    }
+    String::new()
+}
+
 /// Starts the canaries and the target process (config written, readiness waited for).
 async fn spawn(launch: &Launch<'_>) -> Result<Spawned, String> {
     let profile = launch.profile;
@@ -497,10 +546,16 @@ async fn spawn(launch: &Launch<'_>) -> Result<Spawned, String> {
                 let url = listening_line(&mut child, start_timeout)
                     .await
                     .map_err(|err| format!("the HTTP canary did not start: {err}"))?;
+                // The same server serves the legacy HTTP+SSE transport beside /mcp.
+                let sse_url = match url.strip_suffix("/mcp") {
+                    Some(base) => format!("{base}/sse"),
+                    None => format!("{url}/sse"),
+                };
                 vars.set(format!("canary_url{suffix}"), url);
+                vars.set(format!("canary_sse_url{suffix}"), sse_url);
                 canaries.push(child);
             }
-            Transport::Stdio => argv.push("stdio".into()),
+            Transport::Stdio | Transport::Sse => argv.push("stdio".into()),
         }
         vars.set(
             format!("canary_cmd_json{suffix}"),
@@ -560,7 +615,7 @@ async fn spawn(launch: &Launch<'_>) -> Result<Spawned, String> {
             .collect();
         let pipes = match profile.north.transport {
             Transport::Stdio => Pipes::Both,
-            Transport::Http => Pipes::StdoutOnly,
+            Transport::Http | Transport::Sse => Pipes::StdoutOnly,
         };
         // A minimal environment: the target is untrusted (see process::PASSED_TO_TARGETS).
         let mut child = GroupChild::spawn_target(

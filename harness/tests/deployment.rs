@@ -394,6 +394,8 @@ tool = "{{tool}}"
 path = "{{workdir}}/audit.jsonl"
 format = "jsonl"
 {matching}
+[claims]
+surfaces = ["audit-export"]
 "#
         )
     };

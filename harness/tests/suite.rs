@@ -1,6 +1,7 @@
-//! `cargo test` runs the whole catalogue: against the control target `direct` (over stdio and
-//! HTTP) and against the reference gateway, one trial per case, route and shape. A failure on
-//! `direct` is a bug in relaycheck; on `reference`, a case the reference cannot satisfy.
+//! `cargo test` runs the whole catalogue: against the control target `direct` (over stdio,
+//! streamable HTTP and the legacy HTTP+SSE transport) and against the reference gateway, one
+//! trial per case, route and shape. A failure on `direct` is a bug in relaycheck; on
+//! `reference`, a case the reference cannot satisfy.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -9,7 +10,7 @@ use libtest_mimic::{Arguments, Failed, Trial};
 use relaycheck::profile::Profile;
 use relaycheck::suite::{self, Pool};
 
-const TARGETS: &[&str] = &["direct", "direct-http", "reference"];
+const TARGETS: &[&str] = &["direct", "direct-http", "direct-sse", "reference"];
 
 fn main() {
     let args = Arguments::from_args();

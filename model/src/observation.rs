@@ -21,7 +21,7 @@ pub struct Observation {
     pub seq: u64,
     /// RFC 3339 UTC time of writing.
     pub time: String,
-    /// `stdio` or `http`.
+    /// `stdio`, `http` (streamable HTTP) or `sse` (the legacy HTTP+SSE transport).
     pub transport: String,
     pub direction: Direction,
     /// The JSON-RPC method (for `out`: the method of the request being answered).

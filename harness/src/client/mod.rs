@@ -2,8 +2,9 @@
 //! see exactly what the target sent, not what a typed model made of it.
 
 pub mod http;
+pub mod legacy;
 pub mod sse;
-pub mod stdio;
+pub mod stream;
 
 use serde_json::Value;
 

@@ -199,6 +199,12 @@ pub fn rewrite_of(profile: &Profile, headers: &[(String, String)]) -> Rewrite {
 /// target through the stdio bridge, one target process per session), and reads the checks
 /// back.
 pub async fn run(plan: &Plan<'_>) -> Result<Ran, String> {
+    if plan.profile.north.transport == Transport::Sse {
+        return Err(format!(
+            "`{}` is reached over the legacy HTTP+SSE transport; the official suite speaks streamable HTTP, and no bridge between the two is built",
+            plan.profile.name
+        ));
+    }
     let log = plan.workdir.join("official.log");
     std::fs::create_dir_all(&plan.workdir)
         .map_err(|err| format!("cannot create {}: {err}", plan.workdir.display()))?;

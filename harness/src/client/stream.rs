@@ -1,8 +1,10 @@
-//! JSON-RPC over a child's stdin and stdout, one message a line.
+//! JSON-RPC over one message stream each way: a child's stdin and stdout, one message a line,
+//! or the legacy HTTP+SSE transport of MCP 2024-11-05, each request a POST and every answer an
+//! event on one long-lived event stream.
 //!
-//! Requests are matched to answers by id alone, so cases can run in parallel over one pipe and
-//! a line is never blamed on a call it does not name: what matches no pending call is a
-//! stray, kept for the report. A call that times out while unsolicited lines arrived ends as
+//! Requests are matched to answers by id alone, so cases can run in parallel over one stream
+//! and a message is never blamed on a call it does not name: what matches no pending call is a
+//! stray, kept for the report. A call that times out while unsolicited messages arrived ends as
 //! malformed, quoting the first, so a target answering garbage or under wrong ids gets the
 //! same outcome whether one call is in flight or many.
 
@@ -73,19 +75,44 @@ struct State {
     abandoned: std::collections::HashSet<String>,
 }
 
-/// A client over one child's pipes.
-pub struct StdioClient {
-    stdin: Mutex<ChildStdin>,
+/// Where requests go.
+enum Outlet {
+    /// A child's stdin, a line each.
+    Stdin(Mutex<ChildStdin>),
+    /// A POST each, to the endpoint a legacy HTTP+SSE server named.
+    Post(super::legacy::Poster),
+}
+
+/// A client over one message stream each way.
+pub struct StreamClient {
+    outlet: Outlet,
     state: Arc<std::sync::Mutex<State>>,
     reader: tokio::task::JoinHandle<()>,
 }
 
-impl StdioClient {
-    pub fn new(stdin: ChildStdin, stdout: ChildStdout) -> StdioClient {
+impl StreamClient {
+    /// Over a child's pipes.
+    pub fn over_stdio(stdin: ChildStdin, stdout: ChildStdout) -> StreamClient {
         let state = Arc::new(std::sync::Mutex::new(State::default()));
         let reader = tokio::spawn(read_loop(stdout, state.clone()));
-        StdioClient {
-            stdin: Mutex::new(stdin),
+        StreamClient {
+            outlet: Outlet::Stdin(Mutex::new(stdin)),
+            state,
+            reader,
+        }
+    }
+
+    /// Over a legacy HTTP+SSE connection: requests posted by `poster`, every message the
+    /// server sends read from `messages` (the data of each `message` event), whose end is the
+    /// connection's.
+    pub fn over_events(
+        poster: super::legacy::Poster,
+        messages: impl futures_util::Stream<Item = Result<Vec<u8>, String>> + Send + 'static,
+    ) -> StreamClient {
+        let state = Arc::new(std::sync::Mutex::new(State::default()));
+        let reader = tokio::spawn(event_loop(messages, state.clone()));
+        StreamClient {
+            outlet: Outlet::Post(poster),
             state,
             reader,
         }
@@ -147,10 +174,15 @@ impl StdioClient {
 
     async fn send(&self, message: &Value) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(message)?;
-        line.push(b'\n');
-        let mut stdin = self.stdin.lock().await;
-        stdin.write_all(&line).await?;
-        stdin.flush().await
+        match &self.outlet {
+            Outlet::Stdin(stdin) => {
+                line.push(b'\n');
+                let mut stdin = stdin.lock().await;
+                stdin.write_all(&line).await?;
+                stdin.flush().await
+            }
+            Outlet::Post(poster) => poster.post(line).await,
+        }
     }
 
     /// Ends the connection from outside: every pending request and every later one gets
@@ -168,7 +200,7 @@ impl StdioClient {
         }
     }
 
-    /// Whether the target closed its stdout.
+    /// Why the stream ended (the target closed its stdout or its event stream), if it did.
     pub fn closed(&self) -> Option<String> {
         lock(&self.state).closed.clone()
     }
@@ -185,7 +217,7 @@ impl StdioClient {
     }
 }
 
-impl Drop for StdioClient {
+impl Drop for StreamClient {
     fn drop(&mut self) {
         self.reader.abort();
     }
@@ -256,7 +288,28 @@ async fn read_loop(stdout: ChildStdout, state: Arc<std::sync::Mutex<State>>) {
             Err(err) => break format!("reading the target's stdout failed: {err}"),
         }
     };
-    let mut state = lock(&state);
+    end(&state, reason);
+}
+
+async fn event_loop(
+    messages: impl futures_util::Stream<Item = Result<Vec<u8>, String>>,
+    state: Arc<std::sync::Mutex<State>>,
+) {
+    let mut messages = std::pin::pin!(messages);
+    let reason = loop {
+        match futures_util::StreamExt::next(&mut messages).await {
+            None => break "the target ended its event stream".to_string(),
+            Some(Ok(message)) if message.is_empty() => {}
+            Some(Ok(message)) => dispatch(&state, message),
+            Some(Err(err)) => break format!("reading the target's event stream failed: {err}"),
+        }
+    };
+    end(&state, reason);
+}
+
+/// The stream is over: every pending call, and every later one, ends `Closed` with `reason`.
+fn end(state: &std::sync::Mutex<State>, reason: String) {
+    let mut state = lock(state);
     state.closed = Some(reason.clone());
     for (_, pending) in state.pending.drain() {
         let _ = pending.reply_to.send(Exchange::Closed {
