@@ -29,6 +29,7 @@ const MAX_POLLS: usize = 40;
 
 /// One upstream call to make: the tool, its arguments, params beside them, and how long to
 /// wait for each answer.
+#[derive(Clone, Copy)]
 pub struct Request<'a> {
     pub tool: &'a str,
     pub arguments: &'a Map<String, Value>,

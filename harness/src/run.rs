@@ -858,6 +858,22 @@ pub async fn run_one(
     } else {
         (drive(&routed, route, &target.session, request).await, None)
     };
+    // A POST that failed at the connection, with no HTTP answer, whose call never reached the
+    // upstream, told nothing about the target's relay: it is sent once more, and the result
+    // says so. A call the upstream got is never sent twice.
+    let mut resent = None;
+    let drive = match &drive.exchange {
+        Exchange::Closed { detail }
+            if detail.starts_with(crate::client::http::POST_FAILED)
+                && other_session.is_none()
+                && target.gone().is_none()
+                && log.for_nonce(&nonce).is_empty() =>
+        {
+            resent = Some(detail.clone());
+            crate::drive::drive(&routed, route, &target.session, request).await
+        }
+        _ => drive,
+    };
     let call_window = (called_from, std::time::SystemTime::now());
     crate::bench::timing::note_target_time(drive_started.elapsed());
     let patience = match drive.exchange {
@@ -1021,6 +1037,12 @@ pub async fn run_one(
             result.message,
             reply.notifications_dropped,
             crate::client::MAX_NOTIFICATIONS
+        );
+    }
+    if let Some(first) = resent {
+        result.message = format!(
+            "{} (sent twice: the first POST failed at the connection before the upstream got the call: {first})",
+            result.message
         );
     }
     if let Some(problem) = side_problems.first() {

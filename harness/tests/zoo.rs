@@ -677,6 +677,32 @@ fn an_http_gateway_that_crashes_once_is_restarted_and_the_later_cases_pass() {
     assert_clean(&got);
 }
 
+/// An HTTP gateway that drops the connection of its first call without an answer and without
+/// relaying it: the call, which never reached the upstream, is sent once more, the case is
+/// judged on the second answer, and its message says the first POST failed.
+#[test]
+fn a_post_that_fails_at_the_connection_before_the_upstream_is_sent_again() {
+    let _serial = serial();
+    let args: Vec<String> = ["http-reset-first-call", "{port}", "--", "{canary_url}"]
+        .map(String::from)
+        .to_vec();
+    let got = run_profile(
+        "http-reset-first-call",
+        |d| http_zoo_profile("http-reset-first-call", &args, d),
+        &TWO_CASES,
+        &[],
+    );
+    assert_eq!(got.outcomes(), ["pass", "pass"], "{}", got.stderr);
+    assert!(
+        got.message(0)
+            .contains("sent twice: the first POST failed at the connection"),
+        "{}",
+        got.message(0)
+    );
+    assert!(!got.message(1).contains("sent twice"), "{}", got.message(1));
+    assert_clean(&got);
+}
+
 /// An HTTP gateway that crashes at its second call in every life: one restart, then the rest
 /// end as errors at once; every case is accounted for and nothing is left running.
 #[test]

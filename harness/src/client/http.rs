@@ -6,6 +6,9 @@ use serde_json::Value;
 
 use super::{Exchange, Reply, classify, id_key, sse};
 
+/// How a call whose POST got no HTTP answer at all (the connection failed) ends.
+pub const POST_FAILED: &str = "the POST failed: ";
+
 /// The most body bytes read for one answer.
 pub const MAX_BODY_BYTES: usize = super::MAX_ANSWER_BYTES;
 
@@ -73,7 +76,7 @@ impl HttpClient {
         }
         let mut response = match request.send().await {
             Ok(response) => response,
-            Err(err) => return closed(format!("the POST failed: {err}")),
+            Err(err) => return closed(format!("{POST_FAILED}{err}")),
         };
         let status = response.status().as_u16();
         if status == 429 {

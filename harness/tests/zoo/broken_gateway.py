@@ -145,6 +145,15 @@ def serve_http():
                 is_call = json.loads(body or b"{}").get("method") == "tools/call"
             except (ValueError, AttributeError):
                 is_call = False
+            if is_call and mode == "http-reset-first-call":
+                with lock:
+                    state["calls"] += 1
+                    first = state["calls"] == 1
+                if first:
+                    # The connection ends with no answer, and nothing was relayed.
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+                    return
             if is_call and crash_after is not None:
                 with lock:
                     state["calls"] += 1
