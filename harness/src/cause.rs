@@ -524,6 +524,9 @@ pub fn numbered(results: &[CaseResult]) -> Vec<Group<'_>> {
         .collect()
 }
 
+/// Lines of each result's diff `relaycheck causes --cause N` shows.
+const DIFF_LINES: usize = 24;
+
 /// `relaycheck causes`: every cause of a run, or every result of one numbered cause.
 pub fn listing(results: &[CaseResult], cause: Option<usize>, all: bool) -> Result<String, String> {
     let mut out = String::new();
@@ -536,7 +539,14 @@ pub fn listing(results: &[CaseResult], cause: Option<usize>, all: bool) -> Resul
                     groups.len()
                 ));
             };
-            let _ = writeln!(out, "cause {number}: {}", group.signature);
+            let _ = writeln!(
+                out,
+                "cause {number}: {}",
+                crate::report::terminal_line(&group.signature)
+            );
+            // Each result with its evidence (the diff of what its failing check compared), so
+            // the list can be judged without opening the report; what a target sent is shown
+            // as visible escapes, never acted on by the terminal.
             for result in &group.results {
                 let _ = writeln!(
                     out,
@@ -545,8 +555,15 @@ pub fn listing(results: &[CaseResult], cause: Option<usize>, all: bool) -> Resul
                     result.shape,
                     result.route,
                     result.outcome,
-                    result.message.lines().next().unwrap_or_default()
+                    crate::report::terminal_line(result.message.lines().next().unwrap_or_default())
                 );
+                let diff = result.diff.as_deref().unwrap_or_default();
+                for line in diff.lines().take(DIFF_LINES) {
+                    let _ = writeln!(out, "    {}", crate::report::terminal_line(line));
+                }
+                if diff.lines().count() > DIFF_LINES {
+                    let _ = writeln!(out, "    … (the whole diff is in the report)");
+                }
             }
         }
         None => {
@@ -562,7 +579,7 @@ pub fn listing(results: &[CaseResult], cause: Option<usize>, all: bool) -> Resul
                     format!("{}.", index + 1),
                     group.results.len(),
                     group.cases().len(),
-                    group.signature
+                    crate::report::terminal_line(&group.signature)
                 );
             }
             if groups.is_empty() {
@@ -650,6 +667,31 @@ mod tests {
             follow_ups: Vec::new(),
             reached: false,
         }
+    }
+    #[test]
+    fn a_cause_lists_its_results_with_their_evidence_and_escapes_what_a_target_sent() {
+        let mut result = failed(
+            "a/one",
+            "relayed-unchanged",
+            json!({"x": 1}),
+            json!({"x": 2}),
+        );
+        result.outcome = Outcome::Fail;
+        result.message = "relayed-unchanged: differs\u{1b}[2J".into();
+        result.diff = Some("-  \"x\": 1\n+  \"x\": 2".into());
+        result.cause = of(&result, &rules());
+        let mut other = result.clone();
+        other.case = "a/two".into();
+        let text = listing(&[result, other], Some(1), false).unwrap();
+        assert!(
+            text.contains("a/one [2025-11-25 flat] fail: relayed-unchanged: differs\\x1b[2J"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n    -  \"x\": 1\n    +  \"x\": 2\n"),
+            "{text}"
+        );
+        assert!(listing(&[], Some(1), false).is_err());
     }
 
     #[test]

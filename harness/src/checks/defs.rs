@@ -592,4 +592,12 @@ pub const CHECKS: &[CheckDef] = &[
         gathers: &[Gathers::Listing, Gathers::UpstreamListings],
         run: listing::listing_own_tools,
     },
+    CheckDef {
+        name: "upstream-headers",
+        asserts: "over an HTTP upstream, each request the target sent for the call (and its task follow-ups) carried the headers its revision requires, agreeing with its body: MCP-Protocol-Version from 2025-06-18, and in the 2026-07-28 envelope Mcp-Method and Mcp-Name (the tool, or the task of a follow-up); not applicable over stdio or the legacy HTTP+SSE transport",
+        params: &[],
+        reads: Reads::Evidence,
+        gathers: &[],
+        run: relay::upstream_headers,
+    },
 ];

@@ -723,32 +723,39 @@ pub(super) fn no_secret(
         return Verdict::not_applicable(name, "the target's profile declares no side channels");
     }
     // Each leak names the secret (the case's own planted value, never a profile's) and quotes
-    // where it was found, so the reader can see the line for themselves.
-    let mut leaks = Vec::new();
+    // where it was found, in the verdict's evidence, so the reader can see the line for
+    // themselves; the message names only the places, so one leak reads as one cause.
+    let mut places = Vec::new();
+    let mut evidence_lines = Vec::new();
     for secret in &secrets {
         if in_answer && answer.contains(secret) {
-            leaks.push(format!(
-                "`{}` into the client's answer: {}",
-                short(secret),
-                around(&answer, secret)
-            ));
+            places.push("the client's answer".to_string());
+            evidence_lines.push(serde_json::json!({
+                "secret": short(secret),
+                "in": "the client's answer",
+                "excerpt": around(&answer, secret),
+            }));
         }
         for (channel, lines) in evidence.side_channels.iter().filter(|_| in_side) {
-            if lines.contains(secret)
-                && let Some(line) = lines.matching(|l| l.contains(secret)).into_iter().next()
-            {
-                leaks.push(format!(
-                    "`{}` into side channel `{channel}`: {}",
-                    short(secret),
-                    around(&line, secret)
-                ));
+            if lines.contains(secret) {
+                let place = format!("side channel `{channel}`");
+                if let Some(line) = lines.matching(|l| l.contains(secret)).into_iter().next() {
+                    evidence_lines.push(serde_json::json!({
+                        "secret": short(secret),
+                        "in": place,
+                        "excerpt": around(&line, secret),
+                    }));
+                }
+                places.push(place);
             }
         }
     }
-    if leaks.is_empty() {
+    if places.is_empty() {
         Verdict::pass(name, format!("none of {} secret(s) leaked", secrets.len()))
     } else {
-        Verdict::fail(name, format!("a secret leaked: {}", leaks.join("; ")))
+        places.dedup();
+        Verdict::fail(name, format!("a secret leaked into {}", places.join(", ")))
+            .compared(None, Some(Value::Array(evidence_lines)))
     }
 }
 
@@ -760,7 +767,7 @@ fn short(secret: &str) -> String {
     }
 }
 
-/// The text around the first place `needle` occurs in `haystack`, quoted.
+/// The text around the first place `needle` occurs in `haystack`.
 fn around(haystack: &str, needle: &str) -> String {
     const SIDE: usize = 60;
     let Some(at) = haystack.find(needle) else {
@@ -775,7 +782,7 @@ fn around(haystack: &str, needle: &str) -> String {
         end += 1;
     }
     format!(
-        "{}{:?}{}",
+        "{}{}{}",
         if start > 0 { "…" } else { "" },
         &haystack[start..end],
         if end < haystack.len() { "…" } else { "" }

@@ -428,3 +428,119 @@ fn holds_token(text: &str, token: &str) -> bool {
         !before.is_some_and(part_of_token) && !after.is_some_and(part_of_token)
     })
 }
+
+/// The HTTP headers each request the target sent upstream for this call (the call, and its task
+/// follow-ups) carried, against what its revision requires: `MCP-Protocol-Version` from
+/// 2025-06-18 on, the version the request speaks; in the 2026-07-28 envelope also `Mcp-Method`,
+/// and `Mcp-Name` naming the tool (or, on a task follow-up, the task). An upstream reached over
+/// stdio or the legacy HTTP+SSE transport has no such headers: not applicable.
+pub(super) fn upstream_headers(
+    name: &str,
+    _params: &Map<String, Value>,
+    evidence: &Evidence<'_>,
+) -> Verdict {
+    let sent: Vec<&relaycheck_model::observation::Observation> = evidence
+        .upstream
+        .iter()
+        .filter(|o| o.direction == Direction::In)
+        .filter(|o| {
+            o.method
+                .as_deref()
+                .is_some_and(|m| m == "tools/call" || m.starts_with("tasks/"))
+        })
+        .collect();
+    let Some(first) = sent.first() else {
+        return super::eval::missing_upstream(name);
+    };
+    if first.transport != "http" {
+        return Verdict::not_applicable(
+            name,
+            format!(
+                "the target reaches its upstream over {}, which carries no MCP headers",
+                match first.transport.as_str() {
+                    "sse" => "the legacy HTTP+SSE transport",
+                    other => other,
+                }
+            ),
+        );
+    }
+    let mut problems = Vec::new();
+    for request in &sent {
+        let method = request.method.as_deref().unwrap_or_default();
+        let params = request.params.as_ref();
+        let envelope = params
+            .and_then(|p| p.pointer("/_meta/io.modelcontextprotocol~1protocolVersion"))
+            .and_then(Value::as_str);
+        // The version the request speaks: its envelope's, or the one its answer was given in.
+        let version = envelope.map(str::to_string).or_else(|| {
+            evidence
+                .upstream
+                .iter()
+                .find(|o| o.direction == Direction::Out && o.id == request.id && o.shape.is_some())
+                .and_then(|o| o.shape.as_deref()?.parse::<relaycheck_model::Shape>().ok())
+                .map(|shape| shape.protocol_version().to_string())
+        });
+        let mut wanted: Vec<(&str, String)> = Vec::new();
+        match version.as_deref() {
+            // 2025-03-26 and before defined no such header.
+            Some(v) if v >= "2025-06-18" => wanted.push(("MCP-Protocol-Version", v.to_string())),
+            _ => {}
+        }
+        if envelope.is_some() {
+            wanted.push(("Mcp-Method", method.to_string()));
+            let key = if method == "tools/call" {
+                "name"
+            } else {
+                "taskId"
+            };
+            if let Some(value) = params.and_then(|p| p.get(key)).and_then(Value::as_str) {
+                wanted.push(("Mcp-Name", value.to_string()));
+            }
+        }
+        let headers = request.headers.clone().unwrap_or_default();
+        let mut missing = Vec::new();
+        for (header, want) in wanted {
+            let got = headers
+                .get(&header.to_ascii_lowercase())
+                .and_then(Value::as_str)
+                .map(decoded_header);
+            match got {
+                Some(got) if got == want => {}
+                Some(got) => problems.push(format!(
+                    "`{method}` went upstream with `{header}: {got}` for a body that says `{want}`"
+                )),
+                None => missing.push(format!("`{header}`")),
+            }
+        }
+        if !missing.is_empty() {
+            problems.push(format!(
+                "`{method}` went upstream without {}",
+                missing.join(", ")
+            ));
+        }
+    }
+    problems.dedup();
+    if problems.is_empty() {
+        Verdict::pass(
+            name,
+            format!(
+                "the {} request(s) the upstream got carried the headers their revision requires",
+                sent.len()
+            ),
+        )
+    } else {
+        Verdict::fail(name, problems.join("; "))
+    }
+}
+
+/// A header value in the `=?base64?…?=` form the 2026-07-28 transport gives for values that
+/// are not plain ASCII, decoded; any other value as it is.
+fn decoded_header(value: &str) -> String {
+    use base64::Engine as _;
+    value
+        .strip_prefix("=?base64?")
+        .and_then(|v| v.strip_suffix("?="))
+        .and_then(|inner| base64::engine::general_purpose::STANDARD.decode(inner).ok())
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .unwrap_or_else(|| value.to_string())
+}

@@ -631,6 +631,11 @@ fn no_secret_looks_in_the_answer_and_the_side_channels() {
         json!({"secrets": ["AKIAABCDEFGHIJKLMNOP"]}),
     );
     assert!(verdict.message.contains("audit"));
+    // The evidence names the secret and quotes the line it was found in.
+    let quoted = verdict.actual.expect("the leak's evidence");
+    assert_eq!(quoted[0]["secret"], "AKIAABCDEFGHIJKLMNOP");
+    assert_eq!(quoted[0]["in"], "side channel `audit`");
+    assert_eq!(quoted[0]["excerpt"], "{\"error\":\"AKIAABCDEFGHIJKLMNOP\"}");
 }
 
 #[test]
@@ -1287,6 +1292,55 @@ fn listing_order_kept_and_own_tools_compare_with_the_upstream() {
     meta.route.kind = crate::profile::RouteKind::Meta;
     assert!(!meta.check("listing-own-tools", json!({})).applicable);
     assert!(!meta.check("listing-complete", json!({})).applicable);
+}
+
+#[test]
+fn upstream_headers_name_each_header_missing_or_disagreeing() {
+    let mut fixture = Fixture::results(json!({}), json!({}));
+    // Over stdio there are no headers to judge.
+    assert!(!fixture.check("upstream-headers", json!({})).applicable);
+    let headers = |pairs: &[(&str, &str)]| -> serde_json::Map<String, Value> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), json!(v)))
+            .collect()
+    };
+    // A handshake leg: the version its answer was given in.
+    fixture.upstream[0].transport = "http".into();
+    fixture.upstream[1].transport = "http".into();
+    fixture.upstream[1].shape = Some("2025-11-25".into());
+    fixture.upstream[0].headers = Some(headers(&[("mcp-protocol-version", "2025-11-25")]));
+    passes(&fixture, "upstream-headers", json!({}));
+    fixture.upstream[0].headers = Some(headers(&[]));
+    let verdict = fails(&fixture, "upstream-headers", json!({}));
+    assert_eq!(
+        verdict.message,
+        "`tools/call` went upstream without `MCP-Protocol-Version`"
+    );
+    // The 2026-07-28 envelope: the routing headers agree with the body.
+    fixture.upstream[0].params = Some(json!({"name": "tool", "arguments": {"nonce": "n"},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}));
+    fixture.upstream[0].headers = Some(headers(&[
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "=?base64?dG9vbA==?="),
+    ]));
+    passes(&fixture, "upstream-headers", json!({}));
+    fixture.upstream[0].headers = Some(headers(&[
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-name", "other"),
+    ]));
+    let verdict = fails(&fixture, "upstream-headers", json!({}));
+    assert!(
+        verdict
+            .message
+            .contains("`tools/call` went upstream without `Mcp-Method`")
+            && verdict
+                .message
+                .contains("with `Mcp-Name: other` for a body that says `tool`"),
+        "{}",
+        verdict.message
+    );
 }
 
 #[test]

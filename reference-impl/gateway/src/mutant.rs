@@ -72,10 +72,17 @@ pub enum Mutant {
     ClientCapabilitiesWidened,
     ListingFirstPageOnly,
     ListingOrderUnstable,
+    UpstreamHeadersDropped,
 }
 
 /// (mutant, name, surface, defect)
 const TABLE: &[(Mutant, &str, &str, &str)] = &[
+    (
+        Mutant::UpstreamHeadersDropped,
+        "upstream-headers-dropped",
+        "upstream-http",
+        "requests to an HTTP upstream carry no MCP-Protocol-Version, Mcp-Method or Mcp-Name header",
+    ),
     (
         Mutant::ListingFirstPageOnly,
         "listing-first-page-only",
@@ -539,9 +546,9 @@ mod tests {
             assert_eq!(m.name().parse::<Mutant>(), Ok(m));
             assert!(!m.defect().is_empty());
         }
-        assert_eq!(Mutant::all().count(), 64);
+        assert_eq!(Mutant::all().count(), 65);
         let err = "nope".parse::<Mutant>().unwrap_err().to_string();
         assert!(err.contains("meta-cut-apart"), "{err}");
-        assert_eq!(Mutant::listing().lines().count(), 64);
+        assert_eq!(Mutant::listing().lines().count(), 65);
     }
 }

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::Ending;
 use crate::error::UpstreamError;
+use crate::mutant::{Mutant, Mutation};
 use crate::progress::Progress;
 
 const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -23,6 +24,7 @@ pub struct HttpConn {
     version: Mutex<Option<String>>,
     next_id: AtomicU64,
     progress: Arc<Progress>,
+    mutation: Mutation,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -35,6 +37,7 @@ impl HttpConn {
         url: &str,
         limit: usize,
         progress: Arc<Progress>,
+        mutation: Mutation,
     ) -> Result<HttpConn, UpstreamError> {
         let http = reqwest::Client::builder()
             .no_proxy()
@@ -52,6 +55,7 @@ impl HttpConn {
             version: Mutex::new(None),
             next_id: AtomicU64::new(1),
             progress,
+            mutation,
         })
     }
 
@@ -73,6 +77,12 @@ impl HttpConn {
     /// Headers the 2026-07-28 rules require to agree with the body, plus the session.
     fn headers(&self, msg: &Value) -> Vec<(String, String)> {
         let mut out = Vec::new();
+        if self.mutation.is(Mutant::UpstreamHeadersDropped) {
+            if let Some(s) = lock(&self.session).clone() {
+                out.push(("mcp-session-id".into(), s));
+            }
+            return out;
+        }
         let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
         let params = msg.get("params");
         let stateless = params
@@ -202,7 +212,22 @@ impl HttpConn {
                 detail: format!("HTTP {status} with an empty body"),
             };
         }
-        classify(body)
+        // The body answers this POST's request or none: a response under another id is not
+        // this call's answer, however well-formed, and taking it would invent a success.
+        match classify(body) {
+            Ending::Response { message, .. }
+                if message.get("id").and_then(Value::as_u64) != Some(id) =>
+            {
+                Ending::Transport {
+                    kind: TransportKind::Malformed,
+                    detail: format!(
+                        "the upstream answered request {id} under id {}",
+                        message.get("id").unwrap_or(&Value::Null)
+                    ),
+                }
+            }
+            ending => ending,
+        }
     }
 }
 

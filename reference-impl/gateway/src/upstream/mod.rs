@@ -117,6 +117,7 @@ impl Upstream {
                 url,
                 max_response_bytes,
                 progress,
+                mutation,
             )?),
             (None, None) => {
                 return Err(UpstreamError::Handshake {
