@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 use crate::fixtures::{self, Fixtures, ToolAnswer};
 use crate::oversized::OversizedBody;
 use crate::tasks::{Final, Origin, TaskStore, error_object, with_related_task};
-use crate::{SERVER_NAME, faults, named, resources};
+use crate::{SERVER_NAME, faults, listings, named, resources};
 
 /// `_meta` key of the stateless envelope's protocol version (2026-07-28).
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -362,7 +362,7 @@ impl Canary {
             "tools/list" => plain(self.tool_page(params, shape)?),
             "tools/call" => self.call(id, params, shape),
             "resources/list" => {
-                let mut listed = resources::list();
+                let mut listed = listings::resources(shape);
                 if self.fixtures.is_some() {
                     listed.extend(fixtures::resources());
                 }
@@ -373,6 +373,22 @@ impl Canary {
                 let contents = resources::read(uri)
                     .ok_or_else(|| rpc_error(-32602, format!("Resource not found: {uri}")))?;
                 plain(contents)
+            }
+            "resources/templates/list" => {
+                plain(json!({ "resourceTemplates": listings::templates(shape) }))
+            }
+            "prompts/list" => plain(json!({ "prompts": listings::prompts(shape) })),
+            "prompts/get" => {
+                let name = param_str(params, "name")?;
+                let arguments = params
+                    .and_then(|p| p.get("arguments"))
+                    .cloned()
+                    .unwrap_or_else(|| json!({}));
+                match listings::get_prompt(name, &arguments) {
+                    Some(Ok(result)) => plain(result),
+                    Some(Err(message)) => Err(rpc_error(-32602, message)),
+                    None => Err(rpc_error(-32602, format!("Unknown prompt: {name}"))),
+                }
             }
             "tasks/get" => Ok(Reply::Json(response(
                 id,
@@ -494,6 +510,7 @@ impl Canary {
             "capabilities": {
                 "tools": {"listChanged": false},
                 "resources": {},
+                "prompts": {},
                 "extensions": { TASKS_EXTENSION: {} },
             },
             "serverInfo": server_info(),
@@ -755,6 +772,7 @@ fn initialize(params: Option<&Value>, session: &Session) -> Value {
     let mut capabilities = json!({
         "tools": {"listChanged": false},
         "resources": {},
+        "prompts": {},
     });
     if version == "2025-11-25" {
         capabilities["tasks"] = json!({

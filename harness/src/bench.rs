@@ -146,6 +146,7 @@ pub async fn measure(
                 extra_params: &extra,
                 timeout,
                 listings: 0,
+                other_listings: &[],
             };
             let started = Instant::now();
             let done = drive(profile, route, &running.session, request).await;

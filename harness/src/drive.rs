@@ -38,6 +38,8 @@ pub struct Request<'a> {
     pub timeout: Duration,
     /// How many times to list the target's tools after the call (for checks on the listing).
     pub listings: usize,
+    /// Other listings to take after the call (`resources/list`, `prompts/list`, ...).
+    pub other_listings: &'a [&'a str],
 }
 
 pub async fn drive(
@@ -52,6 +54,7 @@ pub async fn drive(
         extra_params,
         timeout,
         listings,
+        other_listings,
     } = request;
     let route = profile.routes.get(route_name).cloned().unwrap_or_default();
     let first_route = match &route.via {
@@ -81,6 +84,11 @@ pub async fn drive(
     };
     for _ in 0..listings {
         list(session, &mut drive, timeout).await;
+    }
+    for method in other_listings {
+        if let Some((member, _)) = relaycheck_canary::listings::items(method, session.shape()) {
+            list_items(session, &mut drive, method, member, timeout).await;
+        }
     }
     if drive.exchange.reply().is_none() {
         return drive;
@@ -245,8 +253,20 @@ async fn tasks(session: &Session, drive: &mut Drive, timeout: Duration) {
 
 /// Every page of tools/list, merged into one answer.
 async fn list(session: &Session, drive: &mut Drive, timeout: Duration) {
+    list_items(session, drive, "tools/list", "tools", timeout).await;
+}
+
+/// Every page of a listing (`method`, its items under `member`), merged into one answer, as a
+/// follow-up step named by the method.
+pub async fn list_items(
+    session: &Session,
+    drive: &mut Drive,
+    method: &str,
+    member: &str,
+    timeout: Duration,
+) {
     let plain = Route::default();
-    let mut tools = Vec::new();
+    let mut items = Vec::new();
     let mut cursor: Option<String> = None;
     let mut last = None;
     for _ in 0..20 {
@@ -254,7 +274,7 @@ async fn list(session: &Session, drive: &mut Drive, timeout: Duration) {
             Some(cursor) => json!({"cursor": cursor}),
             None => json!({}),
         };
-        let page = step(session, "tools/list", "tools/list", params, &plain, timeout).await;
+        let page = step(session, method, method, params, &plain, timeout).await;
         let result = page.view.result.clone();
         cursor = result
             .as_ref()
@@ -263,10 +283,10 @@ async fn list(session: &Session, drive: &mut Drive, timeout: Duration) {
             .map(str::to_string);
         if let Some(list) = result
             .as_ref()
-            .and_then(|r| r.get("tools"))
+            .and_then(|r| r.get(member))
             .and_then(Value::as_array)
         {
-            tools.extend(list.iter().cloned());
+            items.extend(list.iter().cloned());
         }
         last = Some(page);
         if cursor.is_none() {
@@ -276,7 +296,9 @@ async fn list(session: &Session, drive: &mut Drive, timeout: Duration) {
     if let Some(mut page) = last {
         // A page that failed stays as it came, so the check can quote the failure.
         if page.view.error.is_none() && page.exchange.reply().is_some() {
-            page.view.result = Some(json!({"tools": tools}));
+            let mut merged = Map::new();
+            merged.insert(member.to_string(), Value::Array(items));
+            page.view.result = Some(Value::Object(merged));
         }
         drive.follow_ups.push(page);
     }

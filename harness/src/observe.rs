@@ -66,7 +66,17 @@ pub struct UpstreamListings {
     pub pages: Vec<ListedPage>,
     /// The `cursor` of each `tools/list` request that had one.
     pub asked_with: Vec<Value>,
+    /// The items of the last answer to each other listing (`resources/list`,
+    /// `resources/templates/list`, `prompts/list`), by method.
+    pub items: std::collections::BTreeMap<String, Vec<Value>>,
 }
+
+/// The listings besides `tools/list` whose items the log keeps, and the member that holds them.
+const ITEM_LISTINGS: &[(&str, &str)] = &[
+    ("resources/list", "resources"),
+    ("resources/templates/list", "resourceTemplates"),
+    ("prompts/list", "prompts"),
+];
 
 /// One `tools/list` answer of the upstream.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -228,6 +238,21 @@ impl ObservationLog {
                     }
                     if observation.method.as_deref() == Some("tools/list") {
                         index.listings.note(&observation);
+                    }
+                    if observation.direction == Direction::Out
+                        && let Some((method, member)) = ITEM_LISTINGS
+                            .iter()
+                            .find(|(m, _)| observation.method.as_deref() == Some(*m))
+                        && let Some(items) = observation
+                            .message
+                            .as_ref()
+                            .and_then(|m| m.pointer(&format!("/result/{member}")))
+                            .and_then(Value::as_array)
+                    {
+                        index
+                            .listings
+                            .items
+                            .insert(method.to_string(), items.clone());
                     }
                     if observation.before_initialize {
                         index.handshakes.before_initialize.push(observation.clone());

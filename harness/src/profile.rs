@@ -662,6 +662,11 @@ pub struct Claims {
     /// of other surfaces are not applicable.
     #[serde(default)]
     pub surfaces: Vec<String>,
+    /// The most bytes of one upstream answer the target reads, when it has such a bound and the
+    /// profile says so: a result past it must then be refused in band, and one well under it
+    /// relayed whole. Without it, a large result may be either.
+    #[serde(default)]
+    pub read_bound_bytes: Option<u64>,
 }
 
 /// The schema of a list of shape names, from [`Shape::ALL`] so it cannot drift.

@@ -758,6 +758,17 @@ pub async fn run_one(
             }
         }
     }
+    // The listings besides tools/list the case's checks read, by method.
+    let other_listings: Vec<&str> = case
+        .spec
+        .expect
+        .iter()
+        .filter(|e| {
+            checks::CheckDef::named(&e.check)
+                .is_some_and(|def| def.gathers.contains(&Gathers::ItemListing))
+        })
+        .filter_map(|e| e.params.get("method").and_then(Value::as_str))
+        .collect();
     let request = Request {
         tool: &tool_name,
         arguments: &arguments,
@@ -767,6 +778,7 @@ pub async fn run_one(
             .into_iter()
             .filter(|g| checks::gathers(&case.spec.expect, *g))
             .count(),
+        other_listings: &other_listings,
     };
     let meant_for = case
         .spec
@@ -799,6 +811,7 @@ pub async fn run_one(
             extra_params: &first_extra,
             timeout,
             listings: 0,
+            other_listings: &[],
         };
         let _ = drive(&routed, route, &target.session, first).await;
         let _ = log.settle(&first_nonce, Duration::from_millis(1000)).await;
@@ -843,6 +856,7 @@ pub async fn run_one(
             extra_params: &other_extra,
             timeout,
             listings: 0,
+            other_listings: &[],
         };
         let (own, other) = tokio::join!(
             drive(&routed, route, &target.session, request),
@@ -943,6 +957,7 @@ pub async fn run_one(
         other_session: other_session.as_ref(),
         upstream_handshakes: upstream_handshakes.as_ref(),
         upstream_listings: upstream_listings.as_ref(),
+        read_bound: profile.claims.read_bound_bytes,
     };
     let mut result = CaseResult::without_run(case, route, shape, Outcome::Pass, "");
     result.reached = !evidence.upstream_calls().is_empty();

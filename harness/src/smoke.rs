@@ -655,6 +655,7 @@ async fn relay(
             extra_params: &Map::new(),
             timeout,
             listings: 0,
+            other_listings: &[],
         },
     )
     .await;

@@ -129,6 +129,7 @@ pub async fn run(r: &Retention<'_>) -> Result<Measured, String> {
             extra_params: &extra,
             timeout: CALL_TIMEOUT,
             listings: 0,
+            other_listings: &[],
         };
         let done = drive(&routed, "batch", &target.session, request).await;
         // A cut answer is what this bench wants, so no size is asked of the result.

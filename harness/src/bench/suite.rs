@@ -239,6 +239,7 @@ pub async fn overhead(
                         extra_params: &extra,
                         timeout: Duration::from_secs(10),
                         listings: 0,
+                        other_listings: &[],
                     };
                     let started = Instant::now();
                     let done = drive(profile, "flat", &target.session, request).await;

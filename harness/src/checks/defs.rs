@@ -100,6 +100,9 @@ pub enum Gathers {
     UpstreamListings,
     /// A second whole `tools/list` right after the first.
     SecondListing,
+    /// The whole listing its `method` parameter names (`resources/list`,
+    /// `resources/templates/list`, `prompts/list`), after the call.
+    ItemListing,
 }
 
 impl Gathers {
@@ -374,7 +377,7 @@ pub const CHECKS: &[CheckDef] = &[
     },
     CheckDef {
         name: "text-bytes",
-        asserts: "the text blocks of the client's result hold exactly `bytes` bytes in all (with `or-refused`, a refusal in band with a reason passes too: a bounded read may refuse, never cut silently)",
+        asserts: "the text blocks of the client's result hold exactly `bytes` bytes in all (with `or-refused`, a refusal in band with a reason passes too: a bounded read may refuse, never cut silently; where the profile declares a read bound, past it only a refusal passes and under it only the whole result)",
         params: &[
             ("bytes", ParamKind::Integer, true),
             ("or-refused", ParamKind::Bool, false),
@@ -599,5 +602,17 @@ pub const CHECKS: &[CheckDef] = &[
         reads: Reads::Evidence,
         gathers: &[],
         run: relay::upstream_headers,
+    },
+    CheckDef {
+        name: "listing-relayed",
+        asserts: "the target's `method` listing (resources/list, resources/templates/list or prompts/list) holds every item the upstream lists there, under its name (or the route's name for it), with every member the upstream declared and none added; a URI or URI template may be the gateway's; not applicable where the target serves no such method",
+        params: &[(
+            "method",
+            ParamKind::Word(&["resources/list", "resources/templates/list", "prompts/list"]),
+            true,
+        )],
+        reads: Reads::Evidence,
+        gathers: &[Gathers::ItemListing, Gathers::UpstreamListings],
+        run: listing::listing_relayed,
     },
 ];

@@ -917,7 +917,17 @@ pub(super) fn text_bytes(
     evidence: &Evidence<'_>,
 ) -> Verdict {
     let want = params.get("bytes").and_then(Value::as_u64).unwrap_or(0) as usize;
-    let may_refuse = params.get("or-refused").and_then(Value::as_bool) == Some(true);
+    // With `or-refused`, the profile's declared read bound decides: past it only a refusal in
+    // band passes, under it only the whole result; with no bound declared, either does.
+    let (may_refuse, must_refuse) = match (
+        params.get("or-refused").and_then(Value::as_bool),
+        evidence.read_bound,
+    ) {
+        (Some(true), Some(bound)) => (want as u64 > bound, want as u64 > bound),
+        (Some(true), None) => (true, false),
+        _ => (false, false),
+    };
+    let bound = evidence.read_bound.unwrap_or_default();
     if may_refuse && evidence.view.error.is_some() {
         return Verdict::pass(name, "refused with a JSON-RPC error, not cut silently");
     }
@@ -926,13 +936,29 @@ pub(super) fn text_bytes(
         Err(verdict) => return *verdict,
     };
     let got: usize = texts(&result).iter().map(|t| t.len()).sum();
-    if got == want {
-        Verdict::pass(name, format!("{got} bytes of text"))
-    } else if may_refuse && result.get("isError") == Some(&Value::Bool(true)) && got > 0 {
+    let refused = result.get("isError") == Some(&Value::Bool(true)) && got > 0;
+    if may_refuse && refused {
         Verdict::pass(
             name,
             format!("refused in band with a reason ({got} bytes of error text), not cut silently"),
         )
+    } else if got == want && must_refuse {
+        Verdict::fail(
+            name,
+            format!(
+                "{got} bytes of text relayed whole, past the read bound of {bound} bytes the profile declares (`claims.read_bound_bytes`): the bound was not enforced"
+            ),
+        )
+    } else if got == want {
+        Verdict::pass(name, format!("{got} bytes of text"))
+    } else if must_refuse {
+        Verdict::fail(
+            name,
+            format!(
+                "{got} bytes of text, past the read bound of {bound} bytes the profile declares: expected a refusal in band"
+            ),
+        )
+        .compared(Some(Value::from(want)), Some(Value::from(got)))
     } else {
         Verdict::fail(name, format!("{got} bytes of text, expected {want}"))
             .compared(Some(Value::from(want)), Some(Value::from(got)))

@@ -1,6 +1,7 @@
-//! Checks on the target's `tools/list` as a whole, against what its upstream listed: every page
-//! reached, an order that holds from one request to the next, the upstream's order, and the
-//! tools a gateway lists of its own.
+//! Checks on the target's listings as a whole, against what its upstream listed: every page of
+//! `tools/list` reached, an order that holds from one request to the next, the upstream's
+//! order, the tools a gateway lists of its own, and the resources, templates and prompts it
+//! relays.
 
 use serde_json::{Map, Value};
 
@@ -11,26 +12,36 @@ use crate::profile::RouteKind;
 /// At most this many names in a message; the rest are counted.
 const NAMES_SHOWN: usize = 8;
 
+/// The verdict that says a listing step failed, when it did: the error it was answered, or how
+/// the exchange ended.
+fn failed_listing(name: &str, step: &FollowUp) -> Option<Verdict> {
+    let method = step.step.as_str();
+    if let Some(error) = &step.view.error {
+        return Some(Verdict::fail(
+            name,
+            format!(
+                "{method} failed: {}",
+                crate::session::preview(error.to_string().as_bytes())
+            ),
+        ));
+    }
+    if step.exchange.reply().is_none() {
+        return Some(Verdict::fail(
+            name,
+            format!(
+                "{method} failed: {}",
+                crate::session::describe(method, &step.exchange)
+            ),
+        ));
+    }
+    None
+}
+
 /// The tool names of one `tools/list` step the runner made, or the verdict that says why there
 /// are none.
 fn names_of(name: &str, step: &FollowUp) -> Result<Vec<String>, Box<Verdict>> {
-    if let Some(error) = &step.view.error {
-        return Err(Box::new(Verdict::fail(
-            name,
-            format!(
-                "tools/list failed: {}",
-                crate::session::preview(error.to_string().as_bytes())
-            ),
-        )));
-    }
-    if step.exchange.reply().is_none() {
-        return Err(Box::new(Verdict::fail(
-            name,
-            format!(
-                "tools/list failed: {}",
-                crate::session::describe("tools/list", &step.exchange)
-            ),
-        )));
+    if let Some(verdict) = failed_listing(name, step) {
+        return Err(Box::new(verdict));
     }
     Ok(step
         .view
@@ -299,5 +310,121 @@ pub(super) fn listing_own_tools(
                 shown(&own)
             ),
         )
+    }
+}
+
+/// Members of a listed item that are the gateway's to rewrite: where the item lives, which a
+/// gateway that projects links points at itself.
+const LOCATION_MEMBERS: &[&str] = &["uri", "uriTemplate"];
+
+/// The items the upstream lists under `method` reach the client's listing with every member it
+/// declared and none added: resources, templates and prompts read as tools do.
+pub(super) fn listing_relayed(
+    name: &str,
+    params: &Map<String, Value>,
+    evidence: &Evidence<'_>,
+) -> Verdict {
+    let method = params.get("method").and_then(Value::as_str).unwrap_or("");
+    let Some((member, served)) = relaycheck_canary::listings::items(method, evidence.shape) else {
+        return Verdict::fail(name, format!("relaycheck lists nothing for `{method}`"));
+    };
+    // What the upstream answered the target, as the canary logged it: its leg may speak another
+    // revision than the client's, with other members. A target that never asked is held to what
+    // the canary serves in the client's revision.
+    let declared = evidence
+        .upstream_listings
+        .and_then(|l| l.items.get(method))
+        .cloned()
+        .unwrap_or(served);
+    let Some(step) = evidence.steps(method).into_iter().next() else {
+        return Verdict::fail(name, format!("{method} was not asked"));
+    };
+    if let Some(error) = &step.view.error
+        && error.get("code").and_then(Value::as_i64) == Some(-32601)
+    {
+        return Verdict::not_applicable(
+            name,
+            format!(
+                "the target serves no {method} (it answered method not found): it relays no such listing"
+            ),
+        );
+    }
+    if let Some(verdict) = failed_listing(name, step) {
+        return verdict;
+    }
+    let listed: Vec<Value> = step
+        .view
+        .result
+        .as_ref()
+        .and_then(|r| r.get(member))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut problems = Vec::new();
+    let mut first_compared = None;
+    for item in &declared {
+        let item_name = item.get("name").and_then(Value::as_str).unwrap_or_default();
+        let routed = crate::routes::north_name(evidence.route, item_name);
+        let Some(got) = listed.iter().find(|l| {
+            l.get("name")
+                .and_then(Value::as_str)
+                .is_some_and(|n| n == item_name || n == routed)
+        }) else {
+            problems.push(format!("`{item_name}` is not listed"));
+            continue;
+        };
+        let mut changes = Vec::new();
+        let empty = Map::new();
+        let (want, have) = (
+            item.as_object().unwrap_or(&empty),
+            got.as_object().unwrap_or(&empty),
+        );
+        for (key, value) in want {
+            if key == "name" || LOCATION_MEMBERS.contains(&key.as_str()) {
+                continue;
+            }
+            let kept = match (key.as_str(), have.get(key)) {
+                (_, None) => {
+                    changes.push(format!("`{key}` dropped"));
+                    continue;
+                }
+                // The gateway may add `_meta` keys of its own; the upstream's must all be there.
+                ("_meta", Some(got)) => value.as_object().is_some_and(|declared| {
+                    declared
+                        .iter()
+                        .all(|(k, v)| got.get(k).is_some_and(|g| super::same(g, v)))
+                }),
+                (_, Some(got)) => super::same(got, value),
+            };
+            if !kept {
+                changes.push(format!("`{key}` changed"));
+            }
+        }
+        for key in have.keys() {
+            if !want.contains_key(key) && !LOCATION_MEMBERS.contains(&key.as_str()) {
+                changes.push(format!("`{key}` added"));
+            }
+        }
+        if !changes.is_empty() {
+            problems.push(format!("`{item_name}`: {}", changes.join(", ")));
+            first_compared.get_or_insert((item.clone(), got.clone()));
+        }
+    }
+    if problems.is_empty() {
+        return Verdict::pass(
+            name,
+            format!(
+                "the {} item(s) the upstream lists under {method} are listed as it declared them",
+                declared.len()
+            ),
+        );
+    }
+    let verdict = Verdict::fail(
+        name,
+        format!("{method} is not the upstream's: {}", problems.join("; ")),
+    );
+    match first_compared {
+        Some((want, got)) => verdict.compared(Some(want), Some(got)),
+        None => verdict,
     }
 }

@@ -85,6 +85,8 @@ pub struct Evidence<'a> {
     pub upstream_handshakes: Option<&'a crate::observe::UpstreamHandshakes>,
     /// What the upstream listed of its tools over the run so far.
     pub upstream_listings: Option<&'a crate::observe::UpstreamListings>,
+    /// The target's read bound, as its profile declares it (`[claims] read_bound_bytes`).
+    pub read_bound: Option<u64>,
 }
 
 /// Which upstreams of an aggregating target got one call (their observation logs hold its

@@ -72,6 +72,7 @@ struct Fixture {
     initializes: Option<usize>,
     handshakes: Option<crate::observe::UpstreamHandshakes>,
     listings: Option<crate::observe::UpstreamListings>,
+    read_bound: Option<u64>,
     other: Option<super::OtherCall>,
 }
 
@@ -110,6 +111,7 @@ impl Fixture {
             initializes: None,
             handshakes: None,
             listings: None,
+            read_bound: None,
             other: None,
         }
     }
@@ -221,6 +223,7 @@ impl Fixture {
                 other_session: self.other.as_ref(),
                 upstream_handshakes: self.handshakes.as_ref(),
                 upstream_listings: self.listings.as_ref(),
+                read_bound: self.read_bound,
             },
         )
     }
@@ -698,6 +701,43 @@ fn text_bytes_or_refused_accepts_an_in_band_refusal() {
     let cut = Fixture::results(json!({}), json!({"content": [text("xxxx")]}));
     fails(
         &cut,
+        "text-bytes",
+        json!({"bytes": 10_000_000, "or-refused": true}),
+    );
+    // A declared read bound decides: under it only the whole result passes, past it only a
+    // refusal, and a whole result past it names the bound that was not enforced.
+    let whole = Fixture::results(json!({}), json!({"content": [text("xxxx")]}));
+    let with_bound = |mut fixture: Fixture, bound: u64| {
+        fixture.read_bound = Some(bound);
+        fixture
+    };
+    passes(
+        &with_bound(whole.clone(), 4),
+        "text-bytes",
+        json!({"bytes": 4, "or-refused": true}),
+    );
+    let verdict = fails(
+        &with_bound(whole.clone(), 3),
+        "text-bytes",
+        json!({"bytes": 4, "or-refused": true}),
+    );
+    assert!(
+        verdict.message.contains("past the read bound of 3 bytes"),
+        "{}",
+        verdict.message
+    );
+    passes(
+        &with_bound(whole, 100),
+        "text-bytes",
+        json!({"bytes": 4, "or-refused": true}),
+    );
+    passes(
+        &with_bound(refused.clone(), 2_000_000),
+        "text-bytes",
+        json!({"bytes": 10_000_000, "or-refused": true}),
+    );
+    fails(
+        &with_bound(refused, 20_000_000),
         "text-bytes",
         json!({"bytes": 10_000_000, "or-refused": true}),
     );
@@ -1210,6 +1250,7 @@ fn listed(listed: &[&[&str]], pages: &[(&[&str], Option<&str>)], asked: &[&str])
             })
             .collect(),
         asked_with: asked.iter().map(|c| json!(c)).collect(),
+        items: Default::default(),
     });
     fixture
 }
@@ -1341,6 +1382,64 @@ fn upstream_headers_name_each_header_missing_or_disagreeing() {
         "{}",
         verdict.message
     );
+}
+
+#[test]
+fn listing_relayed_compares_each_item_with_the_upstreams() {
+    let shape = Shape::V2025_11_25;
+    let (_, declared) =
+        relaycheck_canary::listings::items("prompts/list", shape).expect("the canary's prompts");
+    let with = |items: Vec<Value>| {
+        let mut fixture = Fixture::results(json!({}), json!({}));
+        fixture.shape = shape;
+        fixture.follow(
+            "prompts/list",
+            json!({"result": {"prompts": items.clone()}}),
+        );
+        fixture.follow_ups[0].step = "prompts/list".into();
+        fixture.follow_ups[0].view.result = Some(json!({"prompts": items}));
+        fixture
+    };
+    let params = json!({"method": "prompts/list"});
+    passes(&with(declared.clone()), "listing-relayed", params.clone());
+    // Under the route's name, as an aggregator prefixes it.
+    let mut prefixed = declared.clone();
+    prefixed[0]["name"] = json!("up.canary_brief");
+    let mut routed = with(prefixed);
+    routed.route.tool = Some("up.{tool}".into());
+    passes(&routed, "listing-relayed", params.clone());
+    // Members dropped or added are named.
+    let mut typed = declared.clone();
+    typed[0].as_object_mut().unwrap().remove("icons");
+    typed[0]["extra"] = json!(true);
+    let verdict = fails(&with(typed), "listing-relayed", params.clone());
+    assert!(
+        verdict
+            .message
+            .contains("`canary_brief`: `icons` dropped, `extra` added"),
+        "{}",
+        verdict.message
+    );
+    let verdict = fails(&with(Vec::new()), "listing-relayed", params.clone());
+    assert!(
+        verdict.message.contains("`canary_brief` is not listed"),
+        "{}",
+        verdict.message
+    );
+    // What the upstream answered the target is what the client's listing is held to: an
+    // upstream leg of another revision lists other members.
+    let mut older = declared.clone();
+    older[0].as_object_mut().unwrap().remove("icons");
+    let mut relayed = with(older.clone());
+    relayed.listings = Some(crate::observe::UpstreamListings {
+        items: [("prompts/list".to_string(), older)].into_iter().collect(),
+        ..Default::default()
+    });
+    passes(&relayed, "listing-relayed", params.clone());
+    // A target that serves no such method relays no such listing.
+    let mut none = with(Vec::new());
+    none.follow_ups[0].view.error = Some(json!({"code": -32601, "message": "Method not found"}));
+    assert!(!none.check("listing-relayed", params).applicable);
 }
 
 #[test]

@@ -14,6 +14,7 @@ pub mod continuation;
 pub mod error;
 pub mod gateway;
 pub mod links;
+pub mod listings;
 pub mod mutant;
 pub mod north;
 pub mod progress;

@@ -73,10 +73,17 @@ pub enum Mutant {
     ListingFirstPageOnly,
     ListingOrderUnstable,
     UpstreamHeadersDropped,
+    ListedItemsTyped,
 }
 
 /// (mutant, name, surface, defect)
 const TABLE: &[(Mutant, &str, &str, &str)] = &[
+    (
+        Mutant::ListedItemsTyped,
+        "listed-items-typed",
+        "listings",
+        "resources, resource templates and prompts are listed through a typed model that keeps only name, URI, description, MIME type and arguments",
+    ),
     (
         Mutant::UpstreamHeadersDropped,
         "upstream-headers-dropped",
@@ -546,9 +553,9 @@ mod tests {
             assert_eq!(m.name().parse::<Mutant>(), Ok(m));
             assert!(!m.defect().is_empty());
         }
-        assert_eq!(Mutant::all().count(), 65);
+        assert_eq!(Mutant::all().count(), 66);
         let err = "nope".parse::<Mutant>().unwrap_err().to_string();
         assert!(err.contains("meta-cut-apart"), "{err}");
-        assert_eq!(Mutant::listing().lines().count(), 65);
+        assert_eq!(Mutant::listing().lines().count(), 66);
     }
 }

@@ -20,23 +20,16 @@ fn forward_params(params: &Value, caller: &Caller) -> Map<String, Value> {
     out
 }
 
+/// Every upstream's resources, each URI in the relay form that `resources/read` resolves.
 pub async fn list(gw: &Gateway, caller: &Caller) -> Answer {
     let mut all = Vec::new();
     for up in &gw.upstreams {
-        let params = Value::Object(forward_params(&json!({}), caller));
-        if let Ending::Response { message, .. } =
-            up.request("resources/list", params, gw.timeout()).await
-            && let Some(list) = message
-                .pointer("/result/resources")
-                .and_then(Value::as_array)
-        {
-            for r in list {
-                let mut r = r.clone();
-                if let Some(Value::String(uri)) = r.get_mut("uri") {
-                    *uri = relay_uri(&up.name, uri);
-                }
-                all.push(r);
+        let listed = crate::listings::items_of(gw, up, caller, "resources/list", "resources").await;
+        for mut r in listed {
+            if let Some(Value::String(uri)) = r.get_mut("uri") {
+                *uri = relay_uri(&up.name, uri);
             }
+            all.push(r);
         }
     }
     Answer::Own(json!({"resources": all}))

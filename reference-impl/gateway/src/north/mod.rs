@@ -274,6 +274,9 @@ async fn dispatch(
             };
             conn.negotiate(version);
             let mut capabilities = json!({"tools": {"listChanged": false}, "resources": {}});
+            if gw.upstreams.iter().any(|up| up.declares("prompts")) {
+                capabilities["prompts"] = json!({});
+            }
             if gw.mutation.is(Mutant::CapabilityInvented) {
                 capabilities["completions"] = json!({});
             }
@@ -287,12 +290,18 @@ async fn dispatch(
             }))
         }
         "ping" => Answer::Own(json!({})),
-        "server/discover" => Answer::Own(json!({
-            "supportedVersions": ["2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"],
-            "capabilities": {"tools": {"listChanged": false}, "resources": {},
-                "extensions": {"io.modelcontextprotocol/tasks": {}}},
-            "serverInfo": server_info(),
-        })),
+        "server/discover" => {
+            let mut capabilities = json!({"tools": {"listChanged": false}, "resources": {},
+                "extensions": {"io.modelcontextprotocol/tasks": {}}});
+            if gw.upstreams.iter().any(|up| up.declares("prompts")) {
+                capabilities["prompts"] = json!({});
+            }
+            Answer::Own(json!({
+                "supportedVersions": ["2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"],
+                "capabilities": capabilities,
+                "serverInfo": server_info(),
+            }))
+        }
         "tools/list" => {
             let catalog = gw.catalog(caller).await;
             let mut tools: Vec<Value> =
@@ -306,7 +315,20 @@ async fn dispatch(
         }
         "tools/call" => call(gw, params, caller).await,
         "resources/list" => resources::list(gw, caller).await,
-        "resources/templates/list" => Answer::Own(json!({"resourceTemplates": []})),
+        "resources/templates/list" => {
+            crate::listings::list(
+                gw,
+                caller,
+                "resources",
+                "resources/templates/list",
+                "resourceTemplates",
+            )
+            .await
+        }
+        "prompts/list" => {
+            crate::listings::list(gw, caller, "prompts", "prompts/list", "prompts").await
+        }
+        "prompts/get" => crate::listings::get(gw, caller, params).await,
         "resources/read" => resources::read(gw, caller, params).await,
         "tasks/get" | "tasks/result" | "tasks/cancel" => {
             tasks_relay::follow_up(gw, caller, method, params).await

@@ -76,6 +76,9 @@ pub struct Upstream {
     conn: Conn,
     pub negotiated: String,
     pub server_info: Option<Value>,
+    /// The capabilities the upstream's `initialize` declared, so the gateway declares only what
+    /// some upstream serves.
+    pub capabilities: Value,
     timers: Timers,
     mutation: Mutation,
 }
@@ -132,6 +135,7 @@ impl Upstream {
             conn,
             negotiated: HANDSHAKE_VERSION.into(),
             server_info: None,
+            capabilities: Value::Null,
             timers: Timers::default(),
             mutation,
         };
@@ -146,6 +150,7 @@ impl Upstream {
             up.negotiated = v.to_string();
         }
         up.server_info = result.get("serverInfo").cloned();
+        up.capabilities = result.get("capabilities").cloned().unwrap_or(Value::Null);
         if let Conn::Http(h) = &up.conn {
             h.set_protocol_version(&up.negotiated);
         }
@@ -221,6 +226,11 @@ impl Upstream {
                 elapsed_ms: started.elapsed().as_millis() as u64,
             },
         }
+    }
+
+    /// Whether the upstream declared `capability` in its `initialize`.
+    pub fn declares(&self, capability: &str) -> bool {
+        self.capabilities.get(capability).is_some()
     }
 
     pub async fn notify(&self, method: &str, params: Value) {

@@ -1,0 +1,131 @@
+//! What the canary lists besides its tools: its resources, one resource template and one prompt,
+//! each carrying every member its revision defines, so a gateway that relays a listing through a
+//! model that knows fewer members is seen dropping them. Icons are members from 2025-11-25 on,
+//! and listed only where they are.
+
+use relaycheck_model::Shape;
+use serde_json::{Value, json};
+
+use crate::resources;
+
+/// The prompt the canary serves, by name.
+pub const PROMPT: &str = "canary_brief";
+
+fn icons() -> Value {
+    json!([{"src": "https://example.com/canary.png", "mimeType": "image/png", "sizes": ["48x48"]}])
+}
+
+fn with_icons(mut item: Value, shape: Shape) -> Value {
+    if shape != Shape::V2025_06_18 {
+        item["icons"] = icons();
+    }
+    item
+}
+
+/// `resources/list` entries: the link targets, the first with every optional member.
+pub fn resources(shape: Shape) -> Vec<Value> {
+    let mut listed = resources::list();
+    if let Some(first) = listed.first_mut() {
+        let text = first["uri"]
+            .as_str()
+            .and_then(resources::text_of)
+            .unwrap_or_default();
+        first["description"] = json!("The quarter's figures, as text");
+        first["size"] = json!(text.len());
+        first["annotations"] = json!({
+            "audience": ["user", "assistant"],
+            "priority": 0.5,
+            "lastModified": "2026-07-01T00:00:00Z",
+        });
+        first["_meta"] = json!({"dev.relaycheck/listed": {"shelf": 3, "tags": ["q3", null]}});
+        *first = with_icons(first.take(), shape);
+    }
+    listed
+}
+
+/// `resources/templates/list` entries.
+pub fn templates(shape: Shape) -> Vec<Value> {
+    vec![with_icons(
+        json!({
+            "uriTemplate": format!("{}rows/{{id}}", resources::LINK_PREFIX),
+            "name": "canary_rows",
+            "title": "A row of the canary's table",
+            "description": "One row, by its id",
+            "mimeType": "application/json",
+            "annotations": {"audience": ["assistant"], "priority": 0.2},
+            "_meta": {"dev.relaycheck/listed": "template"},
+        }),
+        shape,
+    )]
+}
+
+/// `prompts/list` entries.
+pub fn prompts(shape: Shape) -> Vec<Value> {
+    vec![with_icons(
+        json!({
+            "name": PROMPT,
+            "title": "A brief for the canary",
+            "description": "Asks for a brief on a topic",
+            "arguments": [
+                {"name": "topic", "title": "Topic", "description": "What the brief is about", "required": true},
+                {"name": "tone", "description": "How it should read", "required": false},
+            ],
+            "_meta": {"dev.relaycheck/listed": "prompt"},
+        }),
+        shape,
+    )]
+}
+
+/// `prompts/get` of the canary's prompt, or `None` for another name; a missing required
+/// argument is `Err` with the message of an invalid-params error.
+pub fn get_prompt(name: &str, arguments: &Value) -> Option<Result<Value, String>> {
+    if name != PROMPT {
+        return None;
+    }
+    let Some(topic) = arguments.get("topic").and_then(Value::as_str) else {
+        return Some(Err("Missing required argument: topic".into()));
+    };
+    Some(Ok(json!({
+        "description": "A brief for the canary",
+        "messages": [{"role": "user", "content": {"type": "text", "text": format!("Write a brief on {topic}.")}}],
+    })))
+}
+
+/// The entries the canary lists for `method`, under `member` of the result (`resources`,
+/// `resourceTemplates`, `prompts`); `None` for a method it lists nothing for.
+pub fn items(method: &str, shape: Shape) -> Option<(&'static str, Vec<Value>)> {
+    match method {
+        "resources/list" => Some(("resources", resources(shape))),
+        "resources/templates/list" => Some(("resourceTemplates", templates(shape))),
+        "prompts/list" => Some(("prompts", prompts(shape))),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn icons_are_listed_only_where_the_revision_defines_them() {
+        for method in ["resources/list", "resources/templates/list", "prompts/list"] {
+            let (_, old) = items(method, Shape::V2025_06_18).unwrap();
+            assert!(old.iter().all(|i| i.get("icons").is_none()), "{method}");
+            let (_, new) = items(method, Shape::V2025_11_25).unwrap();
+            assert!(new[0].get("icons").is_some(), "{method}");
+        }
+    }
+
+    #[test]
+    fn the_prompt_needs_its_topic() {
+        assert!(get_prompt(PROMPT, &json!({})).unwrap().is_err());
+        let got = get_prompt(PROMPT, &json!({"topic": "tides"}))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            got["messages"][0]["content"]["text"],
+            "Write a brief on tides."
+        );
+        assert!(get_prompt("other", &json!({})).is_none());
+    }
+}

@@ -1,0 +1,117 @@
+//! What the gateway lists besides tools (resources, resource templates, prompts), and
+//! `prompts/get`: each upstream that declares the capability is asked, and what it lists reaches
+//! the caller as it was declared. A prompt keeps its upstream's name; `prompts/get` goes to the
+//! upstream that lists it.
+
+use serde_json::{Map, Value, json};
+
+use crate::gateway::{Answer, Caller, Gateway, rpc_error};
+use crate::mutant::Mutant;
+use crate::upstream::{Ending, Upstream};
+
+/// The members a typed listing model of the `listed-items-typed` mutant knows; every other
+/// member (title, annotations, icons, size, `_meta`) is dropped.
+const TYPED_MEMBERS: &[&str] = &[
+    "name",
+    "uri",
+    "uriTemplate",
+    "description",
+    "mimeType",
+    "arguments",
+];
+
+/// One listing of every upstream that declares `capability`: the items under `member` of each
+/// upstream's answer to `method`, concatenated in upstream order.
+pub async fn list(
+    gw: &Gateway,
+    caller: &Caller,
+    capability: &str,
+    method: &str,
+    member: &str,
+) -> Answer {
+    let mut all = Vec::new();
+    for up in gw.upstreams.iter().filter(|up| up.declares(capability)) {
+        all.extend(items_of(gw, up, caller, method, member).await);
+    }
+    let mut result = Map::new();
+    result.insert(member.to_string(), Value::Array(all));
+    Answer::Own(Value::Object(result))
+}
+
+/// The items `up` lists under `method`, as it declared them (or as the mutant's typed model
+/// keeps them).
+pub async fn items_of(
+    gw: &Gateway,
+    up: &Upstream,
+    caller: &Caller,
+    method: &str,
+    member: &str,
+) -> Vec<Value> {
+    let mut params = json!({});
+    if let Some(meta) = &caller.meta {
+        params["_meta"] = meta.clone();
+    }
+    let Ending::Response { message, .. } = up.request(method, params, gw.timeout()).await else {
+        return Vec::new();
+    };
+    let items = message
+        .pointer(&format!("/result/{member}"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if !gw.mutation.is(Mutant::ListedItemsTyped) {
+        return items;
+    }
+    items
+        .into_iter()
+        .map(|mut item| {
+            if let Some(fields) = item.as_object_mut() {
+                fields.retain(|key, _| TYPED_MEMBERS.contains(&key.as_str()));
+            }
+            item
+        })
+        .collect()
+}
+
+/// `prompts/get`, sent to the upstream that lists the prompt, its answer relayed.
+pub async fn get(gw: &Gateway, caller: &Caller, params: &Value) -> Answer {
+    let Some(name) = params.get("name").and_then(Value::as_str) else {
+        return rpc_error(-32602, "Invalid params: missing string `name`");
+    };
+    for up in gw.upstreams.iter().filter(|up| up.declares("prompts")) {
+        let listed = items_of(gw, up, caller, "prompts/list", "prompts").await;
+        if !listed.iter().any(|p| p.get("name") == Some(&json!(name))) {
+            continue;
+        }
+        let mut forwarded = params.clone();
+        if let Some(meta) = &caller.meta {
+            forwarded["_meta"] = meta.clone();
+        }
+        return match up.request("prompts/get", forwarded, gw.timeout()).await {
+            Ending::Response { mut message, .. } => {
+                if let Some(error) = message.get_mut("error").map(Value::take) {
+                    return Answer::Error(error);
+                }
+                match message.get_mut("result").map(Value::take) {
+                    Some(result) => Answer::Relayed(result),
+                    None => rpc_error(
+                        -32603,
+                        format!("upstream {} answered without a result", up.name),
+                    ),
+                }
+            }
+            Ending::Oversized { limit } => rpc_error(
+                -32603,
+                format!("the upstream response exceeded the limit of {limit} bytes"),
+            ),
+            Ending::Transport { detail, .. } => {
+                rpc_error(-32603, format!("upstream {} failed: {detail}", up.name))
+            }
+            Ending::Timeout { elapsed_ms } => rpc_error(
+                -32603,
+                format!("upstream {} did not answer within {elapsed_ms} ms", up.name),
+            ),
+        };
+    }
+    rpc_error(-32602, format!("Unknown prompt: {name}"))
+}
