@@ -56,20 +56,8 @@ pub async fn drive(
         listings,
         other_listings,
     } = request;
-    let route = profile.routes.get(route_name).cloned().unwrap_or_default();
-    let first_route = match &route.via {
-        Some(via) => profile.routes.get(via).cloned().unwrap_or_default(),
-        None => route.clone(),
-    };
-    let mut params = call_params(&first_route, tool, arguments);
-    for (key, value) in extra_params {
-        match (params.get_mut(key), value) {
-            (Some(Value::Object(existing)), Value::Object(more)) => {
-                existing.extend(more.iter().map(|(k, v)| (k.clone(), v.clone())));
-            }
-            _ => params[key] = value.clone(),
-        }
-    }
+    let (route, first_route, params) =
+        first_call(profile, route_name, tool, arguments, extra_params);
     let call = session.call("tools/call", params, timeout).await;
     let view = match &call.exchange {
         Exchange::Reply(reply) => View::of(&reply.message, &first_route),
@@ -100,6 +88,66 @@ pub async fn drive(
         _ => {}
     }
     drive
+}
+
+/// The route, the route that makes the first call (itself, or the one it follows up), and the
+/// params of that call.
+fn first_call(
+    profile: &Profile,
+    route_name: &str,
+    tool: &str,
+    arguments: &Map<String, Value>,
+    extra_params: &Map<String, Value>,
+) -> (Route, Route, Value) {
+    let route = profile.routes.get(route_name).cloned().unwrap_or_default();
+    let first_route = match &route.via {
+        Some(via) => profile.routes.get(via).cloned().unwrap_or_default(),
+        None => route.clone(),
+    };
+    let mut params = call_params(&first_route, tool, arguments);
+    for (key, value) in extra_params {
+        match (params.get_mut(key), value) {
+            (Some(Value::Object(existing)), Value::Object(more)) => {
+                existing.extend(more.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+            _ => params[key] = value.clone(),
+        }
+    }
+    (route, first_route, params)
+}
+
+/// The first call of `route_name`, cancelled by the runner once `when` says so (the upstream
+/// has the call): what came back, if anything, and whether the cancellation was sent. No
+/// follow-up is made for a cancelled call.
+pub async fn drive_cancelled(
+    profile: &Profile,
+    route_name: &str,
+    session: &Session,
+    request: Request<'_>,
+    when: impl std::future::Future<Output = bool>,
+) -> (Drive, bool) {
+    let (_, first_route, params) = first_call(
+        profile,
+        route_name,
+        request.tool,
+        request.arguments,
+        request.extra_params,
+    );
+    let (call, cancelled) = session
+        .call_cancelling("tools/call", params, request.timeout, when)
+        .await;
+    let view = match &call.exchange {
+        Exchange::Reply(reply) => View::of(&reply.message, &first_route),
+        _ => View::default(),
+    };
+    let drive = Drive {
+        request: call.request,
+        exchange: call.exchange,
+        view,
+        route: first_route,
+        follow_ups: Vec::new(),
+    };
+    (drive, cancelled)
 }
 
 async fn step(

@@ -43,6 +43,8 @@ struct Index {
     initializes: usize,
     handshakes: UpstreamHandshakes,
     listings: UpstreamListings,
+    /// The `requestId` of every `notifications/cancelled` the upstream got.
+    cancelled: Vec<Value>,
     unreadable: usize,
 }
 
@@ -186,6 +188,13 @@ impl ObservationLog {
         index.listings.clone()
     }
 
+    /// The request ids the upstream was told were cancelled, in order.
+    pub fn cancellations(&self) -> Vec<Value> {
+        let mut index = self.index.lock().unwrap_or_else(|p| p.into_inner());
+        self.refresh(&mut index);
+        index.cancelled.clone()
+    }
+
     /// How many lines could not be read as observations.
     pub fn unreadable(&self) -> usize {
         self.index
@@ -253,6 +262,18 @@ impl ObservationLog {
                             .listings
                             .items
                             .insert(method.to_string(), items.clone());
+                    }
+                    if observation.direction == Direction::In
+                        && observation.method.as_deref() == Some("notifications/cancelled")
+                    {
+                        index.cancelled.push(
+                            observation
+                                .params
+                                .as_ref()
+                                .and_then(|p| p.get("requestId"))
+                                .cloned()
+                                .unwrap_or(Value::Null),
+                        );
                     }
                     if observation.before_initialize {
                         index.handshakes.before_initialize.push(observation.clone());

@@ -650,6 +650,9 @@ fn first_route_mut<'a>(
     profile.routes.get_mut(via.as_deref().unwrap_or(route))
 }
 
+/// How long the upstream is given to be told of a call the runner cancelled.
+const CANCEL_PATIENCE: Duration = Duration::from_secs(2);
+
 /// Runs one case on one route against a running target.
 pub async fn run_one(
     case: &LoadedCase,
@@ -844,6 +847,8 @@ pub async fn run_one(
     } else {
         None
     };
+    let cancels = checks::gathers(&case.spec.expect, Gathers::Cancellation);
+    let mut upstream_cancellations: Option<Vec<Value>> = None;
     let drive_started = Instant::now();
     let called_from = std::time::SystemTime::now();
     let (drive, other_session) = if holds_apart {
@@ -869,6 +874,49 @@ pub async fn run_one(
             upstream_progress: 0,
         };
         (own, Some(other))
+    } else if cancels {
+        // The call is cancelled once the upstream has it, so the cancellation has somewhere to
+        // go; the upstream is then given a moment to be told.
+        let upstream_has_it = async {
+            let deadline = tokio::time::Instant::now() + timeout;
+            while tokio::time::Instant::now() < deadline {
+                if log.for_nonce(&nonce).iter().any(|o| {
+                    o.direction == relaycheck_model::observation::Direction::In
+                        && o.method.as_deref() == Some("tools/call")
+                }) {
+                    return true;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            false
+        };
+        let (driven, cancelled) = crate::drive::drive_cancelled(
+            &routed,
+            route,
+            &target.session,
+            request,
+            upstream_has_it,
+        )
+        .await;
+        if cancelled {
+            let upstream_id = log
+                .for_nonce(&nonce)
+                .iter()
+                .find(|o| o.direction == relaycheck_model::observation::Direction::In)
+                .and_then(|o| o.id.clone());
+            let told = Instant::now();
+            loop {
+                let seen = log.cancellations();
+                if upstream_id.as_ref().is_some_and(|id| seen.contains(id))
+                    || told.elapsed() > CANCEL_PATIENCE
+                {
+                    upstream_cancellations = Some(seen);
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+        (driven, None)
     } else {
         (drive(&routed, route, &target.session, request).await, None)
     };
@@ -958,6 +1006,7 @@ pub async fn run_one(
         upstream_handshakes: upstream_handshakes.as_ref(),
         upstream_listings: upstream_listings.as_ref(),
         read_bound: profile.claims.read_bound_bytes,
+        upstream_cancellations: upstream_cancellations.as_deref(),
     };
     let mut result = CaseResult::without_run(case, route, shape, Outcome::Pass, "");
     result.reached = !evidence.upstream_calls().is_empty();

@@ -231,6 +231,39 @@ impl Session {
         Call { request, exchange }
     }
 
+    /// Makes a call the runner cancels once `when` says so: `notifications/cancelled` naming the
+    /// call's id goes to the target, and the answer (a target that honours the cancellation
+    /// sends none) is waited for up to `timeout` from the start. Says whether it cancelled.
+    pub async fn call_cancelling(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+        when: impl std::future::Future<Output = bool>,
+    ) -> (Call, bool) {
+        let request = self.build(method, params);
+        let id = request.get("id").cloned().unwrap_or(Value::Null);
+        let mut cancelled = false;
+        let exchange = {
+            let sent = self.send(&request, timeout);
+            tokio::pin!(sent);
+            tokio::select! {
+            exchange = &mut sent => exchange,
+            go = when => {
+                if go {
+                    let params = json!({"requestId": id, "reason": "relaycheck cancels the call"});
+                    cancelled = self
+                        .notify("notifications/cancelled", params, timeout)
+                        .await
+                        .is_ok();
+                }
+                sent.await
+            }
+            }
+        };
+        (Call { request, exchange }, cancelled)
+    }
+
     /// Sends an already built request.
     pub async fn send(&self, request: &Value, timeout: Duration) -> Exchange {
         self.send_with(request, timeout, &[]).await

@@ -103,13 +103,19 @@ pub enum Gathers {
     /// The whole listing its `method` parameter names (`resources/list`,
     /// `resources/templates/list`, `prompts/list`), after the call.
     ItemListing,
+    /// The call cancelled by the runner (`notifications/cancelled`) once the upstream has it,
+    /// and the cancellations the upstream then got.
+    Cancellation,
 }
 
 impl Gathers {
     /// Whether what it gathers holds only on a target no other case uses at the same time:
     /// counted sessions and misrouted messages would be other cases' too.
     pub fn needs_own_target(self) -> bool {
-        matches!(self, Gathers::UpstreamSessions | Gathers::SecondCall)
+        matches!(
+            self,
+            Gathers::UpstreamSessions | Gathers::SecondCall | Gathers::Cancellation
+        )
     }
 }
 
@@ -614,5 +620,13 @@ pub const CHECKS: &[CheckDef] = &[
         reads: Reads::Evidence,
         gathers: &[Gathers::ItemListing, Gathers::UpstreamListings],
         run: listing::listing_relayed,
+    },
+    CheckDef {
+        name: "cancellation-relayed",
+        asserts: "the call, cancelled by the runner with notifications/cancelled once the upstream had it, is cancelled upstream too: the upstream gets notifications/cancelled naming the request the target sent it",
+        params: &[],
+        reads: Reads::Fault,
+        gathers: &[Gathers::Cancellation],
+        run: relay::cancellation_relayed,
     },
 ];

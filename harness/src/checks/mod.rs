@@ -87,6 +87,9 @@ pub struct Evidence<'a> {
     pub upstream_listings: Option<&'a crate::observe::UpstreamListings>,
     /// The target's read bound, as its profile declares it (`[claims] read_bound_bytes`).
     pub read_bound: Option<u64>,
+    /// For a call the runner cancelled once the upstream had it: the request ids the upstream
+    /// was told were cancelled. `None` when the runner did not cancel the call.
+    pub upstream_cancellations: Option<&'a [Value]>,
 }
 
 /// Which upstreams of an aggregating target got one call (their observation logs hold its

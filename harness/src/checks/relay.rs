@@ -544,3 +544,41 @@ fn decoded_header(value: &str) -> String {
         .and_then(|bytes| String::from_utf8(bytes).ok())
         .unwrap_or_else(|| value.to_string())
 }
+
+/// The runner cancelled the call once the upstream had it; the target passes the cancellation
+/// on, naming the request it sent the upstream.
+pub(super) fn cancellation_relayed(
+    name: &str,
+    _params: &Map<String, Value>,
+    evidence: &Evidence<'_>,
+) -> Verdict {
+    let calls = evidence.upstream_calls();
+    let Some(call) = calls.first() else {
+        return super::eval::missing_upstream(name);
+    };
+    let Some(cancelled) = evidence.upstream_cancellations else {
+        return Verdict::not_applicable(
+            name,
+            "the call was answered before the runner could cancel it",
+        );
+    };
+    let upstream_id = call.id.clone().unwrap_or(Value::Null);
+    if cancelled.contains(&upstream_id) {
+        return Verdict::pass(
+            name,
+            format!("the upstream got notifications/cancelled for its request {upstream_id}"),
+        );
+    }
+    let others = if cancelled.is_empty() {
+        "no cancellation at all".to_string()
+    } else {
+        let ids: Vec<String> = cancelled.iter().map(Value::to_string).collect();
+        format!("cancellations only of request(s) {}", ids.join(", "))
+    };
+    Verdict::fail(
+        name,
+        format!(
+            "the client cancelled the call once the upstream had it (as request {upstream_id}), and the upstream got {others}"
+        ),
+    )
+}

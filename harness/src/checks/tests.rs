@@ -73,6 +73,7 @@ struct Fixture {
     handshakes: Option<crate::observe::UpstreamHandshakes>,
     listings: Option<crate::observe::UpstreamListings>,
     read_bound: Option<u64>,
+    cancellations: Option<Vec<Value>>,
     other: Option<super::OtherCall>,
 }
 
@@ -112,6 +113,7 @@ impl Fixture {
             handshakes: None,
             listings: None,
             read_bound: None,
+            cancellations: None,
             other: None,
         }
     }
@@ -224,6 +226,7 @@ impl Fixture {
                 upstream_handshakes: self.handshakes.as_ref(),
                 upstream_listings: self.listings.as_ref(),
                 read_bound: self.read_bound,
+                upstream_cancellations: self.cancellations.as_deref(),
             },
         )
     }
@@ -1440,6 +1443,32 @@ fn listing_relayed_compares_each_item_with_the_upstreams() {
     let mut none = with(Vec::new());
     none.follow_ups[0].view.error = Some(json!({"code": -32601, "message": "Method not found"}));
     assert!(!none.check("listing-relayed", params).applicable);
+}
+
+#[test]
+fn cancellation_relayed_looks_for_the_upstreams_request_among_the_cancelled() {
+    let mut fixture = Fixture::results(json!({}), json!({}));
+    // Not cancelled by the runner: nothing to judge.
+    assert!(!fixture.check("cancellation-relayed", json!({})).applicable);
+    fixture.cancellations = Some(vec![json!(1)]);
+    passes(&fixture, "cancellation-relayed", json!({}));
+    fixture.cancellations = Some(vec![json!(7)]);
+    let verdict = fails(&fixture, "cancellation-relayed", json!({}));
+    assert!(
+        verdict.message.contains("(as request 1)")
+            && verdict
+                .message
+                .contains("cancellations only of request(s) 7"),
+        "{}",
+        verdict.message
+    );
+    fixture.cancellations = Some(Vec::new());
+    let verdict = fails(&fixture, "cancellation-relayed", json!({}));
+    assert!(
+        verdict.message.ends_with("no cancellation at all"),
+        "{}",
+        verdict.message
+    );
 }
 
 #[test]

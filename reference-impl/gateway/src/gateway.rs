@@ -44,6 +44,38 @@ pub struct Caller {
     pub transport: &'static str,
     /// Where progress notifications for this request go, when its transport can carry them.
     pub progress: Option<Sink>,
+    /// Set when the caller cancels this request (`notifications/cancelled`).
+    pub cancel: Option<Arc<Cancel>>,
+}
+
+/// A north request's cancellation, fired once the caller sends `notifications/cancelled` for it.
+#[derive(Debug)]
+pub struct Cancel {
+    fired: tokio::sync::watch::Sender<bool>,
+}
+
+impl Default for Cancel {
+    fn default() -> Cancel {
+        Cancel {
+            fired: tokio::sync::watch::channel(false).0,
+        }
+    }
+}
+
+impl Cancel {
+    pub fn fire(&self) {
+        self.fired.send_replace(true);
+    }
+
+    pub fn fired(&self) -> bool {
+        *self.fired.borrow()
+    }
+
+    /// Returns once the request is cancelled (at once when it already was).
+    pub async fn wait(&self) {
+        let mut fired = self.fired.subscribe();
+        let _ = fired.wait_for(|fired| *fired).await;
+    }
 }
 
 /// How a north request is answered.

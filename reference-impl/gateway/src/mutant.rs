@@ -74,10 +74,17 @@ pub enum Mutant {
     ListingOrderUnstable,
     UpstreamHeadersDropped,
     ListedItemsTyped,
+    CancelNotForwarded,
 }
 
 /// (mutant, name, surface, defect)
 const TABLE: &[(Mutant, &str, &str, &str)] = &[
+    (
+        Mutant::CancelNotForwarded,
+        "cancel-not-forwarded",
+        "flat",
+        "a caller's notifications/cancelled is ignored: the upstream goes on with the call and is never told",
+    ),
     (
         Mutant::ListedItemsTyped,
         "listed-items-typed",
@@ -553,9 +560,9 @@ mod tests {
             assert_eq!(m.name().parse::<Mutant>(), Ok(m));
             assert!(!m.defect().is_empty());
         }
-        assert_eq!(Mutant::all().count(), 66);
+        assert_eq!(Mutant::all().count(), 67);
         let err = "nope".parse::<Mutant>().unwrap_err().to_string();
         assert!(err.contains("meta-cut-apart"), "{err}");
-        assert_eq!(Mutant::listing().lines().count(), 66);
+        assert_eq!(Mutant::listing().lines().count(), 67);
     }
 }

@@ -106,7 +106,9 @@ pub async fn call(
         up.initialize_again(timeout).await;
     }
     let started = Instant::now();
-    let ending = up.request("tools/call", params, timeout).await;
+    let ending = up
+        .request_cancellable("tools/call", params, timeout, caller.cancel.as_deref())
+        .await;
     drop(registration);
     Called {
         call_id: gw.next_call_id(),

@@ -6,6 +6,7 @@ mod pieces;
 pub mod stdio;
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -15,7 +16,7 @@ use relaycheck_reference::{Identity, json_write};
 use serde_json::{Map, Value, json};
 
 use crate::audit::{RequestLog, now_rfc3339};
-use crate::gateway::{Answer, Caller, Gateway, META_VERSION, rpc_error};
+use crate::gateway::{Answer, Caller, Cancel, Gateway, META_VERSION, rpc_error};
 use crate::mutant::Mutant;
 use crate::progress::Sink;
 use crate::{batch, continuation, relay, resources, tasks_relay};
@@ -26,10 +27,12 @@ pub const HANDSHAKE_VERSIONS: [&str; 3] = ["2025-03-26", "2025-06-18", "2025-11-
 pub const LATEST_HANDSHAKE: &str = "2025-11-25";
 pub const SERVER_NAME: &str = "relaycheck-gateway";
 
-/// What one connection (stdio) or session (HTTP) settled on.
+/// What one connection (stdio) or session (HTTP) settled on, and its requests in flight (by
+/// id), which the caller may cancel.
 #[derive(Debug, Default)]
 pub struct ConnState {
     negotiated: Mutex<Option<String>>,
+    in_flight: Mutex<HashMap<String, Arc<Cancel>>>,
 }
 
 impl ConnState {
@@ -43,6 +46,15 @@ impl ConnState {
     fn negotiate(&self, v: &str) {
         *self.negotiated.lock().unwrap_or_else(|e| e.into_inner()) = Some(v.to_string());
     }
+
+    fn in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Cancel>>> {
+        self.in_flight.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The key a request id is known by among the requests in flight: its JSON text.
+fn id_key(id: &Value) -> String {
+    id.to_string()
 }
 
 pub fn response(id: &Value, answer: Answer, caller: &Caller) -> Value {
@@ -173,6 +185,7 @@ pub fn caller_of(
         requested: params.and_then(Selector::read_requested),
         transport,
         progress: None,
+        cancel: None,
     }
 }
 
@@ -197,9 +210,26 @@ pub async fn handle(
     let mut caller = caller_of(params, conn, identity, transport);
     caller.progress = progress;
     let Some(id) = fields.member("id") else {
-        return None; // notifications: initialized, cancelled, ... need no answer
+        // Notifications need no answer; a cancellation fires its request's token, which ends
+        // the request's wait on its upstream and tells the upstream in turn.
+        if method == "notifications/cancelled"
+            && !gw.mutation.is(Mutant::CancelNotForwarded)
+            && let Some(request) = params.and_then(|p| p.member("requestId"))
+            && let Some(cancel) = conn.in_flight().get(&id_key(request))
+        {
+            cancel.fire();
+        }
+        return None;
     };
+    let cancel = Arc::new(Cancel::default());
+    conn.in_flight().insert(id_key(id), cancel.clone());
+    caller.cancel = Some(cancel.clone());
     let answer = dispatch(gw, method, params, conn, &caller).await;
+    conn.in_flight().remove(&id_key(id));
+    if cancel.fired() {
+        // The caller cancelled it: no answer goes back (MCP's cancellation asks as much).
+        return None;
+    }
     let duration_ms = started.elapsed().as_millis() as u64;
     let nonce = params
         .and_then(|p| p.member("arguments"))

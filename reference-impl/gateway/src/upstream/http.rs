@@ -63,8 +63,14 @@ impl HttpConn {
         *lock(&self.version) = Some(v.to_string());
     }
 
-    pub async fn request(&self, method: &str, params: Value) -> Ending {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+    /// The id the next request will carry, taken now: a caller that may have to cancel the
+    /// request knows it before the request is sent.
+    pub fn reserve_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// One request under `id` (from [`HttpConn::reserve_id`]).
+    pub async fn request_as(&self, id: u64, method: &str, params: Value) -> Ending {
         let msg = super::message(Some(id), method, params);
         self.post(&msg, Some(id)).await
     }

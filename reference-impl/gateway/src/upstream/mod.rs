@@ -16,6 +16,7 @@ use relaycheck_reference::TransportKind;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
+use crate::gateway::Cancel;
 use crate::mutant::{Mutant, Mutation};
 use crate::progress::Progress;
 
@@ -204,11 +205,51 @@ impl Upstream {
     /// `tokio::time::timeout` would bound it (the request is polled first, then its deadline
     /// `timeout` after it started), by a timer kept from an earlier request (see [`Timers`]).
     pub async fn request(&self, method: &str, params: Value, timeout: Duration) -> Ending {
+        self.request_as(self.reserve_id(), method, params, timeout)
+            .await
+    }
+
+    fn reserve_id(&self) -> u64 {
+        match &self.conn {
+            Conn::Stdio(c) => c.reserve_id(),
+            Conn::Http(c) => c.reserve_id(),
+        }
+    }
+
+    /// [`Upstream::request`], given up when `cancel` fires: the upstream is then told with
+    /// `notifications/cancelled` for the request's id, as the caller told the gateway, and the
+    /// request ends without its answer.
+    pub async fn request_cancellable(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+        cancel: Option<&Cancel>,
+    ) -> Ending {
+        let Some(cancel) = cancel else {
+            return self.request(method, params, timeout).await;
+        };
+        let id = self.reserve_id();
+        tokio::select! {
+            ending = self.request_as(id, method, params, timeout) => ending,
+            () = cancel.wait() => {
+                let reason = "the caller cancelled the request";
+                self.notify("notifications/cancelled", json!({"requestId": id, "reason": reason}))
+                    .await;
+                Ending::Transport {
+                    kind: TransportKind::Other,
+                    detail: reason.into(),
+                }
+            }
+        }
+    }
+
+    async fn request_as(&self, id: u64, method: &str, params: Value, timeout: Duration) -> Ending {
         let started = Instant::now();
         let fut = async {
             match &self.conn {
-                Conn::Stdio(c) => c.request(method, params).await,
-                Conn::Http(c) => c.request(method, params).await,
+                Conn::Stdio(c) => c.request_as(id, method, params).await,
+                Conn::Http(c) => c.request_as(id, method, params).await,
             }
         };
         let mut timer = self.timers.take(deadline(started, timeout));

@@ -93,14 +93,20 @@ impl StdioConn {
         })
     }
 
-    pub async fn request(&self, method: &str, params: Value) -> Ending {
+    /// The id the next request will carry, taken now: a caller that may have to cancel the
+    /// request knows it before the request is sent.
+    pub fn reserve_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// One request under `id` (from [`StdioConn::reserve_id`]).
+    pub async fn request_as(&self, id: u64, method: &str, params: Value) -> Ending {
         if let Some(reason) = lock(&self.closed).clone() {
             return Ending::Transport {
                 kind: TransportKind::Refused,
                 detail: format!("upstream {} is not running ({reason})", self.name),
             };
         }
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         lock(&self.pending).insert(id, tx);
         let guard = PendingGuard {
