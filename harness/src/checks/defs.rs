@@ -611,7 +611,7 @@ pub const CHECKS: &[CheckDef] = &[
     },
     CheckDef {
         name: "listing-relayed",
-        asserts: "the target's `method` listing (resources/list, resources/templates/list or prompts/list) holds every item the upstream lists there, under its name (or the route's name for it), with every member the upstream declared and none added; a URI or URI template may be the gateway's; not applicable where the target serves no such method",
+        asserts: "the target's `method` listing (resources/list, resources/templates/list or prompts/list) holds every item the upstream lists there, under its name (or the route's name for it), with every member the upstream declared and none added (`_meta` keys of the gateway's own aside); a URI or URI template may be the gateway's; not applicable where the target serves no such method",
         params: &[(
             "method",
             ParamKind::Word(&["resources/list", "resources/templates/list", "prompts/list"]),

@@ -400,8 +400,12 @@ pub(super) fn listing_relayed(
                 changes.push(format!("`{key}` changed"));
             }
         }
+        // A `_meta` the upstream did not declare is the gateway's own, as above.
         for key in have.keys() {
-            if !want.contains_key(key) && !LOCATION_MEMBERS.contains(&key.as_str()) {
+            if !want.contains_key(key)
+                && key != "_meta"
+                && !LOCATION_MEMBERS.contains(&key.as_str())
+            {
                 changes.push(format!("`{key}` added"));
             }
         }

@@ -1411,6 +1411,17 @@ fn listing_relayed_compares_each_item_with_the_upstreams() {
     let mut routed = with(prefixed);
     routed.route.tool = Some("up.{tool}".into());
     passes(&routed, "listing-relayed", params.clone());
+    // A `_meta` of the gateway's own on an item that declared none is not a change.
+    let mut bare = declared.clone();
+    bare[0].as_object_mut().unwrap().remove("_meta");
+    let mut tagged = bare.clone();
+    tagged[0]["_meta"] = json!({"gateway": {"tags": []}});
+    let mut own_meta = with(tagged);
+    own_meta.listings = Some(crate::observe::UpstreamListings {
+        items: [("prompts/list".to_string(), bare)].into_iter().collect(),
+        ..Default::default()
+    });
+    passes(&own_meta, "listing-relayed", params.clone());
     // Members dropped or added are named.
     let mut typed = declared.clone();
     typed[0].as_object_mut().unwrap().remove("icons");
