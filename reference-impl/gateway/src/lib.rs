@@ -4,7 +4,9 @@
 //!
 //! Routes: flat (`<upstream>.<tool>`, the upstream's result whole), batch (`relay_batch`,
 //! one budgeted entry per call with the normalizer's envelope), continuation (`relay_fetch`,
-//! `relay_delete`), `resources/read` of rewritten links, and task follow-ups.
+//! `relay_delete`), `resources/read` of rewritten links and of the upstream's own URIs, task
+//! follow-ups, the listings and `prompts/get`, and what it relays without reading:
+//! completion, log level and resource subscriptions, to the upstream that offers them.
 
 pub mod audit;
 pub mod batch;
@@ -12,6 +14,7 @@ pub mod cli;
 pub mod config;
 pub mod continuation;
 pub mod error;
+pub mod forward;
 pub mod gateway;
 pub mod links;
 pub mod listings;

@@ -87,31 +87,8 @@ pub async fn get(gw: &Gateway, caller: &Caller, params: &Value) -> Answer {
         if let Some(meta) = &caller.meta {
             forwarded["_meta"] = meta.clone();
         }
-        return match up.request("prompts/get", forwarded, gw.timeout()).await {
-            Ending::Response { mut message, .. } => {
-                if let Some(error) = message.get_mut("error").map(Value::take) {
-                    return Answer::Error(error);
-                }
-                match message.get_mut("result").map(Value::take) {
-                    Some(result) => Answer::Relayed(result),
-                    None => rpc_error(
-                        -32603,
-                        format!("upstream {} answered without a result", up.name),
-                    ),
-                }
-            }
-            Ending::Oversized { limit } => rpc_error(
-                -32603,
-                format!("the upstream response exceeded the limit of {limit} bytes"),
-            ),
-            Ending::Transport { detail, .. } => {
-                rpc_error(-32603, format!("upstream {} failed: {detail}", up.name))
-            }
-            Ending::Timeout { elapsed_ms } => rpc_error(
-                -32603,
-                format!("upstream {} did not answer within {elapsed_ms} ms", up.name),
-            ),
-        };
+        let ending = up.request("prompts/get", forwarded, gw.timeout()).await;
+        return crate::forward::answer(up, ending);
     }
     rpc_error(-32602, format!("Unknown prompt: {name}"))
 }

@@ -3,11 +3,11 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::forward;
 use crate::gateway::{Answer, Caller, Gateway, rpc_error};
-use crate::links::{parse_relay_uri, relay_uri};
+use crate::links::relay_uri;
 use crate::mutant::Mutant;
 use crate::secrets;
-use crate::upstream::Ending;
 
 fn forward_params(params: &Value, caller: &Caller) -> Map<String, Value> {
     let mut out = match params {
@@ -35,57 +35,42 @@ pub async fn list(gw: &Gateway, caller: &Caller) -> Answer {
     Answer::Own(json!({"resources": all}))
 }
 
+/// `resources/read`, sent to the resource's upstream (see [`forward::resource_owner`]). A read
+/// of a relay-form URI is answered in that form, so the links in the answer resolve here too;
+/// a read of the upstream's own URI is answered as the upstream wrote it.
 pub async fn read(gw: &Gateway, caller: &Caller, params: &Value) -> Answer {
     let Some(uri) = params.get("uri").and_then(Value::as_str) else {
         return rpc_error(-32602, "Invalid params: missing string `uri`");
     };
     let not_found = || rpc_error(-32602, format!("Resource not found: {uri}"));
-    let Some((server, original)) = parse_relay_uri(uri) else {
-        return not_found();
-    };
-    let Some(up) = gw.upstream(&server) else {
-        return not_found();
-    };
     if gw.mutation.is(Mutant::LinksUnresolvable) {
         return not_found();
     }
+    let Some((up, original)) = forward::resource_owner(gw, caller, uri).await else {
+        return not_found();
+    };
+    let relay_form = original != uri;
     let mut p = forward_params(params, caller);
     p.insert("uri".into(), json!(original));
-    match up
+    let ending = up
         .request("resources/read", Value::Object(p), gw.timeout())
-        .await
-    {
-        Ending::Response { mut message, .. } => {
-            if let Some(mut error) = message.get_mut("error").map(Value::take) {
-                secrets::redact(&mut error, gw.mutation);
-                return Answer::Error(error);
-            }
-            let Some(mut result) = message.get_mut("result").map(Value::take) else {
-                return rpc_error(
-                    -32603,
-                    format!("upstream {server} answered without a result"),
-                );
-            };
-            if let Some(Value::Array(contents)) = result.get_mut("contents") {
+        .await;
+    match forward::answer(&up, ending) {
+        Answer::Relayed(mut result) => {
+            if relay_form && let Some(Value::Array(contents)) = result.get_mut("contents") {
                 for c in contents {
                     if let Some(Value::String(u)) = c.get_mut("uri") {
-                        *u = relay_uri(&server, u);
+                        *u = relay_uri(&up.name, u);
                     }
                 }
             }
             secrets::redact(&mut result, gw.mutation);
             Answer::Relayed(result)
         }
-        Ending::Oversized { limit } => rpc_error(
-            -32603,
-            format!("the upstream response exceeded the limit of {limit} bytes"),
-        ),
-        Ending::Transport { detail, .. } => {
-            rpc_error(-32603, format!("upstream {server} failed: {detail}"))
+        Answer::Error(mut error) => {
+            secrets::redact(&mut error, gw.mutation);
+            Answer::Error(error)
         }
-        Ending::Timeout { elapsed_ms } => rpc_error(
-            -32603,
-            format!("upstream {server} did not answer within {elapsed_ms} ms"),
-        ),
+        own @ Answer::Own(_) => own,
     }
 }

@@ -141,11 +141,79 @@ fn links_are_rewritten_kept_and_resolvable() {
         );
         assert!(read.pointer("/result/contents/0/text").is_some(), "{read}");
     }
-    let foreign = gw.request(
+    // The upstream's own URI reads from the only upstream that serves resources, and is
+    // answered as the upstream wrote it; a relay URI of no upstream is not found.
+    let own = gw.request(
         "resources/read",
         json!({"uri": "canary://links/report.txt"}),
     );
-    assert_eq!(foreign["error"]["code"], -32602);
+    assert_eq!(
+        own.pointer("/result/contents/0/uri"),
+        Some(&json!("canary://links/report.txt")),
+        "{own}"
+    );
+    let nobody = gw.request(
+        "resources/read",
+        json!({"uri": "relay://nobody/canary%3A%2F%2Flinks%2Freport.txt"}),
+    );
+    assert_eq!(nobody["error"]["code"], -32602, "{nobody}");
+}
+
+#[test]
+fn completion_logging_and_subscriptions_reach_the_upstream_that_offers_them() {
+    let mut gw = Gateway::start(Options {
+        official_fixtures: true,
+        ..Options::default()
+    });
+    let init = gw.initialize("2025-11-25");
+    let caps = &init["result"]["capabilities"];
+    assert!(
+        caps["completions"].is_object() && caps["logging"].is_object(),
+        "{init}"
+    );
+    assert_eq!(caps["resources"]["subscribe"], true, "{init}");
+    let done = gw.request(
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"},
+               "argument": {"name": "arg1", "value": "par"}}),
+    );
+    assert_eq!(
+        done.pointer("/result/completion/values"),
+        Some(&json!(["paris", "park", "party"])),
+        "{done}"
+    );
+    let unowned = gw.request(
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": "nobody's"}, "argument": {"name": "a", "value": ""}}),
+    );
+    assert_eq!(unowned["error"]["code"], -32602, "{unowned}");
+    let level = gw.request("logging/setLevel", json!({"level": "debug"}));
+    assert_eq!(level["result"], json!({}), "{level}");
+    for method in ["resources/subscribe", "resources/unsubscribe"] {
+        let answer = gw.request(method, json!({"uri": "test://watched-resource"}));
+        assert!(answer["result"].is_object(), "{method}: {answer}");
+    }
+    let log = std::fs::read_to_string(gw.dir.join("canary.jsonl")).unwrap_or_default();
+    for method in [
+        "completion/complete",
+        "logging/setLevel",
+        "resources/subscribe",
+    ] {
+        assert!(log.contains(method), "the upstream never got {method}");
+    }
+}
+
+#[test]
+fn what_no_upstream_offers_is_neither_declared_nor_answered() {
+    let mut gw = Gateway::start(Options::default());
+    let init = gw.initialize("2025-11-25");
+    let caps = &init["result"]["capabilities"];
+    assert!(
+        caps.get("completions").is_none() && caps.get("logging").is_none(),
+        "{init}"
+    );
+    let level = gw.request("logging/setLevel", json!({"level": "debug"}));
+    assert_eq!(level["error"]["code"], -32601, "{level}");
 }
 
 #[test]

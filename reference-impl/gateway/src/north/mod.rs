@@ -19,7 +19,7 @@ use crate::audit::{RequestLog, now_rfc3339};
 use crate::gateway::{Answer, Caller, Cancel, Gateway, META_VERSION, rpc_error};
 use crate::mutant::Mutant;
 use crate::progress::Sink;
-use crate::{batch, continuation, relay, resources, tasks_relay};
+use crate::{batch, continuation, forward, relay, resources, tasks_relay};
 use relaycheck_reference::member::Members;
 
 /// Versions an `initialize` can settle on.
@@ -307,6 +307,7 @@ async fn dispatch(
             if gw.upstreams.iter().any(|up| up.declares("prompts")) {
                 capabilities["prompts"] = json!({});
             }
+            forward::declare(gw, &mut capabilities);
             if gw.mutation.is(Mutant::CapabilityInvented) {
                 capabilities["completions"] = json!({});
             }
@@ -326,6 +327,7 @@ async fn dispatch(
             if gw.upstreams.iter().any(|up| up.declares("prompts")) {
                 capabilities["prompts"] = json!({});
             }
+            forward::declare(gw, &mut capabilities);
             Answer::Own(json!({
                 "supportedVersions": ["2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"],
                 "capabilities": capabilities,
@@ -360,6 +362,11 @@ async fn dispatch(
         }
         "prompts/get" => crate::listings::get(gw, caller, params).await,
         "resources/read" => resources::read(gw, caller, params).await,
+        "resources/subscribe" | "resources/unsubscribe" => {
+            forward::subscription(gw, caller, method, params).await
+        }
+        "completion/complete" => forward::complete(gw, caller, params).await,
+        "logging/setLevel" => forward::set_level(gw, caller, params).await,
         "tasks/get" | "tasks/result" | "tasks/cancel" => {
             tasks_relay::follow_up(gw, caller, method, params).await
         }

@@ -87,6 +87,9 @@ pub struct Options {
     pub mutant: Option<&'static str>,
     pub max_response_bytes: usize,
     pub batch_budget_bytes: usize,
+    /// The canary serves the official suite's fixtures too (completion, logging,
+    /// subscriptions).
+    pub official_fixtures: bool,
 }
 
 impl Default for Options {
@@ -96,6 +99,7 @@ impl Default for Options {
             mutant: None,
             max_response_bytes: 100_000,
             batch_budget_bytes: 20_000,
+            official_fixtures: false,
         }
     }
 }
@@ -145,14 +149,17 @@ impl Gateway {
         std::fs::create_dir_all(&dir).expect("temp dir");
         let script = dir.join("script.json");
         std::fs::write(&script, script_text()).expect("script");
-        let canary = vec![
+        let mut canary = vec![
             canary_bin().display().to_string(),
             "--script".into(),
             script.display().to_string(),
             "--log".into(),
             dir.join("canary.jsonl").display().to_string(),
-            "stdio".into(),
         ];
+        if opts.official_fixtures {
+            canary.extend(["--fixtures".into(), "official".into()]);
+        }
+        canary.push("stdio".into());
         let config = format!(
             r#"[serve]
 transport = "{transport}"
