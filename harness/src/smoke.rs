@@ -225,13 +225,20 @@ pub async fn smoke(smoke: &Smoke<'_>) -> Vec<Step> {
                 };
                 if !names.contains(&tool) {
                     listing_ok = false;
+                    let mut message = format!(
+                        "the route calls `{tool}`, which the target does not list; it lists: {}",
+                        shorten(names)
+                    );
+                    if let Some(template) = naming_template(names, ECHO) {
+                        let _ = write!(
+                            message,
+                            "; its names read as `{template}`: try routes.{route}.tool = \"{template}\""
+                        );
+                    }
                     steps.push(blame(
                         &format!("tools-listed ({route})"),
                         &format!("routes.{route}.tool"),
-                        format!(
-                            "the route calls `{tool}`, which the target does not list; it lists: {}",
-                            shorten(names)
-                        ),
+                        message,
                         clock,
                     ));
                 }
@@ -564,6 +571,31 @@ async fn list_tools(target: &Target, timeout: Duration) -> Result<BTreeSet<Strin
         }
     }
     Ok(names)
+}
+
+/// How the target names upstream tools, read from its listing: the name that holds `tool`
+/// with `{tool}` in its place (`canary__{tool}`, `canary-{tool}`), where at least one other
+/// listed name has the same prefix and suffix, so that one odd name is not taken for a rule.
+/// The template most names follow wins; `None` when no name holds `tool`.
+fn naming_template(names: &BTreeSet<String>, tool: &str) -> Option<String> {
+    let mut best: Option<(usize, String)> = None;
+    for name in names {
+        let Some(at) = name.rfind(tool) else { continue };
+        let (prefix, suffix) = (&name[..at], &name[at + tool.len()..]);
+        let followers = names
+            .iter()
+            .filter(|n| {
+                n.len() > prefix.len() + suffix.len()
+                    && n.starts_with(prefix)
+                    && n.ends_with(suffix)
+            })
+            .count();
+        if followers < 2 || best.as_ref().is_some_and(|(most, _)| *most >= followers) {
+            continue;
+        }
+        best = Some((followers, format!("{prefix}{{tool}}{suffix}")));
+    }
+    best.map(|(_, template)| template)
 }
 
 /// The north tool a route calls for the upstream tool `echo`.
@@ -997,6 +1029,22 @@ mod tests {
         for (message, field) in cases {
             assert_eq!(start_field(&p, message), field, "{message}");
         }
+    }
+
+    #[test]
+    fn the_naming_rule_is_read_from_the_listing() {
+        let names =
+            |list: &[&str]| -> BTreeSet<String> { list.iter().map(|n| n.to_string()).collect() };
+        let listed = names(&["canary__echo", "canary__is_error", "gateway_status"]);
+        assert_eq!(
+            naming_template(&listed, "echo").as_deref(),
+            Some("canary__{tool}")
+        );
+        let listed = names(&["echo", "is_error"]);
+        assert_eq!(naming_template(&listed, "echo").as_deref(), Some("{tool}"));
+        // One name alone is no rule; a listing without the tool gives none.
+        assert_eq!(naming_template(&names(&["x-echo", "status"]), "echo"), None);
+        assert_eq!(naming_template(&names(&["a", "b"]), "echo"), None);
     }
 
     #[test]
