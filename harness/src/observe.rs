@@ -101,6 +101,31 @@ impl UpstreamListings {
             .collect()
     }
 
+    /// The upstream's latest whole listing, in its order: the pages from the one after the
+    /// previous last page up to the last page that had no `nextCursor`. Listings made in
+    /// different revisions list different tools, so their union has no order of its own; the
+    /// union (of [`Self::tools`]) when no listing was ever finished.
+    pub fn latest(&self) -> Vec<&str> {
+        let ends: Vec<usize> = self
+            .pages
+            .iter()
+            .enumerate()
+            .filter(|(_, page)| page.next_cursor.is_none())
+            .map(|(at, _)| at)
+            .collect();
+        let Some(&last) = ends.last() else {
+            return self.tools();
+        };
+        let first = match ends.len() {
+            1 => 0,
+            n => ends[n - 2] + 1,
+        };
+        self.pages[first..=last]
+            .iter()
+            .flat_map(|page| page.tools.iter().map(String::as_str))
+            .collect()
+    }
+
     /// The cursors the upstream handed out that the target never asked with.
     pub fn unfollowed(&self) -> Vec<&Value> {
         let mut out: Vec<&Value> = Vec::new();

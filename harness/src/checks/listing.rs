@@ -100,8 +100,12 @@ fn upstream_of<'a>(
 
 /// The upstream's tools under the names the route gives them, in the upstream's order.
 fn north_names(evidence: &Evidence<'_>, upstream: &UpstreamListings) -> Vec<String> {
-    let mut names: Vec<String> = upstream
-        .tools()
+    routed(evidence, upstream.tools())
+}
+
+/// `tools` under the names the route gives them, the case's own tool among them.
+fn routed(evidence: &Evidence<'_>, tools: Vec<&str>) -> Vec<String> {
+    let mut names: Vec<String> = tools
         .into_iter()
         .map(|tool| crate::routes::north_name(evidence.route, tool))
         .collect();
@@ -243,7 +247,8 @@ pub(super) fn listing_order_kept(
         Ok(mut all) => all.swap_remove(0),
         Err(verdict) => return *verdict,
     };
-    let expected: Vec<String> = north_names(evidence, upstream)
+    // Held to the upstream's latest listing: one made in another revision lists other tools.
+    let expected: Vec<String> = routed(evidence, upstream.latest())
         .into_iter()
         .filter(|n| listed.contains(n))
         .collect();

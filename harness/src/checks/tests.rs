@@ -1329,6 +1329,22 @@ fn listing_order_kept_and_own_tools_compare_with_the_upstream() {
     );
     let sorted = listed(&[&["tool", "a", "b"]], pages, &["p2"]);
     fails(&sorted, "listing-order-kept", json!({}));
+    // Held to the latest listing: an earlier one (of another revision) lacked `c`, which the
+    // latest lists between `a` and `b`.
+    let revisions: &[(&[&str], Option<&str>)] = &[
+        (&["a", "b", "tool"], None),
+        (&["a", "c", "b", "tool"], None),
+    ];
+    passes(
+        &listed(&[&["a", "c", "b", "tool"]], revisions, &[]),
+        "listing-order-kept",
+        json!({}),
+    );
+    fails(
+        &listed(&[&["a", "b", "c", "tool"]], revisions, &[]),
+        "listing-order-kept",
+        json!({}),
+    );
     let plain = sorted.check("listing-own-tools", json!({}));
     assert_eq!(plain.message, "every listed tool is an upstream tool");
     // A meta tool lists no upstream tool by name.
