@@ -1,7 +1,8 @@
 //! The published runs under `reports/` read as a vendor would read them: no failure in any of
 //! them is only a difference of form (a default written out, a number written another way,
 //! members in another order), no 2025-06-18 result carries a task handle, and every task case
-//! in 2025-11-25 asked for its task with `params.task`.
+//! in 2025-11-25 asked for its task with `params.task`; every baseline entry is a failure its
+//! run shows.
 
 use std::path::{Path, PathBuf};
 
@@ -117,4 +118,39 @@ fn published_task_results_were_asked_for_as_their_shape_says() {
         }
     }
     assert!(asked > 0, "some published task case ran in 2025-11-25");
+}
+
+#[test]
+fn every_baseline_entry_of_a_published_run_is_a_failure_it_shows() {
+    // A run holds a listed case that passes to be stale; one that no longer applies is not,
+    // since a filtered run skips cases too. The published runs are whole, so here an entry
+    // whose case did not fail as expected explains nothing a reader can find.
+    let mut read = 0;
+    for path in published() {
+        let Some(dir) = path.parent() else { continue };
+        let listed = dir.join("expected-failures.yaml");
+        if !listed.exists() || dir.components().any(|c| c.as_os_str() == "official") {
+            continue;
+        }
+        let baseline = relaycheck::baseline::Baseline::load(&listed)
+            .unwrap_or_else(|e| panic!("{}: {e}", listed.display()));
+        let back = jsonl::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        for entry in &baseline.entries {
+            read += 1;
+            let shown = back.results.iter().any(|r| {
+                r.case == entry.case
+                    && entry.shape.as_deref().is_none_or(|s| s == r.shape.as_str())
+                    && r.outcome == Outcome::ExpectedFail
+            });
+            assert!(
+                shown,
+                "{}:{}: `{}` is listed, but no result of {} failed as expected",
+                listed.display(),
+                entry.line.unwrap_or(0),
+                entry.text(),
+                path.display()
+            );
+        }
+    }
+    assert!(read > 0, "some published run has a baseline");
 }

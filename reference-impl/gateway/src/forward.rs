@@ -117,6 +117,11 @@ pub async fn subscription(gw: &Gateway, caller: &Caller, method: &str, params: &
 
 /// `completion/complete`, sent to the upstream of the prompt or resource its `ref` names.
 pub async fn complete(gw: &Gateway, caller: &Caller, params: &Value) -> Answer {
+    // With no upstream that completes, the gateway serves no completion at all: the method is
+    // unknown here, whatever the reference names.
+    if !gw.upstreams.iter().any(|up| up.declares("completions")) {
+        return rpc_error(-32601, "Method not found: completion/complete");
+    }
     let reference = params.get("ref");
     let kind = reference
         .and_then(|r| r.get("type"))

@@ -214,6 +214,11 @@ fn what_no_upstream_offers_is_neither_declared_nor_answered() {
     );
     let level = gw.request("logging/setLevel", json!({"level": "debug"}));
     assert_eq!(level["error"]["code"], -32601, "{level}");
+    let done = gw.request(
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": "canary_brief"}, "argument": {"name": "topic", "value": ""}}),
+    );
+    assert_eq!(done["error"]["code"], -32601, "{done}");
 }
 
 #[test]
