@@ -24,8 +24,15 @@ fn fixtures_are_served_only_when_asked_for() {
     assert!(!names.iter().any(|n| n == "test_simple_text"), "{names:?}");
     let call = request(&plain, 2, "tools/call", json!({"name": "test_simple_text"}));
     assert_eq!(call["error"]["message"], "Unknown tool: test_simple_text");
+    // The canary lists prompts of its own; the suite's are not among them.
     let prompts = request(&plain, 3, "prompts/list", json!({}));
-    assert_eq!(prompts["error"]["code"], -32601);
+    let listed = prompts["result"]["prompts"]
+        .as_array()
+        .expect("a prompt listing");
+    assert!(
+        !listed.iter().any(|p| p["name"] == "test_simple_prompt"),
+        "{prompts}"
+    );
 
     // The set's other name selects it too.
     let mut aliased = HttpCanary::start(&["--fixtures", "official-fixtures"], &[]);
