@@ -102,6 +102,19 @@ fn run_at(
     out: &Path,
     env: &[(&str, &str)],
 ) -> Ran {
+    run_within(dir, profile, case, jobs, "1500", out, env)
+}
+
+/// [`run_at`] with each case given `timeout_ms`.
+fn run_within(
+    dir: &Path,
+    profile: &Path,
+    case: &str,
+    jobs: &str,
+    timeout_ms: &str,
+    out: &Path,
+    env: &[(&str, &str)],
+) -> Ran {
     relaycheck(
         dir,
         &[
@@ -115,7 +128,7 @@ fn run_at(
             "--jobs",
             jobs,
             "--timeout-ms",
-            "1500",
+            timeout_ms,
             "--out",
             out.to_str().unwrap(),
         ],
@@ -1119,7 +1132,17 @@ fn a_notification_flood_for_a_call_keeps_a_bounded_number_and_says_so() {
     let dir = scratch("flood-progress");
     let profile = zoo_profile(&dir, "flood-progress", &["flood-progress"]);
     let out = dir.join("out");
-    let ran = run_one(&dir, &profile, "is-error/flag-reaches-client", &out, &[]);
+    // Reading a hundred thousand notifications takes longer than a case's usual budget on a
+    // loaded machine; the bound under test is on what is kept, not on time.
+    let ran = run_within(
+        &dir,
+        &profile,
+        "is-error/flag-reaches-client",
+        "1",
+        "30000",
+        &out,
+        &[],
+    );
     assert!(ran.code.is_some_and(|c| c <= 1), "{}", ran.stderr);
     let results = results_of(&out);
     let message = results[0]["message"].as_str().unwrap();
