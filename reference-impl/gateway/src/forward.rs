@@ -139,16 +139,8 @@ pub async fn complete(gw: &Gateway, caller: &Caller, params: &Value) -> Answer {
                     "Invalid params: `ref/prompt` without a string `name`",
                 );
             };
-            let mut found = None;
-            for up in gw.upstreams.iter().filter(completing) {
-                let listed =
-                    crate::listings::items_of(gw, up, caller, "prompts/list", "prompts").await;
-                if listed.iter().any(|p| p.get("name") == Some(&json!(name))) {
-                    found = Some(up.clone());
-                    break;
-                }
-            }
-            found
+            let completers = gw.upstreams.iter().filter(completing);
+            crate::listings::prompt_owner(gw, caller, name, completers).await
         }
         Some("ref/resource") => {
             let Some(uri) = reference.and_then(|r| r.get("uri")).and_then(Value::as_str) else {

@@ -3,6 +3,8 @@
 //! the caller as it was declared. A prompt keeps its upstream's name; `prompts/get` goes to the
 //! upstream that lists it.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value, json};
 
 use crate::gateway::{Answer, Caller, Gateway, rpc_error};
@@ -78,17 +80,27 @@ pub async fn get(gw: &Gateway, caller: &Caller, params: &Value) -> Answer {
     let Some(name) = params.get("name").and_then(Value::as_str) else {
         return rpc_error(-32602, "Invalid params: missing string `name`");
     };
-    for up in gw.upstreams.iter().filter(|up| up.declares("prompts")) {
+    let serving = gw.upstreams.iter().filter(|up| up.declares("prompts"));
+    let Some(up) = prompt_owner(gw, caller, name, serving).await else {
+        return rpc_error(-32602, format!("Unknown prompt: {name}"));
+    };
+    let forwarded = crate::forward::with_caller_meta(params, caller);
+    let ending = up.request("prompts/get", forwarded, gw.timeout()).await;
+    crate::forward::answer(&up, ending)
+}
+
+/// The first of `upstreams` that lists the prompt `name`.
+pub async fn prompt_owner<'a>(
+    gw: &Gateway,
+    caller: &Caller,
+    name: &str,
+    upstreams: impl Iterator<Item = &'a Arc<Upstream>>,
+) -> Option<Arc<Upstream>> {
+    for up in upstreams {
         let listed = items_of(gw, up, caller, "prompts/list", "prompts").await;
-        if !listed.iter().any(|p| p.get("name") == Some(&json!(name))) {
-            continue;
+        if listed.iter().any(|p| p.get("name") == Some(&json!(name))) {
+            return Some(up.clone());
         }
-        let mut forwarded = params.clone();
-        if let Some(meta) = &caller.meta {
-            forwarded["_meta"] = meta.clone();
-        }
-        let ending = up.request("prompts/get", forwarded, gw.timeout()).await;
-        return crate::forward::answer(up, ending);
     }
-    rpc_error(-32602, format!("Unknown prompt: {name}"))
+    None
 }

@@ -1,24 +1,14 @@
 //! `resources/*` through the gateway: a rewritten link resolves by asking its upstream with
-//! the original URI, and the answer's URIs are mapped back to the relay form.
+//! the original URI, and the answer's URIs are mapped back to the relay form; an upstream's
+//! own URI is read from that upstream as it is.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::forward;
 use crate::gateway::{Answer, Caller, Gateway, rpc_error};
 use crate::links::relay_uri;
 use crate::mutant::Mutant;
 use crate::secrets;
-
-fn forward_params(params: &Value, caller: &Caller) -> Map<String, Value> {
-    let mut out = match params {
-        Value::Object(m) => m.clone(),
-        _ => Map::new(),
-    };
-    if let Some(meta) = &caller.meta {
-        out.insert("_meta".into(), meta.clone());
-    }
-    out
-}
 
 /// Every upstream's resources, each URI in the relay form that `resources/read` resolves.
 pub async fn list(gw: &Gateway, caller: &Caller) -> Answer {
@@ -50,11 +40,9 @@ pub async fn read(gw: &Gateway, caller: &Caller, params: &Value) -> Answer {
         return not_found();
     };
     let relay_form = original != uri;
-    let mut p = forward_params(params, caller);
-    p.insert("uri".into(), json!(original));
-    let ending = up
-        .request("resources/read", Value::Object(p), gw.timeout())
-        .await;
+    let mut forwarded = forward::with_caller_meta(params, caller);
+    forwarded["uri"] = json!(original);
+    let ending = up.request("resources/read", forwarded, gw.timeout()).await;
     match forward::answer(&up, ending) {
         Answer::Relayed(mut result) => {
             if relay_form && let Some(Value::Array(contents)) = result.get_mut("contents") {
