@@ -1,5 +1,11 @@
 //! `relaycheck-canary`: the canary on its own. Everything lives in the library.
 
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "the command line is where the user is spoken to"
+)]
+
 use std::process::ExitCode;
 
 use clap::Parser;

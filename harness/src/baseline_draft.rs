@@ -9,7 +9,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::Path;
-use std::process::ExitCode;
 
 use relaycheck_model::{Outcome, Shape};
 
@@ -174,32 +173,6 @@ pub fn render_by_cause(back: &jsonl::ReadBack, source: &Path) -> String {
         }
     }
     out
-}
-
-/// The command: read the results, print the draft or write it (never over an existing file).
-pub fn command(results: &Path, out: Option<&Path>, by_cause: bool) -> anyhow::Result<ExitCode> {
-    let back = jsonl::read(results)
-        .map_err(|err| anyhow::anyhow!("{}: cannot read: {err}", results.display()))?;
-    if back.results.is_empty() {
-        anyhow::bail!("{}: no results in it", results.display());
-    }
-    let text = if by_cause {
-        render_by_cause(&back, results)
-    } else {
-        render(&back, results)
-    };
-    match out {
-        None => print!("{text}"),
-        Some(path) => {
-            crate::init_target::write(path, &text)?;
-            let count = text
-                .lines()
-                .filter(|l| l.starts_with("  - ") || l.starts_with("      - "))
-                .count();
-            eprintln!("wrote {} ({count} entries)", path.display());
-        }
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

@@ -6,7 +6,6 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use crate::profile::Transport;
 
@@ -79,20 +78,6 @@ pub fn write(out: &Path, text: &str) -> Result<(), InitError> {
             path: out.to_path_buf(),
             source,
         })
-}
-
-/// The command: render, write (to `NAME.toml` by default), and say what to do next.
-pub fn command(name: &str, transport: Transport, out: Option<&Path>) -> anyhow::Result<ExitCode> {
-    let text = render(name, transport)?;
-    let out = out
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from(format!("{name}.toml")));
-    write(&out, &text)?;
-    println!("wrote {}", out.display());
-    println!("next: edit `start.command` and the routes, then run");
-    println!("  relaycheck smoke --target {}", out.display());
-    println!("until it passes; harness/targets/README.md explains every section.");
-    Ok(ExitCode::SUCCESS)
 }
 
 const HTTP_NORTH: &str = r#"

@@ -2,6 +2,12 @@
 //! the work to the library; exit codes: 0 nothing unexpected failed, 1 something did, 2 a
 //! harness or spec error.
 
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "the command line is where the user is spoken to"
+)]
+
 mod cli;
 
 use std::process::ExitCode;

@@ -547,11 +547,11 @@ pub(crate) async fn run_batch(
     }
 }
 
-/// A target's death said on the console as it happens, before the reports: what the target
-/// printed is masked and shown with its controls as escapes, as every report does.
+/// A target's death told to the run's notices as it happens, before the reports, with the
+/// profile's secrets masked (a printer shows its controls as escapes, as every report does).
 fn say(plan: &RunPlan<'_>, line: &str) {
     let masked = crate::report::mask_text(line, &plan.profile.secrets());
-    eprintln!("relaycheck: {}", crate::report::terminal_line(&masked));
+    (plan.notices)(&masked);
 }
 
 impl TargetEvent {

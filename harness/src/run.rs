@@ -45,7 +45,16 @@ pub struct RunPlan<'a> {
     pub case_timeout: Duration,
     /// Run against the target started with this deliberate defect.
     pub mutant: Option<String>,
+    /// Hears what a person watching should learn as it happens (a target died and was started
+    /// again), one line each; the reports say it again at the end.
+    pub notices: Notices<'a>,
 }
+
+/// Where a run's notices go: the command line prints them; [`quiet`] drops them.
+pub type Notices<'a> = &'a (dyn Fn(&str) + Sync);
+
+/// Drops every notice, for a caller that reads only the results and the reports.
+pub fn quiet(_: &str) {}
 
 impl RunPlan<'_> {
     fn selected(&self) -> Vec<&LoadedCase> {
@@ -391,7 +400,7 @@ where
                     Outcome::Error,
                     format!("the runner's task for this case failed: {err}"),
                 )),
-                None => eprintln!("relaycheck: a case task failed: {err}"),
+                None => (plan.notices)(&format!("a case task failed: {err}")),
             },
         }
     };
@@ -1395,6 +1404,7 @@ mod tests {
             workdir: workdir.clone(),
             case_timeout: Duration::from_secs(5),
             mutant: None,
+            notices: &super::quiet,
         };
         let target = Arc::new(Target::without_process(workdir).await);
         let items: Vec<(&LoadedCase, String)> = plan_items

@@ -4,9 +4,6 @@
 //! [`PROFILE_SCHEMA_PATH`]; a test fails when it is stale and names the command that
 //! regenerates it.
 
-use std::path::Path;
-use std::process::ExitCode;
-
 use crate::profile::Profile;
 
 /// Where the published profile schema lives, relative to the repository root.
@@ -35,24 +32,10 @@ pub fn profile_schema() -> String {
     text
 }
 
-/// The command: print the schema, or write it to `out`.
-pub fn command(which: Which, out: Option<&Path>) -> anyhow::Result<ExitCode> {
-    let text = match which {
-        Which::Profile => profile_schema(),
-    };
-    match out {
-        Some(path) => {
-            std::fs::write(path, &text)
-                .map_err(|err| anyhow::anyhow!("cannot write {}: {err}", path.display()))?;
-            eprintln!("wrote {}", path.display());
-        }
-        None => print!("{text}"),
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     fn repo() -> &'static Path {

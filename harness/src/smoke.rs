@@ -11,7 +11,6 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use relaycheck_model::observation::Direction;
@@ -906,76 +905,6 @@ pub fn exit_code(steps: &[Step]) -> u8 {
     } else {
         0
     }
-}
-
-/// The command: load the profile (its errors name the field), smoke it, print the account.
-pub fn command(
-    target: &str,
-    shape: Option<Shape>,
-    timeout_ms: u64,
-    mutant: Option<String>,
-    shapes: &[crate::shapes::ShapeSpec],
-) -> anyhow::Result<ExitCode> {
-    let profile = match Profile::load(target) {
-        Ok(profile) => profile,
-        Err(err) => {
-            eprintln!("relaycheck: {err}");
-            println!(
-                "the profile is wrong: look at {}",
-                err.field().unwrap_or("the file")
-            );
-            return Ok(ExitCode::from(2));
-        }
-    };
-    let shape = shape.unwrap_or_else(|| {
-        let claimed = profile.shapes();
-        if claimed.contains(&Shape::V2025_11_25) {
-            Shape::V2025_11_25
-        } else {
-            claimed[0]
-        }
-    });
-    let canary_cmd = match std::env::var("RELAYCHECK_CANARY") {
-        Ok(path) => vec![path],
-        Err(_) => vec![
-            std::env::current_exe()?.display().to_string(),
-            "canary".to_string(),
-        ],
-    };
-    let workdir = std::env::temp_dir().join(format!(
-        "relaycheck-smoke-{}-{}",
-        profile.name,
-        std::process::id()
-    ));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    let steps = runtime.block_on(smoke(&Smoke {
-        profile: &profile,
-        shape,
-        canary_cmd,
-        relaycheck: std::env::current_exe()?,
-        workdir: workdir.clone(),
-        call_timeout: Duration::from_millis(timeout_ms),
-        mutant,
-        rules: shapes
-            .iter()
-            .find(|spec| spec.id == shape)
-            .map(crate::shapes::ShapeSpec::equivalence)
-            .unwrap_or_default(),
-    }));
-    runtime.shutdown_timeout(Duration::from_secs(2));
-    print!("{}", render(&profile, &steps));
-    if exit_code(&steps) == 0 {
-        let _ = std::fs::remove_dir_all(&workdir);
-    } else {
-        println!(
-            "work files (target stderr, canary log): {}",
-            workdir.display()
-        );
-    }
-    Ok(ExitCode::from(exit_code(&steps)))
 }
 
 #[cfg(test)]

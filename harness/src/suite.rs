@@ -78,6 +78,9 @@ pub struct Pool {
     workdir: PathBuf,
     script: PathBuf,
     targets: Mutex<HashMap<PoolKey, Slot>>,
+    /// What the pool and its runs had to say (a shared target died and was started again),
+    /// for the test entry to print once the trials are done.
+    notes: Mutex<Vec<String>>,
 }
 
 type PoolKey = (String, Shape, Option<String>);
@@ -113,7 +116,20 @@ impl Pool {
             workdir,
             script,
             targets: Mutex::new(HashMap::new()),
+            notes: Mutex::new(Vec::new()),
         })
+    }
+
+    /// What happened to the pool's targets that no single trial's verdict shows.
+    pub fn notes(&self) -> Vec<String> {
+        self.notes.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn note(&self, line: &str) {
+        self.notes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(line.to_string());
     }
 
     pub fn catalogue(&self) -> &Catalogue {
@@ -221,10 +237,10 @@ impl Pool {
             }
             slot.restarts += 1;
             slot.cell = Arc::new(OnceCell::new());
-            eprintln!(
-                "relaycheck: the shared target `{}` [{}] died; restarting it once",
+            self.note(&format!(
+                "the shared target `{}` [{}] died; restarting it once",
                 key.0, key.1
-            );
+            ));
         }
         Some(slot.cell.clone())
     }
@@ -252,6 +268,7 @@ impl Pool {
                 .join(format!("all-{}", mutant.unwrap_or("none"))),
             case_timeout: Duration::from_secs(10),
             mutant: mutant.map(str::to_string),
+            notices: &|line| self.note(line),
         };
         let mut results = Vec::new();
         self.runtime

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use relaycheck::baseline::Baseline;
 use relaycheck::official::checks::{self, apply_baseline};
-use relaycheck::official::command::{run_info, scenario_lines, write_reports};
+use relaycheck::official::reports::{run_info, scenario_lines, write_reports};
 use relaycheck::official::run::collect;
 use relaycheck::profile::Profile;
 use relaycheck::report::{self, jsonl};

@@ -29,6 +29,10 @@ fn main() {
         }
     }
     let conclusion = libtest_mimic::run(&args, trials);
+    #[allow(clippy::print_stderr, reason = "a test entry's own output")]
+    for note in pool.notes() {
+        eprintln!("relaycheck: {note}");
+    }
     if let Ok(pool) = Arc::try_unwrap(pool) {
         pool.shutdown();
     }

@@ -15,14 +15,14 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_relaycheck-canary");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_relaycheck-canary");
 /// Generous: the machine is shared, and this only keeps a broken canary from hanging a test.
-pub const TIMEOUT: Duration = Duration::from_secs(60);
-pub const V_META: &str = "io.modelcontextprotocol/protocolVersion";
-pub const CAPS_META: &str = "io.modelcontextprotocol/clientCapabilities";
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const V_META: &str = "io.modelcontextprotocol/protocolVersion";
+pub(crate) const CAPS_META: &str = "io.modelcontextprotocol/clientCapabilities";
 
 /// A fresh scratch directory for one test.
-pub fn scratch(name: &str) -> PathBuf {
+pub(crate) fn scratch(name: &str) -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
     let dir = std::env::temp_dir().join(format!(
         "relaycheck-canary-test-{}-{}-{name}",
@@ -34,12 +34,12 @@ pub fn scratch(name: &str) -> PathBuf {
 }
 
 /// Kills the process group on drop, so no canary outlives its test.
-pub struct Group {
+pub(crate) struct Group {
     pub child: Child,
 }
 
 impl Group {
-    pub fn spawn(args: &[&str], envs: &[(&str, &str)]) -> Group {
+    pub(crate) fn spawn(args: &[&str], envs: &[(&str, &str)]) -> Group {
         let mut cmd = Command::new(BIN);
         cmd.args(args)
             .stdin(Stdio::piped())
@@ -54,12 +54,12 @@ impl Group {
         }
     }
 
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
     /// Peak resident set size in kB, read while the process is alive.
-    pub fn vm_hwm_kb(&self) -> u64 {
+    pub(crate) fn vm_hwm_kb(&self) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
             .expect("canary still running");
         status
@@ -70,7 +70,7 @@ impl Group {
     }
 
     /// Waits for the process to exit, failing after the timeout.
-    pub fn wait_exit(&mut self) -> std::process::ExitStatus {
+    pub(crate) fn wait_exit(&mut self) -> std::process::ExitStatus {
         let deadline = std::time::Instant::now() + TIMEOUT;
         loop {
             if let Some(status) = self.child.try_wait().expect("try_wait") {
@@ -96,7 +96,7 @@ impl Drop for Group {
 
 /// One line read from the canary's stdout. Long lines are counted, not kept.
 #[derive(Debug)]
-pub struct Line {
+pub(crate) struct Line {
     pub len: usize,
     pub text: Option<String>,
     pub tail: Vec<u8>,
@@ -108,7 +108,7 @@ const KEEP_LIMIT: usize = 4 * 1024 * 1024;
 
 /// A stdio client: writes requests, and reads lines on a thread so a silent canary never
 /// blocks the test past its timeout.
-pub struct StdioCanary {
+pub(crate) struct StdioCanary {
     pub group: Group,
     stdin: ChildStdin,
     lines: mpsc::Receiver<Line>,
@@ -118,11 +118,11 @@ pub struct StdioCanary {
 }
 
 impl StdioCanary {
-    pub fn start(args: &[&str]) -> StdioCanary {
+    pub(crate) fn start(args: &[&str]) -> StdioCanary {
         StdioCanary::start_env(args, &[])
     }
 
-    pub fn start_env(args: &[&str], envs: &[(&str, &str)]) -> StdioCanary {
+    pub(crate) fn start_env(args: &[&str], envs: &[(&str, &str)]) -> StdioCanary {
         let mut all: Vec<&str> = args.to_vec();
         all.push("stdio");
         let mut group = Group::spawn(&all, envs);
@@ -141,35 +141,35 @@ impl StdioCanary {
     }
 
     /// The read end of the canary's stdout pipe.
-    pub fn stdout_fd(&self) -> std::os::fd::RawFd {
+    pub(crate) fn stdout_fd(&self) -> std::os::fd::RawFd {
         self.stdout_fd
     }
 
-    pub fn send(&mut self, msg: &Value) {
+    pub(crate) fn send(&mut self, msg: &Value) {
         let mut line = msg.to_string();
         line.push('\n');
         self.stdin.write_all(line.as_bytes()).expect("write stdin");
         self.stdin.flush().expect("flush stdin");
     }
 
-    pub fn send_raw(&mut self, text: &str) {
+    pub(crate) fn send_raw(&mut self, text: &str) {
         self.stdin.write_all(text.as_bytes()).expect("write stdin");
         self.stdin.flush().expect("flush stdin");
     }
 
-    pub fn next_line(&self, timeout: Duration) -> Option<Line> {
+    pub(crate) fn next_line(&self, timeout: Duration) -> Option<Line> {
         self.lines.recv_timeout(timeout).ok()
     }
 
     /// The next line, parsed.
-    pub fn next_json(&self) -> Value {
+    pub(crate) fn next_json(&self) -> Value {
         let line = self.next_line(TIMEOUT).expect("a line from the canary");
         let text = line.text.expect("a small line");
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
     }
 
     /// Sends a request and returns the message answering it, skipping others.
-    pub fn request(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) fn request(&mut self, method: &str, params: Value) -> Value {
         self.next_id += 1;
         let id = self.next_id;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
@@ -181,7 +181,7 @@ impl StdioCanary {
         }
     }
 
-    pub fn initialize(&mut self, version: &str) -> Value {
+    pub(crate) fn initialize(&mut self, version: &str) -> Value {
         let got = self.request(
             "initialize",
             json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
@@ -190,13 +190,13 @@ impl StdioCanary {
         got
     }
 
-    pub fn call(&mut self, tool: &str, args: Value) -> Value {
+    pub(crate) fn call(&mut self, tool: &str, args: Value) -> Value {
         self.request("tools/call", json!({"name": tool, "arguments": args}))
     }
 
     /// A 2025-11-25 task-augmented call (`params.task`): the only kind a task tool answers
     /// with a task there.
-    pub fn call_as_task(&mut self, tool: &str, args: Value) -> Value {
+    pub(crate) fn call_as_task(&mut self, tool: &str, args: Value) -> Value {
         self.request(
             "tools/call",
             json!({"name": tool, "arguments": args, "task": {"ttl": 60000}}),
@@ -253,14 +253,14 @@ fn finish(current: &mut Vec<u8>, len: usize, tail: &mut Vec<u8>, unterminated: b
 }
 
 /// An HTTP canary and the port it announced.
-pub struct HttpCanary {
+pub(crate) struct HttpCanary {
     pub group: Group,
     pub port: u16,
     pub session: Option<String>,
 }
 
 impl HttpCanary {
-    pub fn start(global: &[&str], http_args: &[&str]) -> HttpCanary {
+    pub(crate) fn start(global: &[&str], http_args: &[&str]) -> HttpCanary {
         let mut args: Vec<&str> = global.to_vec();
         args.push("http");
         args.extend_from_slice(http_args);
@@ -290,7 +290,7 @@ impl HttpCanary {
     }
 
     /// POSTs a JSON-RPC message with the given extra headers.
-    pub fn post(&self, msg: &Value, headers: &[(&str, &str)]) -> HttpResponse {
+    pub(crate) fn post(&self, msg: &Value, headers: &[(&str, &str)]) -> HttpResponse {
         let mut all: Vec<(String, String)> = vec![
             ("Content-Type".into(), "application/json".into()),
             (
@@ -306,7 +306,7 @@ impl HttpCanary {
     }
 
     /// A stateless (2026-07-28 envelope) request with matching routing headers.
-    pub fn stateless(&self, method: &str, mut params: Value, version: &str) -> HttpResponse {
+    pub(crate) fn stateless(&self, method: &str, mut params: Value, version: &str) -> HttpResponse {
         params["_meta"] = json!({V_META: version, CAPS_META: {}});
         let name = params
             .get("name")
@@ -321,7 +321,7 @@ impl HttpCanary {
         self.post(&msg, &headers)
     }
 
-    pub fn initialize(&mut self, version: &str) -> HttpResponse {
+    pub(crate) fn initialize(&mut self, version: &str) -> HttpResponse {
         let msg = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
             "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
         let response = self.post(&msg, &[]);
@@ -331,7 +331,7 @@ impl HttpCanary {
 }
 
 #[derive(Debug)]
-pub struct HttpResponse {
+pub(crate) struct HttpResponse {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
@@ -341,7 +341,7 @@ pub struct HttpResponse {
 }
 
 impl HttpResponse {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
@@ -349,7 +349,7 @@ impl HttpResponse {
     }
 
     /// The JSON-RPC message: the body, or the data of the last SSE event.
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         let text = String::from_utf8_lossy(&self.body);
         if self.header("content-type") == Some("text/event-stream") {
             return self.events().pop().expect("an SSE event");
@@ -358,7 +358,7 @@ impl HttpResponse {
     }
 
     /// Every SSE `data:` payload, parsed.
-    pub fn events(&self) -> Vec<Value> {
+    pub(crate) fn events(&self) -> Vec<Value> {
         String::from_utf8_lossy(&self.body)
             .lines()
             .filter_map(|l| l.strip_prefix("data: "))
@@ -369,7 +369,7 @@ impl HttpResponse {
 
 /// A raw HTTP/1.1 exchange on a fresh connection. Bodies up to 4 MiB are kept; larger ones only
 /// counted. An error means the connection failed or the body ended before its framing said.
-pub fn http(
+pub(crate) fn http(
     port: u16,
     method: &str,
     headers: &[(String, String)],
@@ -481,7 +481,7 @@ pub fn http(
 }
 
 /// Reads the observation log as JSON values.
-pub fn read_log(path: &std::path::Path) -> Vec<Value> {
+pub(crate) fn read_log(path: &std::path::Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
@@ -490,14 +490,14 @@ pub fn read_log(path: &std::path::Path) -> Vec<Value> {
 }
 
 /// Writes a script file and returns its path.
-pub fn script_file(dir: &std::path::Path, script: &Value) -> String {
+pub(crate) fn script_file(dir: &std::path::Path, script: &Value) -> String {
     let path = dir.join("script.json");
     std::fs::write(&path, script.to_string()).expect("write script");
     path.to_string_lossy().into_owned()
 }
 
 /// The named canaries every `tools/list` must show.
-pub const NAMED: [&str; 7] = [
+pub(crate) const NAMED: [&str; 7] = [
     "echo",
     "is_error",
     "rpc_error",
@@ -507,7 +507,7 @@ pub const NAMED: [&str; 7] = [
     "structured_links",
 ];
 
-pub fn tool_names(list: &Value) -> Vec<String> {
+pub(crate) fn tool_names(list: &Value) -> Vec<String> {
     list["result"]["tools"]
         .as_array()
         .expect("tools array")

@@ -19,7 +19,7 @@ pub async fn run_rounds(
     let rounds = rounds.max(1);
     let mut done = Vec::with_capacity(rounds);
     for round in 0..rounds {
-        eprintln!("bench: round {} of {rounds}", round + 1);
+        (after.starting.progress)(&format!("bench: round {} of {rounds}", round + 1));
         let before_first = round % 2 == 0;
         let (first, second) = if before_first {
             (before, after)

@@ -21,6 +21,8 @@ pub struct Starting<'a> {
     pub script: &'a Path,
     /// Each start gets its own directory below this one.
     pub workdir: &'a Path,
+    /// Hears how far a long measurement has got, one line at a time.
+    pub progress: fn(&str),
 }
 
 impl<'a> Starting<'a> {
@@ -102,12 +104,12 @@ pub async fn run(latency: &Latency<'_>) -> Result<Measured, String> {
     let routed = latency.profile.for_upstream(None);
     let mut rows = Vec::new();
     for size in latency.sizes {
-        eprintln!(
+        (latency.starting.progress)(&format!(
             "bench: {} x {} calls, `{}` and `{name}` alternating",
             size.label(),
             latency.direct.name,
             latency.calls,
-        );
+        ));
         rows.push(
             measure(
                 (latency.direct, &direct),

@@ -78,22 +78,22 @@ pub async fn suite(options: &Options) -> anyhow::Result<String> {
                 .env
                 .plan(&options.catalogue, profile, &shapes, &label);
             let timed = suite::time_run(&plan).await.map_err(anyhow::Error::msg)?;
-            eprintln!(
+            (options.env.progress)(&format!(
                 "bench suite: `{}` all shapes, run {}: {:.2} s, {} results",
                 profile.name,
                 round + 1,
                 timed.wall.as_secs_f64(),
                 timed.results.len()
-            );
+            ));
             suite.runs.push(timed);
         }
     }
     let mut overheads = Vec::new();
     for profile in &profiles {
-        eprintln!(
+        (options.env.progress)(&format!(
             "bench suite: overhead per case on `{}`, one case at a time per shape",
             profile.name
-        );
+        ));
         overheads.push(
             suite::overhead(&options.env, &options.catalogue, profile, &shapes, 30)
                 .await
@@ -118,7 +118,7 @@ pub async fn scaling(options: &Options) -> anyhow::Result<String> {
     let mut by_count: Vec<Point> = Vec::new();
     for &count in &options.counts {
         let catalogue = scaling::by_count(&options.catalogue, count).map_err(anyhow::Error::msg)?;
-        eprintln!("bench scaling: {count} generated cases");
+        (options.env.progress)(&format!("bench scaling: {count} generated cases"));
         by_count.push(
             scaling::point(
                 &options.env,
@@ -135,11 +135,11 @@ pub async fn scaling(options: &Options) -> anyhow::Result<String> {
     for &bytes in &options.sizes {
         let catalogue = scaling::by_size(&options.catalogue, bytes, options.cases_per_size)
             .map_err(anyhow::Error::msg)?;
-        eprintln!(
+        (options.env.progress)(&format!(
             "bench scaling: {} cases of {}",
             options.cases_per_size,
             scaling::size_label(bytes)
-        );
+        ));
         by_size.push(
             scaling::point(
                 &options.env,
@@ -186,11 +186,11 @@ pub async fn stream(options: &Options) -> anyhow::Result<String> {
                 .env
                 .workdir
                 .join(format!("stream-{}-{bytes}", transport.as_str()));
-            eprintln!(
+            (options.env.progress)(&format!(
                 "bench stream: {} over {}",
                 scaling::size_label(bytes),
                 transport.as_str()
-            );
+            ));
             let runs = stream::measure(
                 &options.env.canary_cmd,
                 &workdir,

@@ -154,11 +154,11 @@ pub async fn run(r: &Retention<'_>) -> Result<Measured, String> {
                 peak: target.peak_memory(),
             };
             // A slow target takes minutes: say how far it has got.
-            eprintln!(
+            (r.starting.progress)(&format!(
                 "bench retention: {call} of {} calls, {handles} handle(s), resident {}",
                 r.calls,
                 mib(sample.resident)
-            );
+            ));
             samples.push(sample);
         }
         let stop = match target.gone() {

@@ -35,6 +35,8 @@ pub struct Env {
     pub workdir: PathBuf,
     /// Cases in flight at once per target start (the runner's `--jobs`).
     pub jobs: usize,
+    /// Hears how far a long measurement has got, one line at a time.
+    pub progress: fn(&str),
 }
 
 impl Env {
@@ -60,6 +62,7 @@ impl Env {
             workdir: self.workdir.join(label),
             case_timeout: Duration::from_secs(10),
             mutant: None,
+            notices: &crate::run::quiet,
         }
     }
 }

@@ -140,7 +140,7 @@ impl CheckDef {
     }
 }
 
-pub const EXCHANGE_KINDS: &[&str] = &[
+pub(super) const EXCHANGE_KINDS: &[&str] = &[
     "response",
     "error-response",
     "malformed",

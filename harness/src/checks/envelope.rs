@@ -26,7 +26,11 @@ fn field<'a>(
     }
 }
 
-pub fn entry_status(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn entry_status(
+    name: &str,
+    params: &Map<String, Value>,
+    evidence: &Evidence<'_>,
+) -> Verdict {
     let wanted: Vec<&str> = match params.get("status") {
         Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
         Some(Value::String(one)) => vec![one.as_str()],
@@ -47,7 +51,7 @@ pub fn entry_status(name: &str, params: &Map<String, Value>, evidence: &Evidence
     }
 }
 
-pub fn reason_given(name: &str, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn reason_given(name: &str, evidence: &Evidence<'_>) -> Verdict {
     match field(name, evidence, "reason") {
         Ok(Value::String(reason)) if !reason.trim().is_empty() => {
             Verdict::pass(name, format!("reason: {reason}"))
@@ -69,7 +73,7 @@ fn number(name: &str, evidence: &Evidence<'_>, part: &str) -> Result<u64, Box<Ve
 
 /// Truncation is never silent: a marker in the payload the model reads, counts of what was
 /// kept of how much, and a handle to the rest.
-pub fn truncation_marked(name: &str, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn truncation_marked(name: &str, evidence: &Evidence<'_>) -> Verdict {
     let marker = match field(name, evidence, "marker") {
         Ok(Value::String(marker)) if !marker.is_empty() => marker.clone(),
         Ok(other) => return Verdict::fail(name, format!("the marker is not a text: {other}")),
@@ -113,7 +117,7 @@ fn json_escaped(text: &str) -> String {
     quoted[1..quoted.len().saturating_sub(1)].to_string()
 }
 
-pub fn provenance_kept(name: &str, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn provenance_kept(name: &str, evidence: &Evidence<'_>) -> Verdict {
     for part in ["provenance_server", "provenance_tool", "provenance_time"] {
         match field(name, evidence, part) {
             Ok(Value::String(text)) if !text.is_empty() => {}
@@ -140,7 +144,7 @@ pub fn provenance_kept(name: &str, evidence: &Evidence<'_>) -> Verdict {
     )
 }
 
-pub fn redactions_recorded(
+pub(super) fn redactions_recorded(
     name: &str,
     params: &Map<String, Value>,
     evidence: &Evidence<'_>,
@@ -170,7 +174,7 @@ pub fn redactions_recorded(
     }
 }
 
-pub fn marked_as_data(name: &str, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn marked_as_data(name: &str, evidence: &Evidence<'_>) -> Verdict {
     match field(name, evidence, "data_mark") {
         Ok(Value::Bool(true)) => Verdict::pass(name, "marked as data, not direction"),
         Ok(other) => Verdict::fail(name, format!("the data mark is {other}")),
@@ -178,7 +182,7 @@ pub fn marked_as_data(name: &str, evidence: &Evidence<'_>) -> Verdict {
     }
 }
 
-pub fn instructions_flagged(name: &str, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn instructions_flagged(name: &str, evidence: &Evidence<'_>) -> Verdict {
     match field(name, evidence, "instruction_flags") {
         Ok(Value::Array(flags)) if !flags.is_empty() => Verdict::pass(
             name,
@@ -191,7 +195,7 @@ pub fn instructions_flagged(name: &str, evidence: &Evidence<'_>) -> Verdict {
 
 /// The target's own result carries its data once: no text block holds the JSON of its
 /// structuredContent (the duplicated output the working group describes).
-pub fn serialized_once(name: &str, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn serialized_once(name: &str, evidence: &Evidence<'_>) -> Verdict {
     let Some(whole) = &evidence.view.whole else {
         return Verdict::fail(name, "the client got no result");
     };

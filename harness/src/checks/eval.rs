@@ -8,7 +8,7 @@ use super::defs::{CheckDef, Reads};
 use super::{Evidence, Verdict, form_changes, same, same_opt};
 use crate::client::Exchange;
 
-pub fn evaluate(expectation: &Expectation, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn evaluate(expectation: &Expectation, evidence: &Evidence<'_>) -> Verdict {
     let name = expectation.check.as_str();
     let Some(def) = CheckDef::named(name) else {
         return Verdict::fail(name, "no such check (lint should have refused it)");
@@ -447,7 +447,7 @@ pub(super) fn absent(name: &str, params: &Map<String, Value>, evidence: &Evidenc
 }
 
 /// What is wrong with one content block, if anything.
-pub fn block_problem(block: &Value) -> Option<String> {
+pub(super) fn block_problem(block: &Value) -> Option<String> {
     let Some(kind) = block.get("type").and_then(Value::as_str) else {
         return Some("a block without a string `type`".into());
     };

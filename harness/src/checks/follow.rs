@@ -11,7 +11,7 @@ fn upstream_result<'a>(evidence: &'a Evidence<'_>) -> Option<&'a Value> {
     evidence.upstream_answer()?.get("result")
 }
 
-pub fn continuation_returns_original(name: &str, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn continuation_returns_original(name: &str, evidence: &Evidence<'_>) -> Verdict {
     let Some(sent) = upstream_result(evidence) else {
         return Verdict::fail(name, "the canary logged no result for this call");
     };
@@ -38,7 +38,7 @@ fn reveals(step: &super::FollowUp, sent: &Value) -> bool {
     }
 }
 
-pub fn continuation_confined(name: &str, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn continuation_confined(name: &str, evidence: &Evidence<'_>) -> Verdict {
     let Some(sent) = upstream_result(evidence) else {
         return Verdict::fail(name, "the canary logged no result for this call");
     };
@@ -64,7 +64,7 @@ pub fn continuation_confined(name: &str, evidence: &Evidence<'_>) -> Verdict {
     }
 }
 
-pub fn continuation_deletable(name: &str, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn continuation_deletable(name: &str, evidence: &Evidence<'_>) -> Verdict {
     let Some(sent) = upstream_result(evidence) else {
         return Verdict::fail(name, "the canary logged no result for this call");
     };
@@ -110,7 +110,11 @@ fn upstream_final<'a>(evidence: &'a Evidence<'_>) -> Option<&'a Value> {
     answers.last().copied()
 }
 
-pub fn task_completes(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn task_completes(
+    name: &str,
+    params: &Map<String, Value>,
+    evidence: &Evidence<'_>,
+) -> Verdict {
     let want = params
         .get("status")
         .and_then(Value::as_str)
@@ -198,7 +202,7 @@ fn upstream_refusal(evidence: &Evidence<'_>, step: &super::FollowUp) -> String {
 
 /// Links are a gateway's to resolve only where it rewrote them: a URI the upstream wrote is the
 /// upstream's, and MCP asks no relay to serve it (resource links need not even be listed).
-pub fn links_resolve(name: &str, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn links_resolve(name: &str, evidence: &Evidence<'_>) -> Verdict {
     let reads = evidence.steps("resources/read");
     if reads.is_empty() {
         return Verdict::fail(name, "the client's result handed out no links to read");
@@ -327,7 +331,11 @@ fn definition_kept(
     ))
 }
 
-pub fn tool_listed(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn tool_listed(
+    name: &str,
+    params: &Map<String, Value>,
+    evidence: &Evidence<'_>,
+) -> Verdict {
     if evidence.route.kind == crate::profile::RouteKind::Meta {
         return Verdict::not_applicable(
             name,

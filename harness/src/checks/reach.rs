@@ -5,7 +5,7 @@ use super::{Evidence, Verdict};
 
 /// The call reached the upstream it was meant for, and only that one. Read from the
 /// upstreams' own observation logs, so a target cannot pass by naming the upstream itself.
-pub fn reached_upstream(name: &str, evidence: &Evidence<'_>) -> Verdict {
+pub(super) fn reached_upstream(name: &str, evidence: &Evidence<'_>) -> Verdict {
     let reach = evidence.reach;
     let Some(meant) = reach.meant_for.as_deref() else {
         return Verdict::not_applicable(name, "the target has one upstream");

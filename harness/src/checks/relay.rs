@@ -144,7 +144,7 @@ pub(super) fn capabilities_honoured(name: &str, evidence: &Evidence<'_>) -> Verd
 /// The capabilities a client declares so that an upstream may ask it for something. The
 /// runner declares none of them; a gateway that declares one upstream tells the upstream its
 /// client can serve requests the client never agreed to.
-pub const CLIENT_SIDE_CAPABILITIES: &[&str] = &["sampling", "elicitation", "roots"];
+pub(super) const CLIENT_SIDE_CAPABILITIES: &[&str] = &["sampling", "elicitation", "roots"];
 
 pub(super) fn upstream_initialized_first(name: &str, evidence: &Evidence<'_>) -> Verdict {
     let Some(handshakes) = evidence.upstream_handshakes else {

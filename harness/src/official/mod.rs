@@ -12,14 +12,13 @@
 //! - [`bridge`]: the one rewrite a namespacing gateway needs (tool names, per its profile).
 //! - [`stdio_bridge`]: streamable HTTP in front of a stdio target, one process per session.
 //! - [`checks`]: `checks.json` into results, and the official expected-failures rules.
-//! - [`command`]: the subcommand; [`table`]: `reports/official-vs-relaycheck.md`.
+//! - [`reports`]: relaycheck's report files of an official run; [`table`]: the data of
+//!   `reports/official-vs-relaycheck.md`.
 
 pub mod bridge;
 pub mod checks;
-pub mod command;
 pub mod install;
+pub mod reports;
 pub mod run;
 pub mod stdio_bridge;
 pub mod table;
-
-pub use command::{OfficialArgs, command};

@@ -6,7 +6,6 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -14,7 +13,6 @@ use relaycheck_model::Shape;
 use serde::{Deserialize, Serialize};
 
 use super::checks;
-use super::command::invocation;
 use super::install::{Install, NODE_VERSION, SUITE_PACKAGE, SUITE_VERSION};
 use super::run::{self, Plan};
 use crate::catalogue::Catalogue;
@@ -22,31 +20,19 @@ use crate::profile::Profile;
 use crate::result::CaseResult;
 use crate::run::RunPlan;
 
-#[derive(clap::Args)]
-pub struct TableArgs {
-    /// The Markdown table; the data goes beside it as JSON.
-    #[arg(long, default_value = "reports/official-vs-relaycheck.md")]
-    pub out: PathBuf,
+/// What a table is built from.
+pub struct TableRequest {
     /// The committed mutation table: relaycheck's verdict per mutant, and the target.
-    #[arg(long, default_value = "reports/reference/mutants.json")]
     pub mutants_json: PathBuf,
-    /// Unmutated targets run under both suites (repeatable).
-    #[arg(
-        long = "control",
-        default_values_t = ["direct-http".to_string(), "reference-http".to_string(), "harness/targets/supergateway.toml".to_string()]
-    )]
+    /// Unmutated targets run under both suites.
     pub controls: Vec<String>,
-    /// Only these mutants (repeatable); default: every mutant in the mutation table.
-    #[arg(long = "mutant")]
+    /// Only these mutants; empty: every mutant in the mutation table.
     pub mutants: Vec<String>,
-    #[arg(long)]
     pub specs: Option<PathBuf>,
     /// Cases in flight at once in relaycheck's control runs.
-    #[arg(long, default_value_t = 4)]
     pub jobs: usize,
-    /// Run nothing: write the Markdown again from a table's JSON (after a wording change).
-    #[arg(long, conflicts_with_all = ["controls", "mutants"])]
-    pub render_only: Option<PathBuf>,
+    /// The command line that builds it, for the page to say how to make it again.
+    pub command: String,
 }
 
 /// The mutation table's JSON, as far as this needs it.
@@ -434,6 +420,7 @@ async fn relaycheck_once(
         workdir: work.to_path_buf(),
         case_timeout: Duration::from_secs(10),
         mutant: None,
+        notices: &crate::run::quiet,
     };
     let mut results = Vec::new();
     let outcome = crate::run::run(&plan, &mut |r| results.push(r)).await;
@@ -441,41 +428,30 @@ async fn relaycheck_once(
     outcome.map(|_| results)
 }
 
-pub async fn command(
-    args: TableArgs,
+/// Runs both suites on the controls and the official one on every mutant; `progress` hears
+/// each step as it starts.
+pub async fn build(
+    request: &TableRequest,
     install: &Install,
     canary_cmd: Vec<String>,
-) -> anyhow::Result<ExitCode> {
-    if let Some(json) = &args.render_only {
-        let text = std::fs::read_to_string(json)
-            .with_context(|| format!("cannot read {}", json.display()))?;
-        let table: Table = serde_json::from_str(&text).with_context(|| {
-            format!(
-                "{}: not a table written by `relaycheck official table`",
-                json.display()
-            )
-        })?;
-        std::fs::write(&args.out, table.render())
-            .with_context(|| format!("cannot write {}", args.out.display()))?;
-        println!("wrote {}", args.out.display());
-        return Ok(ExitCode::SUCCESS);
-    }
-    let text = std::fs::read_to_string(&args.mutants_json)
-        .with_context(|| format!("cannot read {}", args.mutants_json.display()))?;
+    progress: &mut dyn FnMut(String),
+) -> anyhow::Result<Table> {
+    let text = std::fs::read_to_string(&request.mutants_json)
+        .with_context(|| format!("cannot read {}", request.mutants_json.display()))?;
     let mutation: MutationJson = serde_json::from_str(&text)
-        .with_context(|| format!("{}: not a mutation table", args.mutants_json.display()))?;
-    let catalogue = Catalogue::load(&specs_dir(args.specs.clone()))
+        .with_context(|| format!("{}: not a mutation table", request.mutants_json.display()))?;
+    let catalogue = Catalogue::load(&specs_dir(request.specs.clone()))
         .map_err(|errors| anyhow::Error::msg(errors.to_string()))?;
     let root =
         std::env::temp_dir().join(format!("relaycheck-official-table-{}", std::process::id()));
     let mut controls = Vec::new();
     let mut unmutated = None;
-    for (i, name) in args.controls.iter().enumerate() {
+    for (i, name) in request.controls.iter().enumerate() {
         let profile = Profile::load(name)?;
         crate::provision::provision(&profile)
             .await
             .map_err(anyhow::Error::msg)?;
-        eprintln!("control `{}`: the official suite", profile.name);
+        progress(format!("control `{}`: the official suite", profile.name));
         let (official, bridge) = official_once(
             &profile,
             install,
@@ -484,14 +460,14 @@ pub async fn command(
             None,
         )
         .await?;
-        eprintln!("control `{}`: relaycheck", profile.name);
+        progress(format!("control `{}`: relaycheck", profile.name));
         let relay = relaycheck_once(
             &catalogue,
             &profile,
             &mutation.shapes,
             &canary_cmd,
             &root.join(format!("control-{i}-relaycheck")),
-            args.jobs,
+            request.jobs,
         )
         .await;
         if profile.name == mutation.target {
@@ -520,10 +496,10 @@ pub async fn command(
     };
     let mut rows = Vec::new();
     for mutant in &mutation.mutants {
-        if !args.mutants.is_empty() && !args.mutants.contains(&mutant.name) {
+        if !request.mutants.is_empty() && !request.mutants.contains(&mutant.name) {
             continue;
         }
-        eprintln!("mutant `{}`: the official suite", mutant.name);
+        progress(format!("mutant `{}`: the official suite", mutant.name));
         let (official, _) = official_once(
             &target,
             install,
@@ -544,7 +520,7 @@ pub async fn command(
     }
     let _ = std::fs::remove_dir_all(&root);
     let table = Table {
-        command: invocation(),
+        command: request.command.clone(),
         suite: format!("{SUITE_PACKAGE}@{SUITE_VERSION}"),
         node: NODE_VERSION.to_string(),
         mutants_target: mutation.target.clone(),
@@ -554,26 +530,7 @@ pub async fn command(
         unmutated,
         mutants: rows,
     };
-    let text = table.render();
-    if let Some(dir) = args.out.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    std::fs::write(&args.out, &text)
-        .with_context(|| format!("cannot write {}", args.out.display()))?;
-    std::fs::write(
-        args.out.with_extension("json"),
-        serde_json::to_string_pretty(&table)?,
-    )
-    .with_context(|| format!("cannot write {}", args.out.with_extension("json").display()))?;
-    println!("{text}");
-    let counts = table.counts();
-    println!("wrote {}", args.out.display());
-    println!(
-        "Total: {} passed, {} failed",
-        counts.both + counts.relaycheck_only,
-        counts.official_only + counts.neither
-    );
-    Ok(ExitCode::SUCCESS)
+    Ok(table)
 }
 
 #[cfg(test)]

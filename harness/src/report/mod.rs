@@ -10,7 +10,10 @@ pub mod jsonl;
 pub mod junit;
 pub mod matrix;
 pub mod out_dir;
+mod set;
 pub mod summary;
+
+pub use set::ReportSet;
 
 use std::collections::BTreeMap;
 

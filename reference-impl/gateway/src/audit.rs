@@ -220,7 +220,7 @@ fn append(file: &Mutex<File>, line: &str) {
     let mut f = file.lock().unwrap_or_else(|e| e.into_inner());
     // A full disk must not fail the call the record is about; stderr says it happened.
     if let Err(err) = f.write_all(line.as_bytes()) {
-        eprintln!("relaycheck-gateway: cannot write a side-channel line: {err}");
+        crate::log::warn(format_args!("cannot write a side-channel line: {err}"));
     }
 }
 

@@ -220,7 +220,7 @@ impl Gateway {
                 })),
                 Err(err) => {
                     complete = false;
-                    eprintln!("relaycheck-gateway: {err}");
+                    crate::log::warn(format_args!("{err}"));
                 }
             }
         }

@@ -10,6 +10,11 @@
 
 pub mod audit;
 pub mod batch;
+#[allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "the command line of two binaries: `relaycheck-gateway` and `relaycheck gateway`"
+)]
 pub mod cli;
 pub mod config;
 pub mod continuation;
@@ -18,6 +23,7 @@ pub mod forward;
 pub mod gateway;
 pub mod links;
 pub mod listings;
+mod log;
 pub mod mutant;
 pub mod north;
 pub mod progress;

@@ -8,29 +8,29 @@ use relaycheck_reference::{CallEnd, Context, Envelope, Identity, Store, normaliz
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 
-pub fn ctx() -> Context {
+pub(crate) fn ctx() -> Context {
     Context::new("srv", "tool", "call-1", Identity::new("alice"))
         .with_retrieved_at(OffsetDateTime::from_unix_timestamp(1_750_000_000).unwrap())
 }
 
-pub fn store() -> Arc<Store> {
+pub(crate) fn store() -> Arc<Store> {
     Arc::new(Store::new(512 * 1024 * 1024, Duration::from_secs(600)))
 }
 
-pub fn norm(v: Value) -> Envelope {
+pub(crate) fn norm(v: Value) -> Envelope {
     normalize(&CallEnd::response(v), &ctx())
 }
 
-pub fn norm_with(v: Value, ctx: &Context) -> Envelope {
+pub(crate) fn norm_with(v: Value, ctx: &Context) -> Envelope {
     normalize(&CallEnd::response(v), ctx)
 }
 
-pub fn rpc(result: Value) -> Value {
+pub(crate) fn rpc(result: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": 7, "result": result})
 }
 
 /// All text visible in the payload (content text, resource text), joined.
-pub fn payload_text(env: &Envelope) -> String {
+pub(crate) fn payload_text(env: &Envelope) -> String {
     let mut s = String::new();
     for b in &env.payload.content {
         if let Some(t) = b.get("text").and_then(Value::as_str) {
@@ -45,11 +45,11 @@ pub fn payload_text(env: &Envelope) -> String {
     s
 }
 
-pub fn payload_bytes(env: &Envelope) -> usize {
+pub(crate) fn payload_bytes(env: &Envelope) -> usize {
     payload_size(&env.payload.content, env.payload.structured.as_ref())
 }
 
-pub fn rows(n: usize) -> Value {
+pub(crate) fn rows(n: usize) -> Value {
     Value::Array(
         (0..n)
             .map(|i| json!({"id": format!("r{i}"), "name": format!("row number {i}"), "amount": i * 3, "note": "lorem ipsum dolor sit amet"}))
@@ -57,7 +57,7 @@ pub fn rows(n: usize) -> Value {
     )
 }
 
-pub fn marker_block(env: &Envelope) -> Option<&Value> {
+pub(crate) fn marker_block(env: &Envelope) -> Option<&Value> {
     env.payload
         .content
         .iter()
@@ -65,7 +65,7 @@ pub fn marker_block(env: &Envelope) -> Option<&Value> {
 }
 
 /// Every payload block is a valid MCP content block by type.
-pub fn assert_valid_blocks(env: &Envelope) {
+pub(crate) fn assert_valid_blocks(env: &Envelope) {
     for b in &env.payload.content {
         let ty = b
             .get("type")

@@ -263,10 +263,10 @@ impl Reader {
             Some(tx) => {
                 let _ = tx.send(Ending::Oversized { limit: self.limit });
             }
-            None => eprintln!(
-                "relaycheck-gateway: upstream {}: an oversized line answered no pending request",
+            None => crate::log::warn(format_args!(
+                "upstream {}: an oversized line answered no pending request",
                 self.name
-            ),
+            )),
         }
     }
 
@@ -301,7 +301,7 @@ impl Reader {
                             detail,
                         });
                     }
-                    None => eprintln!("relaycheck-gateway: upstream {}: {detail}", self.name),
+                    None => crate::log::warn(format_args!("upstream {}: {detail}", self.name)),
                 }
                 return;
             }
@@ -328,17 +328,17 @@ impl Reader {
             return;
         }
         let Some(id) = id.as_ref().and_then(Value::as_u64) else {
-            eprintln!(
-                "relaycheck-gateway: upstream {}: a response with an id the gateway never sent",
+            crate::log::warn(format_args!(
+                "upstream {}: a response with an id the gateway never sent",
                 self.name
-            );
+            ));
             return;
         };
         let Some(tx) = lock(&self.pending).remove(&id) else {
-            eprintln!(
-                "relaycheck-gateway: upstream {}: a response to request {id}, which nobody awaits",
+            crate::log::warn(format_args!(
+                "upstream {}: a response to request {id}, which nobody awaits",
                 self.name
-            );
+            ));
             return;
         };
         let ending = if let Some(detail) = super::malformed(&message) {

@@ -14,11 +14,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-pub const SECRET: &str = "AKIAIOSFODNN7EXAMPLE";
+pub(crate) const SECRET: &str = "AKIAIOSFODNN7EXAMPLE";
 const WAIT: Duration = Duration::from_secs(20);
 
 /// The canary binary next to the gateway binary; built on demand when missing.
-pub fn canary_bin() -> PathBuf {
+pub(crate) fn canary_bin() -> PathBuf {
     let gw = PathBuf::from(env!("CARGO_BIN_EXE_relaycheck-gateway"));
     let dir = gw.parent().expect("the gateway binary has a directory");
     let canary = dir.join("relaycheck-canary");
@@ -37,7 +37,7 @@ pub fn canary_bin() -> PathBuf {
 }
 
 /// Tools the tests need beyond the canary's named ones.
-pub fn script() -> Value {
+pub(crate) fn script() -> Value {
     let rows: Vec<u64> = (0..10_000).collect();
     json!({"tools": [
         {"name": "typed_ok",
@@ -82,7 +82,7 @@ pub fn script() -> Value {
     ]})
 }
 
-pub struct Options {
+pub(crate) struct Options {
     pub http: bool,
     pub mutant: Option<&'static str>,
     pub max_response_bytes: usize,
@@ -107,7 +107,7 @@ impl Default for Options {
 static DIRS: AtomicU64 = AtomicU64::new(0);
 
 /// A running gateway; its process group is killed when this is dropped, even on panic.
-pub struct Gateway {
+pub(crate) struct Gateway {
     child: Child,
     pub dir: PathBuf,
     stdin: Option<ChildStdin>,
@@ -140,7 +140,7 @@ impl Drop for Gateway {
 }
 
 impl Gateway {
-    pub fn start(opts: Options) -> Gateway {
+    pub(crate) fn start(opts: Options) -> Gateway {
         let dir = std::env::temp_dir().join(format!(
             "rc-gw-test-{}-{}",
             std::process::id(),
@@ -240,7 +240,7 @@ command = {canary}
     }
 
     /// Sends a stdio request without waiting; returns its id.
-    pub fn send(&mut self, method: &str, params: Value) -> u64 {
+    pub(crate) fn send(&mut self, method: &str, params: Value) -> u64 {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         let stdin = self.stdin.as_mut().expect("a stdio gateway");
@@ -250,7 +250,7 @@ command = {canary}
     }
 
     /// A raw stdio request; notifications and other answers before it are skipped.
-    pub fn request(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) fn request(&mut self, method: &str, params: Value) -> Value {
         let id = self.send(method, params);
         loop {
             let line = self
@@ -263,7 +263,7 @@ command = {canary}
         }
     }
 
-    pub fn initialize(&mut self, version: &str) -> Value {
+    pub(crate) fn initialize(&mut self, version: &str) -> Value {
         let v = self.request(
             "initialize",
             json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
@@ -277,29 +277,29 @@ command = {canary}
         v
     }
 
-    pub fn call(&mut self, tool: &str, arguments: Value) -> Value {
+    pub(crate) fn call(&mut self, tool: &str, arguments: Value) -> Value {
         self.request("tools/call", json!({"name": tool, "arguments": arguments}))
     }
 
     /// A 2025-11-25 task-augmented call (`params.task`): the only kind a task tool answers with
     /// a task.
-    pub fn call_as_task(&mut self, tool: &str, arguments: Value) -> Value {
+    pub(crate) fn call_as_task(&mut self, tool: &str, arguments: Value) -> Value {
         self.request(
             "tools/call",
             json!({"name": tool, "arguments": arguments, "task": {"ttl": 60000}}),
         )
     }
 
-    pub fn batch(&mut self, calls: Value) -> Value {
+    pub(crate) fn batch(&mut self, calls: Value) -> Value {
         self.call("relay_batch", json!({"calls": calls}))
     }
 
-    pub fn side_channel(&self, name: &str) -> String {
+    pub(crate) fn side_channel(&self, name: &str) -> String {
         std::fs::read_to_string(self.dir.join(name)).unwrap_or_default()
     }
 
     /// One HTTP POST to the gateway; (status, headers, body).
-    pub fn post(
+    pub(crate) fn post(
         &self,
         body: &Value,
         headers: &[(&str, &str)],
@@ -308,12 +308,12 @@ command = {canary}
         http_post(url, body, headers)
     }
 
-    pub fn http_call(&self, token: &str, tool: &str, arguments: Value) -> Value {
+    pub(crate) fn http_call(&self, token: &str, tool: &str, arguments: Value) -> Value {
         self.http_call_with(token, tool, arguments, json!({}))
     }
 
     /// `http_call` declaring the tasks extension, as a 2026-07-28 client that wants a task does.
-    pub fn http_call_as_task(&self, token: &str, tool: &str, arguments: Value) -> Value {
+    pub(crate) fn http_call_as_task(&self, token: &str, tool: &str, arguments: Value) -> Value {
         let capabilities = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
         self.http_call_with(token, tool, arguments, capabilities)
     }
@@ -347,7 +347,7 @@ fn script_text() -> String {
     script().to_string()
 }
 
-pub fn http_post(
+pub(crate) fn http_post(
     url: &str,
     body: &Value,
     headers: &[(&str, &str)],
@@ -358,7 +358,7 @@ pub fn http_post(
 }
 
 /// As [`http_post`], the body as text (an event stream is not one JSON value).
-pub fn http_post_raw(
+pub(crate) fn http_post_raw(
     url: &str,
     body: &Value,
     headers: &[(&str, &str)],
@@ -423,7 +423,7 @@ fn dechunk(body: &str) -> String {
 }
 
 /// The text of the first text block of a result.
-pub fn text(result: &Value) -> &str {
+pub(crate) fn text(result: &Value) -> &str {
     result
         .pointer("/content/0/text")
         .and_then(Value::as_str)

@@ -1,78 +1,74 @@
-//! The `relaycheck official` subcommand: install on first use, run, report the way both suites'
-//! users expect (the official per-scenario summary and expected-failures rules, relaycheck's
-//! report files and `Total:` line).
+//! `relaycheck official`: the official MCP conformance suite's server scenarios against a
+//! target in front of the fixtures canary: installed on first use, run, and reported the way
+//! both suites' users expect (the official per-scenario summary and expected-failures rules,
+//! relaycheck's report files and `Total:` line).
 
-use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
+use relaycheck::baseline::Baseline;
+use relaycheck::official::checks::{self, BaselineVerdict};
+use relaycheck::official::install::{Install, NODE_VERSION, SUITE_PACKAGE, SUITE_VERSION};
+use relaycheck::official::reports::{run_info, scenario_lines, write_reports};
+use relaycheck::official::run::{self, Plan, Ran};
+use relaycheck::official::table::{self, Table, TableRequest};
+use relaycheck::profile::{Profile, cache_dir};
+use relaycheck::report;
 use relaycheck_model::Outcome;
 
-use super::checks::{self, BaselineVerdict};
-use super::install::{Install, NODE_VERSION, SUITE_PACKAGE, SUITE_VERSION};
-use super::run::{self, Plan, Ran};
-use super::table::{self, TableArgs};
-use crate::baseline::Baseline;
-use crate::profile::{Profile, cache_dir};
-use crate::report::jsonl::{CaseEvent, Event, Footer, JsonlWriter};
-use crate::report::{self, RunInfo};
-use crate::result::CaseResult;
+use super::invocation;
 
 /// Run the official MCP conformance suite's server scenarios against a target, in front of
 /// the fixtures canary, and import its checks into relaycheck's reports.
 #[derive(clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
-pub struct OfficialArgs {
+pub(super) struct Args {
     #[command(subcommand)]
-    pub action: Option<Action>,
+    action: Option<Action>,
     /// A built-in profile name (direct-http, reference-http) or a profile file.
     #[arg(long)]
-    pub target: Option<String>,
+    target: Option<String>,
     /// Scenarios to run (repeatable; see `relaycheck official list`). Default: the suite's
     /// active set.
     #[arg(long = "scenario")]
-    pub scenarios: Vec<String>,
+    scenarios: Vec<String>,
     /// Known failures, in the official suite's grammar (`server:` lists scenario names).
     #[arg(long)]
-    pub expected_failures: Option<PathBuf>,
+    expected_failures: Option<PathBuf>,
     /// Print every check, and pass `--verbose` to the suite.
     #[arg(long, short)]
-    pub verbose: bool,
+    verbose: bool,
     /// Write results.jsonl, junit.xml, summary.md, report.html and the suite's checks here.
     #[arg(long)]
-    pub out: Option<PathBuf>,
+    out: Option<PathBuf>,
     /// Start the target with this deliberate defect (see `relaycheck mutants`).
     #[arg(long)]
-    pub mutant: Option<String>,
+    mutant: Option<String>,
     /// Keep the work directory (target logs, the suite's console output).
     #[arg(long)]
-    pub keep_work: bool,
+    keep_work: bool,
 }
 
 #[derive(clap::Subcommand)]
-pub enum Action {
+enum Action {
     /// List the official suite's server scenarios.
     List,
     /// Both suites side by side against the controls and every mutant of a target.
     Table(TableArgs),
 }
 
-/// Runs the subcommand; `canary_cmd` is the canary's argv before its options.
-pub fn command(args: OfficialArgs, canary_cmd: Vec<String>) -> anyhow::Result<ExitCode> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
+    let canary_cmd = super::canary_command()?;
+    let runtime = super::runtime()?;
     let install = Install::under(&cache_dir());
     let code = runtime.block_on(async {
         ensure_installed(&install).await?;
         match args.action {
             Some(Action::List) => list(&install).await,
             Some(Action::Table(table_args)) => {
-                table::command(table_args, &install, canary_cmd).await
+                table_command(table_args, &install, canary_cmd).await
             }
             None => run_command(args, &install, canary_cmd).await,
         }
@@ -82,7 +78,7 @@ pub fn command(args: OfficialArgs, canary_cmd: Vec<String>) -> anyhow::Result<Ex
 }
 
 /// Installs the pinned Node.js and suite on first use, saying so.
-pub async fn ensure_installed(install: &Install) -> anyhow::Result<()> {
+async fn ensure_installed(install: &Install) -> anyhow::Result<()> {
     if install.present() {
         return Ok(());
     }
@@ -114,173 +110,8 @@ async fn list(install: &Install) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The RunInfo of an official run: one shape, the one the suite's client speaks.
-pub fn run_info(profile: &Profile, command: String) -> RunInfo {
-    RunInfo {
-        tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        target: profile.name.clone(),
-        target_product: profile.product.clone(),
-        target_version: profile.version.clone(),
-        shapes: vec![checks::SHAPE],
-        forced: false,
-        started: report::now_rfc3339(),
-        command,
-    }
-}
-
-/// A case event per imported check, so every report can show the check's description and
-/// where the requirement comes from.
-pub fn case_events(results: &[CaseResult], source: &BTreeMap<String, String>) -> Vec<CaseEvent> {
-    results
-        .iter()
-        .map(|r| CaseEvent {
-            id: r.case.clone(),
-            surface: r.surface.clone(),
-            level: r.level.as_str().to_string(),
-            requirement: r.message.split(": ").next().unwrap_or_default().to_string(),
-            source: source
-                .get(&r.case)
-                .cloned()
-                .unwrap_or_else(|| format!("{SUITE_PACKAGE} {SUITE_VERSION}")),
-            routes: vec![checks::ROUTE.to_string()],
-            untested_in_seed: None,
-        })
-        .collect()
-}
-
-/// Writes results.jsonl, junit.xml, summary.md and report.html for an official run.
-pub fn write_reports(
-    dir: &Path,
-    info: &RunInfo,
-    results: &[CaseResult],
-    exit_code: i32,
-    stale: &[String],
-    note: Option<&str>,
-) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let cases = case_events(results, &sources(dir));
-    let mut writer = JsonlWriter::create(&dir.join("results.jsonl"))
-        .with_context(|| format!("cannot write {}/results.jsonl", dir.display()))?;
-    writer.write(&Event::Header(info.clone()))?;
-    for case in &cases {
-        writer.write(&Event::Case(case.clone()))?;
-    }
-    for result in results {
-        writer.result(result)?;
-    }
-    // Built from JSON so members the footer gains later take their defaults.
-    let footer: Footer = serde_json::from_value(serde_json::json!({
-        "finished": report::now_rfc3339(),
-        "counts": report::counts(results),
-        "exit_code": exit_code,
-        "stale_baseline": stale,
-    }))
-    .context("the footer of results.jsonl")?;
-    writer.write(&Event::Footer(footer))?;
-    let surfaces = surfaces(results);
-    let impact = crate::impact::Impact::default();
-    let mut summary = report::summary::render(info, results, &surfaces, &impact);
-    if let Some(note) = note {
-        summary.push_str(&format!("\n{note}\n"));
-    }
-    write_file(&dir.join("summary.md"), &summary)?;
-    write_file(
-        &dir.join("junit.xml"),
-        &report::junit::render(info, results),
-    )?;
-    write_file(
-        &dir.join("report.html"),
-        &report::html::render(info, results, &cases, &surfaces, &impact),
-    )?;
-    Ok(())
-}
-
-/// The spec references of each check, read back from the checks the suite wrote, for the
-/// `source` of its case event.
-fn sources(dir: &Path) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    let Ok(entries) = std::fs::read_dir(dir.join("official-checks")) else {
-        return out;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(scenario) = run::folder_scenario(&name) else {
-            continue;
-        };
-        let Ok(checks) = checks::load(&entry.path().join("checks.json")) else {
-            continue;
-        };
-        for check in checks {
-            let refs: Vec<String> = check
-                .spec_references
-                .iter()
-                .map(|r| match &r.url {
-                    Some(url) => format!("{} <{url}>", r.id),
-                    None => r.id.clone(),
-                })
-                .collect();
-            if !refs.is_empty() {
-                out.insert(checks::case_id(scenario, &check.id), refs.join("; "));
-            }
-        }
-    }
-    out
-}
-
-/// The surface columns of a run, in the order the scenarios ran.
-fn surfaces(results: &[CaseResult]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for r in results {
-        if !out.contains(&r.surface) {
-            out.push(r.surface.clone());
-        }
-    }
-    out
-}
-
-fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
-    let temporary = path.with_extension("partial");
-    std::fs::write(&temporary, text)
-        .with_context(|| format!("cannot write {}", temporary.display()))?;
-    std::fs::rename(&temporary, path).with_context(|| format!("cannot write {}", path.display()))
-}
-
-/// The official CLI's per-scenario lines: `✓ name: N passed, M failed`.
-pub fn scenario_lines(scenarios: &[String], results: &[CaseResult]) -> Vec<String> {
-    scenarios
-        .iter()
-        .map(|scenario| {
-            let of: Vec<&CaseResult> = results
-                .iter()
-                .filter(|r| checks::scenario_of(r) == Some(scenario.as_str()))
-                .collect();
-            let passed = of.iter().filter(|r| r.outcome == Outcome::Pass).count();
-            let failed = of
-                .iter()
-                .filter(|r| r.outcome.is_failure() || r.outcome == Outcome::ExpectedFail)
-                .count();
-            let na = of.iter().all(|r| r.outcome == Outcome::NotApplicable);
-            let mark = if na {
-                '-'
-            } else if failed == 0 {
-                '✓'
-            } else {
-                '✗'
-            };
-            format!("{mark} {scenario}: {passed} passed, {failed} failed")
-        })
-        .collect()
-}
-
-pub fn invocation() -> String {
-    std::iter::once("relaycheck".to_string())
-        .chain(std::env::args().skip(1))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 async fn run_command(
-    args: OfficialArgs,
+    args: Args,
     install: &Install,
     canary_cmd: Vec<String>,
 ) -> anyhow::Result<ExitCode> {
@@ -446,4 +277,86 @@ fn print_verdict(out: &mut impl Write, verdict: &BaselineVerdict) {
     if verdict.exit_code() == 0 {
         let _ = writeln!(out, "\nBaseline check passed: all failures are expected.");
     }
+}
+
+#[derive(clap::Args)]
+struct TableArgs {
+    /// The Markdown table; the data goes beside it as JSON.
+    #[arg(long, default_value = "reports/official-vs-relaycheck.md")]
+    out: PathBuf,
+    /// The committed mutation table: relaycheck's verdict per mutant, and the target.
+    #[arg(long, default_value = "reports/reference/mutants.json")]
+    mutants_json: PathBuf,
+    /// Unmutated targets run under both suites (repeatable).
+    #[arg(
+        long = "control",
+        default_values_t = ["direct-http".to_string(), "reference-http".to_string(), "harness/targets/supergateway.toml".to_string()]
+    )]
+    controls: Vec<String>,
+    /// Only these mutants (repeatable); default: every mutant in the mutation table.
+    #[arg(long = "mutant")]
+    mutants: Vec<String>,
+    #[arg(long)]
+    specs: Option<PathBuf>,
+    /// Cases in flight at once in relaycheck's control runs.
+    #[arg(long, default_value_t = 4)]
+    jobs: usize,
+    /// Run nothing: write the Markdown again from a table's JSON (after a wording change).
+    #[arg(long, conflicts_with_all = ["controls", "mutants"])]
+    render_only: Option<PathBuf>,
+}
+
+/// `relaycheck official table`: builds the table (or reads it back with `--render-only`),
+/// writes it as Markdown with its JSON beside it, and prints it.
+async fn table_command(
+    args: TableArgs,
+    install: &Install,
+    canary_cmd: Vec<String>,
+) -> anyhow::Result<ExitCode> {
+    if let Some(json) = &args.render_only {
+        let text = std::fs::read_to_string(json)
+            .with_context(|| format!("cannot read {}", json.display()))?;
+        let table: Table = serde_json::from_str(&text).with_context(|| {
+            format!(
+                "{}: not a table written by `relaycheck official table`",
+                json.display()
+            )
+        })?;
+        std::fs::write(&args.out, table.render())
+            .with_context(|| format!("cannot write {}", args.out.display()))?;
+        println!("wrote {}", args.out.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let request = TableRequest {
+        mutants_json: args.mutants_json,
+        controls: args.controls,
+        mutants: args.mutants,
+        specs: args.specs,
+        jobs: args.jobs,
+        command: invocation(),
+    };
+    let table = table::build(&request, install, canary_cmd, &mut |step| {
+        eprintln!("{step}")
+    })
+    .await?;
+    let text = table.render();
+    if let Some(dir) = args.out.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    std::fs::write(&args.out, &text)
+        .with_context(|| format!("cannot write {}", args.out.display()))?;
+    std::fs::write(
+        args.out.with_extension("json"),
+        serde_json::to_string_pretty(&table)?,
+    )
+    .with_context(|| format!("cannot write {}", args.out.with_extension("json").display()))?;
+    println!("{text}");
+    let counts = table.counts();
+    println!("wrote {}", args.out.display());
+    println!(
+        "Total: {} passed, {} failed",
+        counts.both + counts.relaycheck_only,
+        counts.official_only + counts.neither
+    );
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,42 @@
+//! `relaycheck matrix`: the gap matrix of one or more runs.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::bail;
+use relaycheck::report;
+use relaycheck::result::CaseResult;
+
+#[derive(clap::Args)]
+pub(super) struct Args {
+    results: Vec<PathBuf>,
+    #[arg(long)]
+    specs: Option<PathBuf>,
+}
+
+pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
+    if args.results.is_empty() {
+        bail!("give at least one results.jsonl");
+    }
+    let (surfaces, impact) = match super::load_catalogue(args.specs)? {
+        Ok(catalogue) => (catalogue.surface_ids(), catalogue.impact()),
+        Err(errors) => {
+            eprintln!("{errors}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let loaded: Vec<(String, Vec<CaseResult>)> = args
+        .results
+        .iter()
+        .map(|p| super::read_results(p))
+        .collect::<anyhow::Result<_>>()?;
+    let runs: Vec<report::matrix::Run<'_>> = loaded
+        .iter()
+        .map(|(target, results)| report::matrix::Run {
+            target: target.clone(),
+            results,
+        })
+        .collect();
+    println!("{}", report::matrix::render(&runs, &surfaces, &impact));
+    Ok(ExitCode::SUCCESS)
+}
