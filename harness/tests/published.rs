@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use relaycheck::catalogue::Catalogue;
 use relaycheck::checks::same;
-use relaycheck::report::jsonl;
+use relaycheck::report::{ReportSet, RunNotes, jsonl};
 use relaycheck_model::render::read_task_handle;
 use relaycheck_model::{Outcome, Shape};
 use serde_json::Value;
@@ -153,4 +153,92 @@ fn every_baseline_entry_of_a_published_run_is_a_failure_it_shows() {
         }
     }
     assert!(read > 0, "some published run has a baseline");
+}
+
+/// Every report file of a published run is what the code renders today from its results.jsonl
+/// (junit.xml, summary.md, report.html), so a change to the report code or to how it is wired
+/// that would move a published output fails here, naming the file, before the reports are
+/// regenerated.
+#[test]
+fn published_reports_render_again_unchanged() {
+    let catalogue = Catalogue::load(&repo().join("specs")).unwrap();
+    let mut checked = 0;
+    for path in published() {
+        let dir = path.parent().unwrap();
+        let back = jsonl::read(&path).unwrap();
+        let (Some(info), Some(footer)) = (back.header, back.footer) else {
+            panic!(
+                "{}: a published run has a header and a footer",
+                path.display()
+            );
+        };
+        let official = dir.starts_with(repo().join("reports/official"));
+        let summary_path = dir.join("summary.md");
+        let committed_summary = std::fs::read_to_string(&summary_path).unwrap();
+        // What an official run's summary ends with comes from how the suite reached the target,
+        // which results.jsonl does not keep.
+        let postscript = committed_summary
+            .lines()
+            .rev()
+            .find(|line| line.starts_with("The official suite reached the target through"))
+            .filter(|_| official);
+        let (surfaces, impact) = if official {
+            let mut surfaces: Vec<String> = Vec::new();
+            for r in &back.results {
+                if !surfaces.contains(&r.surface) {
+                    surfaces.push(r.surface.clone());
+                }
+            }
+            (surfaces, relaycheck::impact::Impact::default())
+        } else {
+            (catalogue.surface_ids(), catalogue.impact())
+        };
+        let reports = ReportSet {
+            info: &info,
+            results: &back.results,
+            cases: &back.cases,
+            surfaces: &surfaces,
+            impact: &impact,
+            notes: RunNotes {
+                target_events: &footer.target_events,
+                strays: &footer.stray_lines,
+                stale: &footer.stale_baseline,
+            },
+            postscript,
+        };
+        let out = std::env::temp_dir().join(format!(
+            "relaycheck-published-{}-{checked}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&out).unwrap();
+        reports.write(&out).unwrap();
+        for name in ["summary.md", "junit.xml", "report.html"] {
+            let committed = dir.join(name);
+            let Ok(want) = std::fs::read_to_string(&committed) else {
+                continue;
+            };
+            let got = std::fs::read_to_string(out.join(name)).unwrap();
+            if got != want {
+                let first = got
+                    .lines()
+                    .zip(want.lines())
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(got.lines().count().min(want.lines().count()));
+                eprintln!("rendered again: {}", out.display());
+                panic!(
+                    "{} is not what the code renders today from {} (first difference at line {}): \
+                     regenerate the reports (scripts/regenerate-reports.sh) or find what moved",
+                    committed.display(),
+                    path.display(),
+                    first + 1
+                );
+            }
+        }
+        let _ = std::fs::remove_dir_all(&out);
+        checked += 1;
+    }
+    assert!(
+        checked > 5,
+        "only {checked} published runs were rendered again"
+    );
 }

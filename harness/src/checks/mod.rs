@@ -146,14 +146,28 @@ pub struct Verdict {
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub applicable: bool,
     pub message: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub expected: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub actual: Option<Value>,
     /// Where in the result `expected` and `actual` were read, for a check of one member (a
     /// JSON pointer); absent when they are the whole result or error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<String>,
+}
+
+/// A member that is there is `Some`, `null` included: a `null` the upstream sent is evidence,
+/// and reading results.jsonl back must not turn it into nothing at all.
+fn present<'de, D: serde::Deserializer<'de>>(from: D) -> Result<Option<Value>, D::Error> {
+    <Value as serde::Deserialize>::deserialize(from).map(Some)
 }
 
 fn yes() -> bool {

@@ -1791,3 +1791,15 @@ fn calls_apart_names_the_call_that_got_the_other_ones_messages() {
     fixture.other = Some(other(reply("{\"nonce\":\"rc-1-56\"}", &["rc-1-56"])));
     passes(&fixture, "calls-apart", json!({}));
 }
+
+#[test]
+fn a_null_value_in_a_verdict_reads_back_as_null() {
+    let mut verdict = super::Verdict::fail("kept", "`/structuredContent` differs");
+    verdict.expected = Some(Value::Null);
+    let text = serde_json::to_string(&verdict).unwrap();
+    assert!(text.contains("\"expected\":null"), "{text}");
+    let back: super::Verdict = serde_json::from_str(&text).unwrap();
+    assert_eq!(back.expected, Some(Value::Null));
+    assert_eq!(back.actual, None);
+    assert_eq!(back, verdict);
+}
