@@ -49,9 +49,14 @@ if ! $skip_hangar; then
 fi
 if ! $skip_gateways; then
   # Published real gateways, each against its baseline.
+  mkdir -p target/published
+  git show HEAD:reports/supergateway-4.0.0/results.jsonl > target/published/supergateway-4.0.0.jsonl
   $rc run --target harness/targets/supergateway.toml --shape all \
     --expected-failures reports/supergateway-4.0.0/expected-failures.yaml \
     --out reports/supergateway-4.0.0 || true
+  # What a pull request that regenerates the reports would be told (docs/ci/).
+  $rc compare target/published/supergateway-4.0.0.jsonl reports/supergateway-4.0.0/results.jsonl \
+    --format markdown > reports/compare-supergateway-4.0.0-published-vs-regenerated.md
   $rc run --target harness/targets/mcp-proxy.toml --shape all \
     --expected-failures reports/mcp-proxy-0.13.0/expected-failures.yaml \
     --out reports/mcp-proxy-0.13.0 || true

@@ -9,19 +9,30 @@ use relaycheck::report;
 pub(super) struct Args {
     before: PathBuf,
     after: PathBuf,
+    /// `list`: every change under its kind. `markdown`: a short pull-request comment, changes
+    /// grouped by cause, one line when nothing changed.
+    #[arg(long, value_enum, default_value = "list")]
+    format: Format,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Format {
+    List,
+    Markdown,
 }
 
 pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let (_, old) = super::read_results(&args.before)?;
     let (_, new) = super::read_results(&args.after)?;
     let comparison = report::compare::compare(&old, &new);
-    println!(
-        "{}",
-        report::compare::render(
-            &comparison,
-            &args.before.display().to_string(),
-            &args.after.display().to_string()
-        )
+    let (before, after) = (
+        args.before.display().to_string(),
+        args.after.display().to_string(),
     );
+    let text = match args.format {
+        Format::List => report::compare::render(&comparison, &before, &after),
+        Format::Markdown => report::compare::render_markdown(&comparison, &before, &after),
+    };
+    print!("{text}");
     Ok(ExitCode::SUCCESS)
 }

@@ -1,7 +1,9 @@
 //! Two runs side by side (a gateway release against the last, or one shape against another):
-//! which results were fixed, which broke, which are new and which are gone.
+//! which results were fixed, which broke, which are new and which are gone. Results of a shape
+//! only one of the runs ran are counted per shape, not listed: a run of other shapes is not a
+//! run whose results went missing.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 use relaycheck_model::{Outcome, Shape};
@@ -22,6 +24,9 @@ pub struct Change {
     pub shape: Shape,
     pub before: Option<Outcome>,
     pub after: Option<Outcome>,
+    /// The cause of the failing side (after for a break or a new failure, before for a fix),
+    /// so changes group the way a run's failures do.
+    pub cause: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -33,60 +38,138 @@ pub struct Comparison {
     /// Other outcome changes (pass to not-applicable, error to timeout, ...).
     pub changed: Vec<Change>,
     pub unchanged: usize,
+    /// Shapes only the first run ran, with how many results each had there.
+    pub shapes_only_before: Vec<(Shape, usize)>,
+    /// Shapes only the second run ran, with how many results each has there.
+    pub shapes_only_after: Vec<(Shape, usize)>,
+}
+
+impl Comparison {
+    /// Whether any result moved, appeared or went (shapes run by one side only aside).
+    pub fn moved(&self) -> bool {
+        !(self.fixed.is_empty()
+            && self.broken.is_empty()
+            && self.new.is_empty()
+            && self.gone.is_empty()
+            && self.changed.is_empty())
+    }
 }
 
 fn passing(outcome: Outcome) -> bool {
     matches!(outcome, Outcome::Pass | Outcome::Observed)
 }
 
+/// A failure whether or not a baseline expected it: a comparison is of what the target did, not
+/// of the bookkeeping around it.
+fn failing(outcome: Outcome) -> bool {
+    outcome.is_failure() || outcome == Outcome::ExpectedFail
+}
+
+fn shape_counts(results: &[CaseResult], only: &BTreeSet<Shape>) -> Vec<(Shape, usize)> {
+    let mut counts: BTreeMap<Shape, usize> = BTreeMap::new();
+    for result in results.iter().filter(|r| only.contains(&r.shape)) {
+        *counts.entry(result.shape).or_default() += 1;
+    }
+    counts.into_iter().collect()
+}
+
 pub fn compare(before: &[CaseResult], after: &[CaseResult]) -> Comparison {
-    let old: BTreeMap<Key, Outcome> = before.iter().map(|r| (key(r), r.outcome)).collect();
-    let new: BTreeMap<Key, Outcome> = after.iter().map(|r| (key(r), r.outcome)).collect();
-    let mut out = Comparison::default();
-    let change = |k: &Key, before: Option<Outcome>, after: Option<Outcome>| Change {
-        case: k.0.clone(),
-        route: k.1.clone(),
-        shape: k.2,
-        before,
-        after,
+    let old: BTreeMap<Key, &CaseResult> = before.iter().map(|r| (key(r), r)).collect();
+    let new: BTreeMap<Key, &CaseResult> = after.iter().map(|r| (key(r), r)).collect();
+    let shapes_before: BTreeSet<Shape> = before.iter().map(|r| r.shape).collect();
+    let shapes_after: BTreeSet<Shape> = after.iter().map(|r| r.shape).collect();
+    let only_before: BTreeSet<Shape> = shapes_before.difference(&shapes_after).copied().collect();
+    let only_after: BTreeSet<Shape> = shapes_after.difference(&shapes_before).copied().collect();
+    let mut out = Comparison {
+        shapes_only_before: shape_counts(before, &only_before),
+        shapes_only_after: shape_counts(after, &only_after),
+        ..Comparison::default()
+    };
+    let change = |k: &Key, before: Option<&CaseResult>, after: Option<&CaseResult>| {
+        let was = before.map(|r| r.outcome);
+        let now = after.map(|r| r.outcome);
+        let cause = match (before, after) {
+            (_, Some(after)) if failing(after.outcome) => after.cause.clone(),
+            (Some(before), _) if failing(before.outcome) => before.cause.clone(),
+            _ => None,
+        };
+        Change {
+            case: k.0.clone(),
+            route: k.1.clone(),
+            shape: k.2,
+            before: was,
+            after: now,
+            cause,
+        }
     };
     for (k, &was) in &old {
+        if only_before.contains(&k.2) {
+            continue;
+        }
         match new.get(k) {
             None => out.gone.push(change(k, Some(was), None)),
-            Some(&now) if now == was => out.unchanged += 1,
-            Some(&now) if was.is_failure() && passing(now) => {
+            Some(now) if now.outcome == was.outcome => out.unchanged += 1,
+            Some(now) if failing(was.outcome) && passing(now.outcome) => {
                 out.fixed.push(change(k, Some(was), Some(now)))
             }
-            Some(&now) if passing(was) && now.is_failure() => {
+            Some(now) if passing(was.outcome) && failing(now.outcome) => {
                 out.broken.push(change(k, Some(was), Some(now)))
             }
-            Some(&now) => out.changed.push(change(k, Some(was), Some(now))),
+            Some(now) => out.changed.push(change(k, Some(was), Some(now))),
         }
     }
     for (k, &now) in &new {
-        if !old.contains_key(k) {
+        if !old.contains_key(k) && !only_after.contains(&k.2) {
             out.new.push(change(k, None, Some(now)));
         }
     }
     out
 }
 
-pub fn render(comparison: &Comparison, before: &str, after: &str) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "# relaycheck compare\n\n- before: `{before}`\n- after: `{after}`\n"
-    );
-    let _ = writeln!(
-        out,
-        "fixed {}, broken {}, new {}, gone {}, changed {}, unchanged {}\n",
+fn show(outcome: Option<Outcome>) -> &'static str {
+    outcome.map(|o| o.as_str()).unwrap_or("absent")
+}
+
+fn counts_line(comparison: &Comparison) -> String {
+    format!(
+        "fixed {}, broken {}, new {}, gone {}, changed {}, unchanged {}",
         comparison.fixed.len(),
         comparison.broken.len(),
         comparison.new.len(),
         comparison.gone.len(),
         comparison.changed.len(),
         comparison.unchanged
+    )
+}
+
+/// One line per shape only one run ran.
+fn shape_lines(comparison: &Comparison, out: &mut String) {
+    for (side, shapes) in [
+        ("before", &comparison.shapes_only_before),
+        ("after", &comparison.shapes_only_after),
+    ] {
+        for (shape, count) in shapes {
+            let _ = writeln!(
+                out,
+                "- {shape}: run only {side} ({count} results, not compared)"
+            );
+        }
+    }
+}
+
+/// Every change, one line each, under its kind.
+pub fn render(comparison: &Comparison, before: &str, after: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# relaycheck compare\n\n- before: `{before}`\n- after: `{after}`\n"
     );
+    let _ = writeln!(out, "{}\n", counts_line(comparison));
+    if !comparison.shapes_only_before.is_empty() || !comparison.shapes_only_after.is_empty() {
+        let _ = writeln!(out, "## Shapes in one run only\n");
+        shape_lines(comparison, &mut out);
+        out.push('\n');
+    }
     for (title, list) in [
         ("Broken", &comparison.broken),
         ("Fixed", &comparison.fixed),
@@ -99,7 +182,6 @@ pub fn render(comparison: &Comparison, before: &str, after: &str) -> String {
         }
         let _ = writeln!(out, "## {title}\n");
         for change in list {
-            let show = |o: Option<Outcome>| o.map(|o| o.as_str()).unwrap_or("absent");
             let _ = writeln!(
                 out,
                 "- `{}` [{} {}]: {} → {}",
@@ -112,6 +194,115 @@ pub fn render(comparison: &Comparison, before: &str, after: &str) -> String {
         }
         out.push('\n');
     }
+    out
+}
+
+/// How many results of one cause a pull-request comment names before it says "and N more".
+const SHOWN_PER_CAUSE: usize = 6;
+
+/// A short comment for a pull request: the counts, then fixed, broken, new and gone results
+/// grouped by cause, and one line per shape only one run ran; a single line when nothing
+/// moved. What a target sent (a cause quotes it) is made inert Markdown.
+pub fn render_markdown(comparison: &Comparison, before: &str, after: &str) -> String {
+    let mut out = String::new();
+    let inline = super::markdown_inline;
+    if !comparison.moved() {
+        let _ = writeln!(
+            out,
+            "**relaycheck**: no change ({} results as in {}).",
+            comparison.unchanged,
+            inline(&format!("`{before}`"))
+        );
+        shape_lines(comparison, &mut out);
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "**relaycheck**: {} against {}: {}.\n",
+        inline(&format!("`{after}`")),
+        inline(&format!("`{before}`")),
+        counts_line(comparison)
+    );
+    for (title, list) in [
+        ("Broken", &comparison.broken),
+        ("Fixed", &comparison.fixed),
+        ("New", &comparison.new),
+        ("Gone", &comparison.gone),
+    ] {
+        if list.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "#### {title} ({})\n", list.len());
+        for (cause, changes) in by_cause(list) {
+            let entries = merged_shapes(&changes);
+            let shown: Vec<String> = entries.iter().take(SHOWN_PER_CAUSE).cloned().collect();
+            let more = entries.len().saturating_sub(shown.len());
+            let mut line = format!("- {} ({}): {}", cause, changes.len(), shown.join("; "));
+            if more > 0 {
+                let _ = write!(line, "; and {more} more");
+            }
+            let _ = writeln!(out, "{}", inline(&line));
+        }
+        out.push('\n');
+    }
+    if !comparison.changed.is_empty() {
+        let _ = writeln!(
+            out,
+            "Other outcome changes (neither a fix nor a break): {}; `relaycheck compare` without \
+             `--format markdown` lists them.\n",
+            comparison.changed.len()
+        );
+    }
+    shape_lines(comparison, &mut out);
+    out
+}
+
+/// One entry per case, route and move, its shapes together: `` `case` [flat: 2025-06-18,
+/// 2025-11-25] pass → fail ``, in the order first seen.
+fn merged_shapes(changes: &[&Change]) -> Vec<String> {
+    /// A case, its route, and its outcome before and after.
+    type Move<'a> = (&'a str, &'a str, Option<Outcome>, Option<Outcome>);
+    let mut order: Vec<Move<'_>> = Vec::new();
+    let mut shapes: BTreeMap<Move<'_>, Vec<Shape>> = BTreeMap::new();
+    for c in changes {
+        let key = (c.case.as_str(), c.route.as_str(), c.before, c.after);
+        if !shapes.contains_key(&key) {
+            order.push(key);
+        }
+        shapes.entry(key).or_default().push(c.shape);
+    }
+    order
+        .into_iter()
+        .map(|key| {
+            let (case, route, before, after) = key;
+            let list: Vec<&str> = shapes[&key].iter().map(|s| s.as_str()).collect();
+            format!(
+                "`{case}` [{route}: {}] {} → {}",
+                list.join(", "),
+                show(before),
+                show(after)
+            )
+        })
+        .collect()
+}
+
+/// Changes grouped by cause, the largest group first; a change with no recorded cause is
+/// grouped by its outcomes.
+fn by_cause(changes: &[Change]) -> Vec<(String, Vec<&Change>)> {
+    let mut groups: BTreeMap<String, Vec<&Change>> = BTreeMap::new();
+    for change in changes {
+        let label = match &change.cause {
+            Some(cause) => cause.clone(),
+            None => format!(
+                "no cause recorded: {} → {}",
+                show(change.before),
+                show(change.after)
+            ),
+        };
+        groups.entry(label).or_default().push(change);
+    }
+    let mut out: Vec<(String, Vec<&Change>)> = groups.into_iter().collect();
+    out.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
     out
 }
 
@@ -168,5 +359,87 @@ mod tests {
         assert!(
             text.contains("## Broken") && text.contains("`b` [2025-06-18 flat]: pass → timeout")
         );
+    }
+
+    fn in_shape(case: &str, shape: Shape, outcome: Outcome, cause: Option<&str>) -> CaseResult {
+        CaseResult {
+            shape,
+            cause: cause.map(str::to_string),
+            ..result(case, outcome)
+        }
+    }
+
+    #[test]
+    fn a_shape_one_run_did_not_run_is_one_line_not_a_list_of_gone_results() {
+        let before = vec![
+            in_shape("a", Shape::V2025_06_18, Outcome::Pass, None),
+            in_shape("a", Shape::Sep2200, Outcome::Pass, None),
+            in_shape("b", Shape::Sep2200, Outcome::Fail, Some("x")),
+        ];
+        let after = vec![
+            in_shape("a", Shape::V2025_06_18, Outcome::Pass, None),
+            in_shape("a", Shape::V2026_07_28, Outcome::Pass, None),
+        ];
+        let c = compare(&before, &after);
+        assert!(c.gone.is_empty() && c.new.is_empty(), "{c:?}");
+        assert_eq!(c.shapes_only_before, vec![(Shape::Sep2200, 2)]);
+        assert_eq!(c.shapes_only_after, vec![(Shape::V2026_07_28, 1)]);
+        for text in [render(&c, "A", "B"), render_markdown(&c, "A", "B")] {
+            assert!(
+                text.contains("- sep-2200: run only before (2 results, not compared)"),
+                "{text}"
+            );
+            assert!(
+                text.contains("- 2026-07-28: run only after (1 results"),
+                "{text}"
+            );
+            assert!(!text.contains("`b`"), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_comment_with_nothing_moved_is_one_line() {
+        let runs = vec![result("a", Outcome::Pass), result("b", Outcome::Fail)];
+        let text = render_markdown(&compare(&runs, &runs), "base.jsonl", "new.jsonl");
+        assert_eq!(
+            text,
+            "**relaycheck**: no change (2 results as in `base.jsonl`).\n"
+        );
+    }
+
+    #[test]
+    fn a_comment_groups_changes_by_cause_and_keeps_a_cause_inert() {
+        let before = vec![
+            result("a", Outcome::Pass),
+            result("b", Outcome::Pass),
+            result("c", Outcome::Pass),
+            in_shape("d", Shape::V2025_06_18, Outcome::Fail, Some("gone wrong")),
+        ];
+        let hostile = "kept: `/x` differs [click](http://evil) <img src=x>";
+        let after = vec![
+            in_shape("a", Shape::V2025_06_18, Outcome::Fail, Some(hostile)),
+            in_shape("b", Shape::V2025_06_18, Outcome::Fail, Some(hostile)),
+            in_shape("c", Shape::V2025_06_18, Outcome::Timeout, None),
+            result("d", Outcome::Pass),
+        ];
+        let text = render_markdown(&compare(&before, &after), "base", "new");
+        assert!(text.contains("#### Broken (3)"), "{text}");
+        assert!(text.contains("#### Fixed (1)"), "{text}");
+        let broken: Vec<&str> = text.lines().filter(|l| l.starts_with("- ")).collect();
+        assert_eq!(broken.len(), 3, "{text}");
+        // The larger cause first, both its results on its line.
+        assert!(
+            broken[0].contains("(2)") && broken[0].contains("`a`") && broken[0].contains("`b`")
+        );
+        assert!(
+            broken[1].contains("no cause recorded: pass → timeout"),
+            "{text}"
+        );
+        assert!(
+            broken[2].contains("gone wrong") && broken[2].contains("`d`"),
+            "{text}"
+        );
+        assert!(!text.contains("[click](http"), "{text}");
+        assert!(!text.contains("<img"), "{text}");
     }
 }
