@@ -7,7 +7,7 @@ use relaycheck_model::render::read_task_handle;
 use relaycheck_model::script::HandleForm;
 use serde_json::{Map, Value, json};
 
-use crate::checks::FollowUp;
+use crate::checks::{FollowUp, collect_links};
 use crate::client::Exchange;
 use crate::profile::{Profile, Route};
 use crate::routes::{View, call_params, handle_params};
@@ -370,32 +370,6 @@ async fn resources(session: &Session, drive: &mut Drive, timeout: Duration) {
             )
             .await,
         );
-    }
-}
-
-/// Every resource_link URI and embedded resource URI in a result, at any depth.
-pub fn collect_links(value: &Value, uris: &mut Vec<String>) {
-    match value {
-        Value::Object(fields) => {
-            if fields.get("type").and_then(Value::as_str) == Some("resource_link")
-                && let Some(uri) = fields.get("uri").and_then(Value::as_str)
-            {
-                uris.push(uri.to_string());
-            }
-            if fields.get("type").and_then(Value::as_str) == Some("resource")
-                && let Some(uri) = fields
-                    .get("resource")
-                    .and_then(|r| r.get("uri"))
-                    .and_then(Value::as_str)
-            {
-                uris.push(uri.to_string());
-            }
-            for child in fields.values() {
-                collect_links(child, uris);
-            }
-        }
-        Value::Array(items) => items.iter().for_each(|item| collect_links(item, uris)),
-        _ => {}
     }
 }
 

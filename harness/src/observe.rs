@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
+pub use relaycheck_checks::upstream::{ListedPage, UpstreamHandshakes, UpstreamListings};
 use relaycheck_model::observation::{Direction, Observation};
 use serde_json::Value;
 
@@ -48,100 +49,12 @@ struct Index {
     unreadable: usize,
 }
 
-/// How the target opened its upstream sessions, over the whole run so far: a skipped
-/// handshake happens once, often at start-up, before any case's call.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct UpstreamHandshakes {
-    /// The canary's answers to requests sent on a connection before its `initialize`, outside
-    /// the stateless envelope.
-    pub before_initialize: Vec<Observation>,
-    /// The client capabilities of each upstream `initialize`, in order (`null` where the
-    /// request had none).
-    pub client_capabilities: Vec<Value>,
-}
-
-/// What the upstream listed of its tools over the whole run so far, page by page, and how the
-/// target asked: enough to say which pages a target never asked for.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct UpstreamListings {
-    /// Each `tools/list` answer, in the order the canary sent them.
-    pub pages: Vec<ListedPage>,
-    /// The `cursor` of each `tools/list` request that had one.
-    pub asked_with: Vec<Value>,
-    /// The items of the last answer to each other listing (`resources/list`,
-    /// `resources/templates/list`, `prompts/list`), by method.
-    pub items: std::collections::BTreeMap<String, Vec<Value>>,
-}
-
 /// The listings besides `tools/list` whose items the log keeps, and the member that holds them.
 const ITEM_LISTINGS: &[(&str, &str)] = &[
     ("resources/list", "resources"),
     ("resources/templates/list", "resourceTemplates"),
     ("prompts/list", "prompts"),
 ];
-
-/// One `tools/list` answer of the upstream.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ListedPage {
-    /// The names of the tools on the page, in order.
-    pub tools: Vec<String>,
-    /// The page's `nextCursor`, when more followed.
-    pub next_cursor: Option<Value>,
-}
-
-impl UpstreamListings {
-    /// Every tool the upstream listed on any page, each once, in the order first listed.
-    pub fn tools(&self) -> Vec<&str> {
-        let mut seen = std::collections::BTreeSet::new();
-        self.pages
-            .iter()
-            .flat_map(|page| page.tools.iter())
-            .filter(|name| seen.insert(name.as_str()))
-            .map(String::as_str)
-            .collect()
-    }
-
-    /// The upstream's latest whole listing, in its order: the pages from the one after the
-    /// previous last page up to the last page that had no `nextCursor`. Listings made in
-    /// different revisions list different tools, so their union has no order of its own; the
-    /// union (of [`Self::tools`]) when no listing was ever finished.
-    pub fn latest(&self) -> Vec<&str> {
-        let ends: Vec<usize> = self
-            .pages
-            .iter()
-            .enumerate()
-            .filter(|(_, page)| page.next_cursor.is_none())
-            .map(|(at, _)| at)
-            .collect();
-        let Some(&last) = ends.last() else {
-            return self.tools();
-        };
-        let first = match ends.len() {
-            1 => 0,
-            n => ends[n - 2] + 1,
-        };
-        self.pages[first..=last]
-            .iter()
-            .flat_map(|page| page.tools.iter().map(String::as_str))
-            .collect()
-    }
-
-    /// The cursors the upstream handed out that the target never asked with.
-    pub fn unfollowed(&self) -> Vec<&Value> {
-        let mut out: Vec<&Value> = Vec::new();
-        for cursor in self.pages.iter().filter_map(|p| p.next_cursor.as_ref()) {
-            if !self.asked_with.contains(cursor) && !out.contains(&cursor) {
-                out.push(cursor);
-            }
-        }
-        out
-    }
-
-    /// Whether the upstream ever split its listing into pages.
-    pub fn paged(&self) -> bool {
-        self.pages.iter().any(|p| p.next_cursor.is_some())
-    }
-}
 
 pub struct ObservationLog {
     path: PathBuf,
@@ -271,7 +184,7 @@ impl ObservationLog {
                         );
                     }
                     if observation.method.as_deref() == Some("tools/list") {
-                        index.listings.note(&observation);
+                        note_listing(&mut index.listings, &observation);
                     }
                     if observation.direction == Direction::Out
                         && let Some((method, member)) = ITEM_LISTINGS
@@ -314,8 +227,9 @@ impl ObservationLog {
     }
 }
 
-impl UpstreamListings {
-    fn note(&mut self, observation: &Observation) {
+/// Notes one `tools/list` request or answer of the upstream in `listings`.
+fn note_listing(listings: &mut UpstreamListings, observation: &Observation) {
+    {
         match observation.direction {
             Direction::In => {
                 if let Some(cursor) = observation
@@ -324,7 +238,7 @@ impl UpstreamListings {
                     .and_then(|p| p.get("cursor"))
                     .filter(|c| !c.is_null())
                 {
-                    self.asked_with.push(cursor.clone());
+                    listings.asked_with.push(cursor.clone());
                 }
             }
             Direction::Out => {
@@ -341,7 +255,7 @@ impl UpstreamListings {
                     .map(str::to_string)
                     .collect();
                 let next_cursor = result.get("nextCursor").filter(|c| !c.is_null()).cloned();
-                self.pages.push(ListedPage { tools, next_cursor });
+                listings.pages.push(ListedPage { tools, next_cursor });
             }
         }
     }

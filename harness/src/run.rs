@@ -14,6 +14,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinError;
 
 use crate::catalogue::{Catalogue, LoadedCase};
+use crate::checks::lines::ChannelLines;
 use crate::checks::{self, Evidence, Gathers, Reach};
 use crate::client::Exchange;
 use crate::drive::{Request, drive};
@@ -986,6 +987,10 @@ pub async fn run_one(
         .filter_map(|(name, channel)| Some((name.clone(), channel.matching.clone()?)))
         .collect();
     let arguments = Value::Object(arguments);
+    let channel_lines: BTreeMap<String, &dyn ChannelLines> = side_channels
+        .iter()
+        .map(|(name, lines)| (name.clone(), lines as &dyn ChannelLines))
+        .collect();
     let evidence = Evidence {
         shape,
         rules,
@@ -995,7 +1000,7 @@ pub async fn run_one(
         upstream: &upstream,
         tool: tool_script.as_ref(),
         tool_name: &tool_name,
-        side_channels: &side_channels,
+        side_channels: &channel_lines,
         route: &drive.route,
         follow_ups: &drive.follow_ups,
         reach: &reach,
@@ -1015,6 +1020,7 @@ pub async fn run_one(
         upstream_handshakes: upstream_handshakes.as_ref(),
         upstream_listings: upstream_listings.as_ref(),
         read_bound: profile.claims.read_bound_bytes,
+        served_listing: relaycheck_canary::listings::items,
         upstream_cancellations: upstream_cancellations.as_deref(),
     };
     let mut result = CaseResult::without_run(case, route, shape, Outcome::Pass, "");

@@ -14,8 +14,8 @@ use crate::client::stream::StreamClient;
 
 pub const CLIENT_NAME: &str = "relaycheck";
 
-/// The request `_meta` key of a stateless request's client capabilities.
-pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+pub use relaycheck_checks::exchange::{describe, preview};
+pub use relaycheck_model::CLIENT_CAPABILITIES;
 
 /// The tasks extension's id (SEP-2663).
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
@@ -444,33 +444,6 @@ fn routing_name(method: &str, params: Option<&Value>) -> Option<String> {
         _ => return None,
     };
     params.get(field)?.as_str().map(str::to_string)
-}
-
-/// A one-line account of an exchange that was not a response.
-pub fn describe(method: &str, exchange: &Exchange) -> String {
-    match exchange {
-        Exchange::Reply(reply) => format!(
-            "`{method}` answered {}",
-            String::from_utf8_lossy(&reply.raw)
-        ),
-        Exchange::Malformed { raw, problem } => format!(
-            "`{method}` got a malformed answer ({problem}): {}",
-            preview(raw)
-        ),
-        Exchange::Closed { detail } => format!("`{method}`: {detail}"),
-        Exchange::Timeout => format!("`{method}` got no answer in time"),
-    }
-}
-
-/// The first few hundred bytes of a raw answer, for messages.
-pub fn preview(raw: &[u8]) -> String {
-    const LIMIT: usize = 300;
-    let text = String::from_utf8_lossy(&raw[..raw.len().min(LIMIT)]).into_owned();
-    if raw.len() > LIMIT {
-        format!("{text}… ({} bytes)", raw.len())
-    } else {
-        text
-    }
 }
 
 #[cfg(test)]

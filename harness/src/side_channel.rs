@@ -14,6 +14,7 @@
 //! profile names, whose stdout lines stand for the store's records: the runner needs no driver
 //! for the store, and the profile says exactly how it is read. It is re-run for every case.
 
+use relaycheck_checks::lines::{ChannelLines, holds, runner_nonce, runner_nonces};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -115,6 +116,20 @@ pub enum Lines {
 impl From<Vec<String>> for Lines {
     fn from(lines: Vec<String>) -> Lines {
         Lines::Whole(lines)
+    }
+}
+
+impl ChannelLines for Lines {
+    fn contains(&self, text: &str) -> bool {
+        Lines::contains(self, text)
+    }
+
+    fn holding(&self, nonce: &str) -> Vec<String> {
+        Lines::holding(self, nonce)
+    }
+
+    fn matching(&self, keep: &dyn Fn(&str) -> bool) -> Vec<String> {
+        Lines::matching(self, keep)
     }
 }
 
@@ -342,42 +357,6 @@ impl FileState {
 fn line_text(bytes: &[u8]) -> String {
     let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
     String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// Whether `line` holds `nonce`: a runner nonce as a whole nonce, other text anywhere.
-fn holds(line: &str, nonce: &str) -> bool {
-    if runner_nonce(nonce) {
-        runner_nonces(line).any(|held| held == nonce)
-    } else {
-        line.contains(nonce)
-    }
-}
-
-/// Whether `text` is a nonce as the runner makes them: `rc-<digits>-<digits>`.
-fn runner_nonce(text: &str) -> bool {
-    runner_nonces(text)
-        .next()
-        .is_some_and(|n| n.len() == text.len())
-}
-
-/// Each `rc-<digits>-<digits>` in `line`, its digits taken as far as they go.
-fn runner_nonces(line: &str) -> impl Iterator<Item = &str> {
-    line.match_indices("rc-").filter_map(move |(start, _)| {
-        let bytes = line.as_bytes();
-        let digits = |from: usize| {
-            bytes[from..]
-                .iter()
-                .take_while(|b| b.is_ascii_digit())
-                .count()
-        };
-        let pid = digits(start + 3);
-        let dash = start + 3 + pid;
-        if pid == 0 || bytes.get(dash) != Some(&b'-') {
-            return None;
-        }
-        let count = digits(dash + 1);
-        (count > 0).then(|| &line[start..dash + 1 + count])
-    })
 }
 
 async fn read_command(argv: &[String], jsonl: bool, workdir: &Path) -> Result<Vec<String>, String> {

@@ -8,6 +8,7 @@ pub mod case;
 pub mod observation;
 pub mod outcome;
 pub mod render;
+pub mod route;
 pub mod script;
 pub mod shape;
 
@@ -17,3 +18,7 @@ pub use shape::Shape;
 /// The argument key under which the runner puts a per-call nonce, so that observation logs and
 /// side channels can be matched to the call that caused them.
 pub const NONCE_ARG: &str = "nonce";
+
+/// The `_meta` key under which a stateless (2026-07-28) request carries the client's
+/// capabilities.
+pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";

@@ -6,6 +6,7 @@ pub mod legacy;
 pub mod sse;
 pub mod stream;
 
+pub use relaycheck_checks::exchange::{Exchange, Reply};
 use serde_json::Value;
 
 /// The largest answer (a stdio line, an HTTP body or event stream) read from a target: a few
@@ -31,57 +32,6 @@ impl Notifications {
             self.items.push(message);
         } else {
             self.dropped += 1;
-        }
-    }
-}
-
-/// What came back for one request.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Exchange {
-    Reply(Reply),
-    /// Bytes arrived for this request that are not a JSON-RPC response to it.
-    Malformed {
-        raw: Vec<u8>,
-        problem: String,
-    },
-    /// The stream ended (or the connection failed) before an answer.
-    Closed {
-        detail: String,
-    },
-    Timeout,
-}
-
-/// A well-formed JSON-RPC response to the request, and what came with it.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Reply {
-    /// The response message's own bytes (a stdio line, an SSE event's data, or an HTTP body).
-    pub raw: Vec<u8>,
-    pub message: Value,
-    /// Notifications that arrived for this request before its response (progress), the first
-    /// [`MAX_NOTIFICATIONS`] of them.
-    pub notifications: Vec<Value>,
-    /// How many more notifications arrived for this request and were dropped.
-    pub notifications_dropped: u64,
-    pub http_status: Option<u16>,
-    pub content_type: Option<String>,
-}
-
-impl Exchange {
-    /// A short label for reports: what kind of answer this was.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Exchange::Reply(reply) if reply.message.get("error").is_some() => "error-response",
-            Exchange::Reply(_) => "response",
-            Exchange::Malformed { .. } => "malformed",
-            Exchange::Closed { .. } => "closed",
-            Exchange::Timeout => "timeout",
-        }
-    }
-
-    pub fn reply(&self) -> Option<&Reply> {
-        match self {
-            Exchange::Reply(reply) => Some(reply),
-            _ => None,
         }
     }
 }

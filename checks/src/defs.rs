@@ -8,11 +8,17 @@ use super::{Evidence, Verdict, envelope, eval, follow, listing, reach, relay};
 /// The kind of value a parameter takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ParamKind {
+    /// `true` or `false`.
     Bool,
+    /// A whole number.
     Integer,
+    /// A JSON pointer: `""` or starting with `/`.
     Pointer,
+    /// A list of JSON pointers.
     Pointers,
+    /// A list of strings.
     Strings,
+    /// Any JSON value.
     AnyJson,
     /// One of a fixed set of words.
     Word(&'static [&'static str]),
@@ -21,6 +27,7 @@ pub enum ParamKind {
 }
 
 impl ParamKind {
+    /// Whether a case file's `value` is of this kind, so lint refuses a wrong one before a run.
     pub fn accepts(self, value: &Value) -> bool {
         match self {
             ParamKind::Bool => value.is_boolean(),
@@ -50,6 +57,7 @@ impl ParamKind {
         }
     }
 
+    /// The kind in words, for lint's message.
     pub fn describe(self) -> String {
         match self {
             ParamKind::Bool => "true or false".into(),
@@ -126,15 +134,22 @@ pub type CheckFn = fn(&str, &Map<String, Value>, &Evidence<'_>) -> Verdict;
 /// and what the runner gathers for it, and the function that judges. Adding a check is one row
 /// here and its function.
 pub struct CheckDef {
+    /// The name case files use (`check:`).
     pub name: &'static str,
+    /// What it asserts, in a sentence: the catalogue page and lint show it.
     pub asserts: &'static str,
+    /// Each parameter: its name, its kind, and whether a case must give it.
     pub params: &'static [(&'static str, ParamKind, bool)],
+    /// What of the call's ending it needs to be judged at all.
     pub reads: Reads,
+    /// What the runner gathers for it besides the call.
     pub gathers: &'static [Gathers],
+    /// The function that judges.
     pub run: CheckFn,
 }
 
 impl CheckDef {
+    /// The row of the check called `name`.
     pub fn named(name: &str) -> Option<&'static CheckDef> {
         CHECKS.iter().find(|def| def.name == name)
     }
@@ -148,6 +163,7 @@ pub(super) const EXCHANGE_KINDS: &[&str] = &[
     "timeout",
 ];
 
+/// Every check relaycheck knows: lint, the runner and [`crate::evaluate`] all read this table.
 pub const CHECKS: &[CheckDef] = &[
     CheckDef {
         name: "relayed-unchanged",

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::defs::{CheckDef, Reads};
 use super::{Evidence, Verdict, form_changes, same, same_opt};
-use crate::client::Exchange;
+use crate::exchange::Exchange;
 
 pub(super) fn evaluate(expectation: &Expectation, evidence: &Evidence<'_>) -> Verdict {
     let name = expectation.check.as_str();
@@ -43,7 +43,7 @@ fn pick_missed(name: &str, pointer: &str, evidence: &Evidence<'_>) -> Verdict {
         .map(|value| {
             format!(
                 "; it answered {}",
-                crate::session::preview(value.to_string().as_bytes())
+                crate::exchange::preview(value.to_string().as_bytes())
             )
         })
         .unwrap_or_default();
@@ -739,7 +739,11 @@ pub(super) fn no_secret(
         for (channel, lines) in evidence.side_channels.iter().filter(|_| in_side) {
             if lines.contains(secret) {
                 let place = format!("side channel `{channel}`");
-                if let Some(line) = lines.matching(|l| l.contains(secret)).into_iter().next() {
+                if let Some(line) = lines
+                    .matching(&|l: &str| l.contains(secret))
+                    .into_iter()
+                    .next()
+                {
                     evidence_lines.push(serde_json::json!({
                         "secret": short(secret),
                         "in": place,
@@ -1049,7 +1053,7 @@ pub(super) fn audit_record(
         return Verdict::fail(name, "the call had no nonce");
     };
     let channel = params.get("channel").and_then(Value::as_str);
-    let channels: Vec<(&String, &crate::side_channel::Lines)> = evidence
+    let channels: Vec<(&String, &&dyn crate::lines::ChannelLines)> = evidence
         .side_channels
         .iter()
         .filter(|(n, _)| channel.is_none_or(|c| c == n.as_str()))
@@ -1085,7 +1089,7 @@ pub(super) fn audit_record(
                 Some((channel, lines, rule))
             })
             .flat_map(|(channel, lines, rule)| {
-                records_by_tool_and_time(lines, rule, evidence)
+                records_by_tool_and_time(**lines, rule, evidence)
                     .into_iter()
                     .map(move |line| (channel.to_string(), line))
             })
@@ -1139,8 +1143,8 @@ pub(super) fn audit_record(
 /// every call, so it identifies nothing).
 fn record_tool_names(evidence: &Evidence<'_>) -> Vec<String> {
     let mut names = vec![evidence.tool_name.to_string()];
-    if evidence.route.kind == crate::profile::RouteKind::Direct {
-        let north = crate::routes::north_name(evidence.route, evidence.tool_name);
+    if evidence.route.kind == relaycheck_model::route::RouteKind::Direct {
+        let north = relaycheck_model::route::north_name(evidence.route, evidence.tool_name);
         if !names.contains(&north) {
             names.push(north);
         }
@@ -1151,8 +1155,8 @@ fn record_tool_names(evidence: &Evidence<'_>) -> Vec<String> {
 /// The JSON lines of a channel that name this call's tool at a time within the call's window
 /// (widened by the rule's slack).
 fn records_by_tool_and_time(
-    lines: &crate::side_channel::Lines,
-    rule: &crate::profile::RecordMatch,
+    lines: &dyn crate::lines::ChannelLines,
+    rule: &relaycheck_model::route::RecordMatch,
     evidence: &Evidence<'_>,
 ) -> Vec<String> {
     let Some((from, to)) = evidence.call_window else {
@@ -1161,7 +1165,7 @@ fn records_by_tool_and_time(
     let slack = std::time::Duration::from_millis(rule.slack_ms);
     let (from, to) = (from - slack, to + slack);
     let names = record_tool_names(evidence);
-    lines.matching(|line| {
+    lines.matching(&|line| {
         let Ok(record) = serde_json::from_str::<Value>(line) else {
             return false;
         };

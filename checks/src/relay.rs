@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use relaycheck_model::observation::Direction;
 
 use super::{Evidence, Verdict};
-use crate::client::Exchange;
+use crate::exchange::Exchange;
 
 /// The handshake the runner's session made, for handshake shapes.
 #[derive(Debug, Clone, Copy)]
@@ -194,7 +194,7 @@ pub(super) fn client_capabilities_kept(name: &str, evidence: &Evidence<'_>) -> V
         call.params
             .as_ref()?
             .get("_meta")?
-            .get(crate::session::CLIENT_CAPABILITIES)
+            .get(relaycheck_model::CLIENT_CAPABILITIES)
             .cloned()
     });
     let told: Vec<Value> = handshakes
@@ -319,6 +319,7 @@ pub(super) fn sent_once(
 pub struct OtherCall {
     /// The nonce of the second call (its progress token too).
     pub nonce: String,
+    /// What the second call got.
     pub exchange: Exchange,
     /// Whether the second call went over a session of its own.
     pub own_session: bool,

@@ -3,14 +3,19 @@
 //! A check compares what the client got with what the canary sent (read from the observation
 //! log, never from the target), so a target cannot pass by describing itself.
 
+#![warn(missing_docs)]
+
 mod defs;
 mod envelope;
 mod equal;
 mod eval;
+pub mod exchange;
 mod follow;
+pub mod lines;
 mod listing;
 mod reach;
 mod relay;
+pub mod upstream;
 
 use std::collections::BTreeMap;
 
@@ -20,11 +25,13 @@ use relaycheck_model::observation::{Direction, Observation};
 use relaycheck_model::script::ToolScript;
 use serde_json::{Map, Value};
 
-use crate::client::Exchange;
-use crate::routes::View;
+use crate::exchange::Exchange;
+use crate::lines::ChannelLines;
+use relaycheck_model::route::View;
 
 pub use defs::{CHECKS, CheckDef, CheckFn, Gathers, ParamKind, Reads};
 pub use equal::{Equivalence, form_changes, same, same_number, same_opt};
+pub use follow::collect_links;
 pub use relay::{
     CapabilityProbe, Handshake, OtherCall, PROBED_CAPABILITIES, probe_params, probe_refusal,
     upstream_progress,
@@ -37,20 +44,26 @@ pub struct FollowUp {
     /// `fetch`, `fetch-as-other`, `delete`, `fetch-after-delete`, `tasks/get`,
     /// `tasks/result`, `resources/read`.
     pub step: String,
+    /// The JSON-RPC request the runner sent.
     pub request: Value,
+    /// What came back for it.
     pub exchange: Exchange,
+    /// The upstream's result or error in it, after the route's pick.
     pub view: View,
 }
 
 /// What one call left behind, for the checks to judge.
 pub struct Evidence<'a> {
+    /// The result shape the call was made in.
     pub shape: Shape,
     /// What the shape says about values the wire leaves out: every comparison of results
     /// goes through it.
     pub rules: &'a Equivalence,
     /// The arguments the case asked the upstream tool to get (nonce included).
     pub arguments: &'a Value,
+    /// What the client got for the call, as the bytes came.
     pub exchange: &'a Exchange,
+    /// The upstream's result or error in the client's answer, after the route's pick.
     pub view: &'a View,
     /// The canary's observation lines for this call's nonce.
     pub upstream: &'a [Observation],
@@ -59,9 +72,10 @@ pub struct Evidence<'a> {
     /// The upstream tool's name.
     pub tool_name: &'a str,
     /// Side-channel lines, by channel name, as they stood after the call.
-    pub side_channels: &'a BTreeMap<String, crate::side_channel::Lines>,
+    pub side_channels: &'a BTreeMap<String, &'a dyn ChannelLines>,
     /// The route whose entry `view` holds (for its field pointers).
-    pub route: &'a crate::profile::Route,
+    pub route: &'a relaycheck_model::route::Route,
+    /// The route's requests after the call (fetches, polls, link reads), in order.
     pub follow_ups: &'a [FollowUp],
     /// Which upstreams got the call, on a target with several.
     pub reach: &'a Reach,
@@ -70,7 +84,7 @@ pub struct Evidence<'a> {
     /// The members the case put in the request's `_meta` (beside the progress token).
     pub request_meta: Option<&'a Map<String, Value>>,
     /// Side channels whose records are matched by tool and time, by channel name.
-    pub record_matches: &'a BTreeMap<String, crate::profile::RecordMatch>,
+    pub record_matches: &'a BTreeMap<String, relaycheck_model::route::RecordMatch>,
     /// The handshake of the runner's session, for handshake shapes.
     pub handshake: Option<Handshake<'a>>,
     /// What the target answered for each capability it declared and the case used.
@@ -82,15 +96,22 @@ pub struct Evidence<'a> {
     /// this one), when the case asks.
     pub other_session: Option<&'a OtherCall>,
     /// How the target opened its upstream sessions over the run so far.
-    pub upstream_handshakes: Option<&'a crate::observe::UpstreamHandshakes>,
+    pub upstream_handshakes: Option<&'a crate::upstream::UpstreamHandshakes>,
     /// What the upstream listed of its tools over the run so far.
-    pub upstream_listings: Option<&'a crate::observe::UpstreamListings>,
+    pub upstream_listings: Option<&'a crate::upstream::UpstreamListings>,
+    /// What the canary serves under a listing method in a shape (the member and its items),
+    /// for a target that never asked its upstream: the runner knows the canary; the checks
+    /// know only what they are handed.
+    pub served_listing: ServedListing,
     /// The target's read bound, as its profile declares it (`[claims] read_bound_bytes`).
     pub read_bound: Option<u64>,
     /// For a call the runner cancelled once the upstream had it: the request ids the upstream
     /// was told were cancelled. `None` when the runner did not cancel the call.
     pub upstream_cancellations: Option<&'a [Value]>,
 }
+
+/// The items the canary lists under a method in a shape, and the result member that holds them.
+pub type ServedListing = fn(&str, Shape) -> Option<(&'static str, Vec<Value>)>;
 
 /// Which upstreams of an aggregating target got one call (their observation logs hold its
 /// nonce). Default: a target with one upstream, where the question does not arise.
@@ -139,19 +160,24 @@ impl Evidence<'_> {
 /// The verdict of one check.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Verdict {
+    /// The check's name.
     pub check: String,
+    /// Whether it held; meaningless when not `applicable`.
     pub passed: bool,
     /// False when the target does not show what the check needs: the case is then
     /// not applicable to it, never passed.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub applicable: bool,
+    /// Why, in a sentence a vendor can check against the evidence.
     pub message: String,
+    /// What the check wanted to see (the upstream's value, for a comparison).
     #[serde(
         default,
         deserialize_with = "present",
         skip_serializing_if = "Option::is_none"
     )]
     pub expected: Option<Value>,
+    /// What the client got.
     #[serde(
         default,
         deserialize_with = "present",
@@ -179,6 +205,7 @@ fn is_true(value: &bool) -> bool {
 }
 
 impl Verdict {
+    /// The target does not show what the check needs: neither a pass nor a failure.
     pub fn not_applicable(check: &str, message: impl Into<String>) -> Verdict {
         Verdict {
             applicable: false,
@@ -186,6 +213,7 @@ impl Verdict {
         }
     }
 
+    /// The check held.
     pub fn pass(check: &str, message: impl Into<String>) -> Verdict {
         Verdict {
             check: check.into(),
@@ -198,6 +226,7 @@ impl Verdict {
         }
     }
 
+    /// The check did not hold.
     pub fn fail(check: &str, message: impl Into<String>) -> Verdict {
         Verdict {
             check: check.into(),
@@ -210,6 +239,7 @@ impl Verdict {
         }
     }
 
+    /// The same verdict with the values it compared, for the report to show side by side.
     pub fn compared(mut self, expected: Option<Value>, actual: Option<Value>) -> Verdict {
         self.expected = expected;
         self.actual = actual;

@@ -9,24 +9,32 @@ use relaycheck_model::script::{Respond, ToolScript};
 use serde_json::{Value, json};
 
 use super::{CHECKS, Evidence, evaluate, validate};
-use crate::client::{Exchange, Reply};
-use crate::routes::View;
+use crate::exchange::{Exchange, Reply};
+use relaycheck_model::route::View;
 
-/// The repository's rules for `shape` (`specs/shapes/<shape>.yaml`), as a run uses them.
+/// The repository's rules for `shape` (`specs/shapes/<shape>.yaml`), as a run uses them: the
+/// defaults its members take and the `_meta` keys a server may add of its own.
 fn rules_for(shape: Shape) -> super::Equivalence {
-    static SHAPES: std::sync::OnceLock<Vec<crate::shapes::ShapeSpec>> = std::sync::OnceLock::new();
-    let shapes = SHAPES.get_or_init(|| {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs/shapes");
-        let mut errors = Vec::new();
-        let shapes = crate::shapes::load_shapes(&dir, &mut errors);
-        assert!(errors.is_empty(), "{errors:?}");
-        shapes
-    });
-    shapes
-        .iter()
-        .find(|spec| spec.id == shape)
-        .map(crate::shapes::ShapeSpec::equivalence)
-        .expect("every shape has a file")
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("../specs/shapes/{}.yaml", shape.as_str()));
+    let text = std::fs::read_to_string(&path).expect("every shape has a file");
+    let spec: Value = yaml_serde::from_str(&text).expect("a shape file is YAML");
+    let list = |key: &str| spec[key].as_array().cloned().unwrap_or_default();
+    super::Equivalence {
+        defaults: list("defaults")
+            .iter()
+            .map(|d| {
+                (
+                    d["member"].as_str().unwrap().to_string(),
+                    d["value"].clone(),
+                )
+            })
+            .collect(),
+        own_meta: list("own_meta")
+            .iter()
+            .map(|m| m["key"].as_str().unwrap().to_string())
+            .collect(),
+    }
 }
 
 fn observation(direction: Direction, params: Option<Value>, message: Option<Value>) -> Observation {
@@ -60,18 +68,18 @@ struct Fixture {
     upstream: Vec<Observation>,
     tool: Option<ToolScript>,
     side: BTreeMap<String, Vec<String>>,
-    route: crate::profile::Route,
+    route: relaycheck_model::route::Route,
     follow_ups: Vec<super::FollowUp>,
     shape: Shape,
     reach: super::Reach,
     call_window: Option<(std::time::SystemTime, std::time::SystemTime)>,
     request_meta: Option<serde_json::Map<String, Value>>,
-    record_matches: BTreeMap<String, crate::profile::RecordMatch>,
+    record_matches: BTreeMap<String, relaycheck_model::route::RecordMatch>,
     handshake: Option<(String, Value)>,
     probes: Vec<super::CapabilityProbe>,
     initializes: Option<usize>,
-    handshakes: Option<crate::observe::UpstreamHandshakes>,
-    listings: Option<crate::observe::UpstreamListings>,
+    handshakes: Option<crate::upstream::UpstreamHandshakes>,
+    listings: Option<crate::upstream::UpstreamListings>,
     read_bound: Option<u64>,
     cancellations: Option<Vec<Value>>,
     other: Option<super::OtherCall>,
@@ -81,7 +89,7 @@ impl Fixture {
     fn new(upstream: Value, north: Value) -> Fixture {
         let arguments = json!({"nonce": "n", "q": 1});
         let raw = serde_json::to_vec(&north).unwrap();
-        let route = crate::profile::Route::default();
+        let route = relaycheck_model::route::Route::default();
         Fixture {
             view: View::of(&north, &route),
             exchange: Exchange::Reply(Reply {
@@ -100,7 +108,7 @@ impl Fixture {
             arguments,
             tool: None,
             side: BTreeMap::new(),
-            route: crate::profile::Route::default(),
+            route: relaycheck_model::route::Route::default(),
             follow_ups: Vec::new(),
             shape: Shape::V2025_06_18,
             reach: super::Reach::default(),
@@ -140,12 +148,12 @@ impl Fixture {
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-        let route = crate::profile::Route {
+        let route = relaycheck_model::route::Route {
             tool: Some("relay_batch".into()),
             pick: vec!["/structuredContent/results/0/result".into()],
             entry: Some("/structuredContent/results/0".into()),
             fields,
-            ..crate::profile::Route::default()
+            ..relaycheck_model::route::Route::default()
         };
         let north = json!({"jsonrpc": "2.0", "id": 9, "result": {
             "content": [text("summary")],
@@ -166,7 +174,7 @@ impl Fixture {
             request: json!({"params": {"uri": "relay://canary/x"}}),
             view: View::of(
                 &message,
-                &crate::profile::Route {
+                &relaycheck_model::route::Route {
                     pick: vec!["/structuredContent/result".into()],
                     ..Default::default()
                 },
@@ -192,10 +200,10 @@ impl Fixture {
             params: params.as_object().cloned().unwrap_or_default(),
         };
         validate(&expectation).expect("the test's expectation is valid");
-        let side: BTreeMap<String, crate::side_channel::Lines> = self
+        let side: BTreeMap<String, &dyn crate::lines::ChannelLines> = self
             .side
             .iter()
-            .map(|(name, lines)| (name.clone(), lines.clone().into()))
+            .map(|(name, lines)| (name.clone(), lines as &dyn crate::lines::ChannelLines))
             .collect();
         let rules = rules_for(self.shape);
         evaluate(
@@ -226,6 +234,7 @@ impl Fixture {
                 upstream_handshakes: self.handshakes.as_ref(),
                 upstream_listings: self.listings.as_ref(),
                 read_bound: self.read_bound,
+                served_listing: relaycheck_canary::listings::items,
                 upstream_cancellations: self.cancellations.as_deref(),
             },
         )
@@ -880,7 +889,7 @@ fn a_whole_listed_definition_keeps_every_declared_member_and_adds_none() {
     passes(&rewritten, "tool-listed", json!({}));
     // A meta route never shows the upstream tool's own listing.
     let mut meta = kept.clone();
-    meta.route.kind = crate::profile::RouteKind::Meta;
+    meta.route.kind = relaycheck_model::route::RouteKind::Meta;
     meta.route.tool = Some("execute_tool".into());
     assert!(!meta.check("tool-listed", json!({})).applicable);
 }
@@ -906,7 +915,7 @@ fn audit_records_without_arguments_match_by_tool_and_time() {
     fails(&fixture, "audit-record", json!({}));
     fixture.record_matches.insert(
         "audit".into(),
-        crate::profile::RecordMatch {
+        relaycheck_model::route::RecordMatch {
             tool: "/tool".into(),
             time: "/ts".into(),
             slack_ms: 2_000,
@@ -1244,10 +1253,10 @@ fn listed(listed: &[&[&str]], pages: &[(&[&str], Option<&str>)], asked: &[&str])
         fixture.follow("tools/list", json!({"result": {"tools": tools.clone()}}));
         fixture.follow_ups.last_mut().unwrap().view.result = Some(json!({"tools": tools}));
     }
-    fixture.listings = Some(crate::observe::UpstreamListings {
+    fixture.listings = Some(crate::upstream::UpstreamListings {
         pages: pages
             .iter()
-            .map(|(names, next)| crate::observe::ListedPage {
+            .map(|(names, next)| crate::upstream::ListedPage {
                 tools: names.iter().map(|n| n.to_string()).collect(),
                 next_cursor: next.map(|c| json!(c)),
             })
@@ -1349,7 +1358,7 @@ fn listing_order_kept_and_own_tools_compare_with_the_upstream() {
     assert_eq!(plain.message, "every listed tool is an upstream tool");
     // A meta tool lists no upstream tool by name.
     let mut meta = listed(&[&["call_tool"]], pages, &["p2"]);
-    meta.route.kind = crate::profile::RouteKind::Meta;
+    meta.route.kind = relaycheck_model::route::RouteKind::Meta;
     assert!(!meta.check("listing-own-tools", json!({})).applicable);
     assert!(!meta.check("listing-complete", json!({})).applicable);
 }
@@ -1433,7 +1442,7 @@ fn listing_relayed_compares_each_item_with_the_upstreams() {
     let mut tagged = bare.clone();
     tagged[0]["_meta"] = json!({"gateway": {"tags": []}});
     let mut own_meta = with(tagged);
-    own_meta.listings = Some(crate::observe::UpstreamListings {
+    own_meta.listings = Some(crate::upstream::UpstreamListings {
         items: [("prompts/list".to_string(), bare)].into_iter().collect(),
         ..Default::default()
     });
@@ -1461,7 +1470,7 @@ fn listing_relayed_compares_each_item_with_the_upstreams() {
     let mut older = declared.clone();
     older[0].as_object_mut().unwrap().remove("icons");
     let mut relayed = with(older.clone());
-    relayed.listings = Some(crate::observe::UpstreamListings {
+    relayed.listings = Some(crate::upstream::UpstreamListings {
         items: [("prompts/list".to_string(), older)].into_iter().collect(),
         ..Default::default()
     });
@@ -1638,14 +1647,14 @@ fn upstream_initialized_first_names_the_requests_sent_before_the_handshake() {
             .check("upstream-initialized-first", json!({}))
             .applicable
     );
-    fixture.handshakes = Some(crate::observe::UpstreamHandshakes::default());
+    fixture.handshakes = Some(crate::upstream::UpstreamHandshakes::default());
     passes(&fixture, "upstream-initialized-first", json!({}));
     let early = Observation {
         method: Some("tools/list".into()),
         before_initialize: true,
         ..observation(Direction::Out, None, None)
     };
-    fixture.handshakes = Some(crate::observe::UpstreamHandshakes {
+    fixture.handshakes = Some(crate::upstream::UpstreamHandshakes {
         before_initialize: vec![early.clone(), early],
         client_capabilities: vec![json!({})],
     });
@@ -1672,12 +1681,12 @@ fn client_capabilities_kept_names_each_capability_the_gateway_added() {
             .check("client-capabilities-kept", json!({}))
             .applicable
     );
-    fixture.handshakes = Some(crate::observe::UpstreamHandshakes {
+    fixture.handshakes = Some(crate::upstream::UpstreamHandshakes {
         before_initialize: vec![],
         client_capabilities: vec![json!({}), Value::Null, json!({"experimental": {}})],
     });
     passes(&fixture, "client-capabilities-kept", json!({}));
-    fixture.handshakes = Some(crate::observe::UpstreamHandshakes {
+    fixture.handshakes = Some(crate::upstream::UpstreamHandshakes {
         before_initialize: vec![],
         client_capabilities: vec![
             json!({}),
@@ -1691,11 +1700,11 @@ fn client_capabilities_kept_names_each_capability_the_gateway_added() {
         verdict.message
     );
     // On the stateless wire the capabilities travel in the call's envelope.
-    fixture.handshakes = Some(crate::observe::UpstreamHandshakes::default());
+    fixture.handshakes = Some(crate::upstream::UpstreamHandshakes::default());
     fixture.upstream[0].params = Some(json!({
         "name": "tool",
         "arguments": {"nonce": "n"},
-        "_meta": {crate::session::CLIENT_CAPABILITIES: {"elicitation": {}}},
+        "_meta": {relaycheck_model::CLIENT_CAPABILITIES: {"elicitation": {}}},
     }));
     let verdict = fails(&fixture, "client-capabilities-kept", json!({}));
     assert!(

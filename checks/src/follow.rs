@@ -5,7 +5,7 @@ use relaycheck_model::observation::Direction;
 use serde_json::{Map, Value};
 
 use super::{Evidence, Verdict, same, same_opt};
-use crate::client::Exchange;
+use crate::exchange::Exchange;
 
 fn upstream_result<'a>(evidence: &'a Evidence<'_>) -> Option<&'a Value> {
     evidence.upstream_answer()?.get("result")
@@ -146,7 +146,7 @@ pub(super) fn task_completes(
                 ),
                 None => format!("the task is `{status}`"),
             },
-            other => crate::session::describe("tasks/get", other),
+            other => crate::exchange::describe("tasks/get", other),
         };
         return Verdict::fail(
             name,
@@ -194,7 +194,7 @@ fn upstream_refusal(evidence: &Evidence<'_>, step: &super::FollowUp) -> String {
         Some(error) => format!(
             "; the error is the upstream's own answer to the {} the target sent it, which it refused: {}",
             step.step,
-            crate::session::preview(error.to_string().as_bytes())
+            crate::exchange::preview(error.to_string().as_bytes())
         ),
         None => String::new(),
     }
@@ -209,7 +209,7 @@ pub(super) fn links_resolve(name: &str, evidence: &Evidence<'_>) -> Verdict {
     }
     let mut upstream_uris = Vec::new();
     if let Some(sent) = upstream_result(evidence) {
-        crate::drive::collect_links(sent, &mut upstream_uris);
+        collect_links(sent, &mut upstream_uris);
     }
     let uri_of = |read: &&super::FollowUp| {
         read.request
@@ -336,7 +336,7 @@ pub(super) fn tool_listed(
     params: &Map<String, Value>,
     evidence: &Evidence<'_>,
 ) -> Verdict {
-    if evidence.route.kind == crate::profile::RouteKind::Meta {
+    if evidence.route.kind == relaycheck_model::route::RouteKind::Meta {
         return Verdict::not_applicable(
             name,
             format!(
@@ -354,7 +354,7 @@ pub(super) fn tool_listed(
             name,
             format!(
                 "tools/list failed: {}",
-                crate::session::preview(error.to_string().as_bytes())
+                crate::exchange::preview(error.to_string().as_bytes())
             ),
         );
     }
@@ -363,11 +363,11 @@ pub(super) fn tool_listed(
             name,
             format!(
                 "tools/list failed: {}",
-                crate::session::describe("tools/list", &listing.exchange)
+                crate::exchange::describe("tools/list", &listing.exchange)
             ),
         );
     }
-    let wanted_name = crate::routes::north_name(evidence.route, evidence.tool_name);
+    let wanted_name = relaycheck_model::route::north_name(evidence.route, evidence.tool_name);
     let tools = listing
         .view
         .result
@@ -421,4 +421,30 @@ pub(super) fn tool_listed(
         name,
         format!("`{wanted_name}` is listed as the upstream declared it"),
     )
+}
+
+/// Every resource_link URI and embedded resource URI in a result, at any depth.
+pub fn collect_links(value: &Value, uris: &mut Vec<String>) {
+    match value {
+        Value::Object(fields) => {
+            if fields.get("type").and_then(Value::as_str) == Some("resource_link")
+                && let Some(uri) = fields.get("uri").and_then(Value::as_str)
+            {
+                uris.push(uri.to_string());
+            }
+            if fields.get("type").and_then(Value::as_str) == Some("resource")
+                && let Some(uri) = fields
+                    .get("resource")
+                    .and_then(|r| r.get("uri"))
+                    .and_then(Value::as_str)
+            {
+                uris.push(uri.to_string());
+            }
+            for child in fields.values() {
+                collect_links(child, uris);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|item| collect_links(item, uris)),
+        _ => {}
+    }
 }

@@ -6,8 +6,8 @@
 use serde_json::{Map, Value};
 
 use super::{Evidence, FollowUp, Verdict};
-use crate::observe::UpstreamListings;
-use crate::profile::RouteKind;
+use crate::upstream::UpstreamListings;
+use relaycheck_model::route::RouteKind;
 
 /// At most this many names in a message; the rest are counted.
 const NAMES_SHOWN: usize = 8;
@@ -21,7 +21,7 @@ fn failed_listing(name: &str, step: &FollowUp) -> Option<Verdict> {
             name,
             format!(
                 "{method} failed: {}",
-                crate::session::preview(error.to_string().as_bytes())
+                crate::exchange::preview(error.to_string().as_bytes())
             ),
         ));
     }
@@ -30,7 +30,7 @@ fn failed_listing(name: &str, step: &FollowUp) -> Option<Verdict> {
             name,
             format!(
                 "{method} failed: {}",
-                crate::session::describe(method, &step.exchange)
+                crate::exchange::describe(method, &step.exchange)
             ),
         ));
     }
@@ -107,9 +107,9 @@ fn north_names(evidence: &Evidence<'_>, upstream: &UpstreamListings) -> Vec<Stri
 fn routed(evidence: &Evidence<'_>, tools: Vec<&str>) -> Vec<String> {
     let mut names: Vec<String> = tools
         .into_iter()
-        .map(|tool| crate::routes::north_name(evidence.route, tool))
+        .map(|tool| relaycheck_model::route::north_name(evidence.route, tool))
         .collect();
-    let own = crate::routes::north_name(evidence.route, evidence.tool_name);
+    let own = relaycheck_model::route::north_name(evidence.route, evidence.tool_name);
     if !names.contains(&own) {
         names.push(own);
     }
@@ -330,7 +330,7 @@ pub(super) fn listing_relayed(
     evidence: &Evidence<'_>,
 ) -> Verdict {
     let method = params.get("method").and_then(Value::as_str).unwrap_or("");
-    let Some((member, served)) = relaycheck_canary::listings::items(method, evidence.shape) else {
+    let Some((member, served)) = (evidence.served_listing)(method, evidence.shape) else {
         return Verdict::fail(name, format!("relaycheck lists nothing for `{method}`"));
     };
     // What the upstream answered the target, as the canary logged it: its leg may speak another
@@ -369,7 +369,7 @@ pub(super) fn listing_relayed(
     let mut first_compared = None;
     for item in &declared {
         let item_name = item.get("name").and_then(Value::as_str).unwrap_or_default();
-        let routed = crate::routes::north_name(evidence.route, item_name);
+        let routed = relaycheck_model::route::north_name(evidence.route, item_name);
         let Some(got) = listed.iter().find(|l| {
             l.get("name")
                 .and_then(Value::as_str)

@@ -1,15 +1,154 @@
 //! Routes: how one upstream call is made through a target, and where in the north answer the
-//! upstream's result is found.
+//! upstream's result is found. A route is a table of a target profile; its types live here
+//! because the runner that makes the call and the checks that read its answer both need them.
 
-use serde_json::{Map, Value};
-
-#[cfg(test)]
 use std::collections::BTreeMap;
 
-use crate::profile::Route;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 /// Every route a case can name. A target profile declares the ones it has.
 pub const KNOWN_ROUTES: [&str; 5] = ["flat", "batch", "continuation", "tasks", "resources-read"];
+
+/// How a call reaches an upstream tool through the target.
+///
+/// `flat` and `batch` make one call. `continuation`, `tasks` and `resources-read` follow up the
+/// answer of the route named in `via`: fetching a retained result by its handle, polling a
+/// task to its end, reading the links the answer handed out.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Route {
+    /// `direct` (the default): the north tool stands for the upstream tool, named by `tool`.
+    /// `meta`: one north tool (`execute_tool`) carries every upstream call in its arguments;
+    /// checks on the upstream tool's listing are then not applicable, and audit records are
+    /// matched by the upstream tool's name, never the meta tool's.
+    #[serde(default)]
+    pub kind: RouteKind,
+    /// Finds the north name of each upstream tool in the target's own `tools/list` when no
+    /// `tool` template says it: `description` takes the listed tool whose description is the
+    /// upstream tool's, or holds it.
+    #[serde(default)]
+    pub discover: Option<Discover>,
+    /// The route whose answer this one follows up (required on `continuation`, `tasks` and
+    /// `resources-read`).
+    #[serde(default)]
+    pub via: Option<String>,
+    /// The north tool name; `{tool}` is the upstream tool's name (`{tool}` for a transparent
+    /// proxy, `canary_{tool}` for an aggregator that prefixes, `relay_batch` for a meta tool).
+    /// Transforms rename it as gateways do: `canary-{tool|slug}`, `{tool|upper}`,
+    /// `{tool|replace:_:.}`, chained with `|`.
+    #[serde(default)]
+    pub tool: Option<String>,
+    /// Argument template: a string value exactly `{arguments}` becomes the call's arguments
+    /// object, exactly `{handle}` the continuation handle; `{tool}` inside strings is the
+    /// upstream tool's name. Left out: the call's arguments are sent as they are.
+    #[serde(default)]
+    pub arguments: Option<Value>,
+    /// JSON pointer into the north result where the upstream's result is found; a list is
+    /// tried in order and the first non-null value wins (a target that puts a failed call's
+    /// result under another key than a successful one's). Left out: the north result itself.
+    /// A `|json` step decodes the string found so far as JSON and goes on with the pointer
+    /// after it: `/content/0/text|json/data` (a result carried as JSON inside a text block).
+    #[serde(default, deserialize_with = "one_or_many")]
+    #[schemars(with = "OneOrMany")]
+    pub pick: Vec<String>,
+    /// JSON pointer into the north result where the upstream's JSON-RPC error is found, for
+    /// targets that answer a batch call with a result holding per-call errors (`|json` steps
+    /// as in `pick`).
+    #[serde(default)]
+    pub pick_error: Option<String>,
+    /// JSON pointer to the per-call entry (the target's envelope) in the north result.
+    #[serde(default)]
+    pub entry: Option<String>,
+    /// Named parts of the entry, as JSON pointers relative to it: `status`, `reason`,
+    /// `handle`, `marker`, `items_kept`, `items_total`, `bytes_kept`, `bytes_total`,
+    /// `provenance_server`, `provenance_tool`, `provenance_time`, `provenance_meta`,
+    /// `redactions`, `data_mark`, `instruction_flags`. A check that needs a part the target
+    /// does not show is not applicable.
+    #[serde(default)]
+    pub fields: BTreeMap<String, String>,
+    /// Continuation: the tool that frees a retained result.
+    #[serde(default)]
+    pub delete_tool: Option<String>,
+    /// Continuation: the argument template of `delete_tool` (`{handle}` is the handle).
+    #[serde(default)]
+    pub delete_arguments: Option<Value>,
+}
+
+/// What a route's north tool is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RouteKind {
+    /// The north tool stands for one upstream tool.
+    #[default]
+    Direct,
+    /// One north tool carries every call; the upstream tool is in its arguments.
+    Meta,
+}
+
+/// How a route finds the north name of an upstream tool in the target's listing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Discover {
+    /// The listed tool whose description equals the upstream tool's; else the one tool whose
+    /// description holds it.
+    Description,
+}
+
+/// A string or a list of strings.
+#[derive(Deserialize, JsonSchema)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    Ok(match OneOrMany::deserialize(d)? {
+        OneOrMany::One(one) => vec![one],
+        OneOrMany::Many(many) => many,
+    })
+}
+
+/// The entry fields a profile can name.
+pub const ENTRY_FIELDS: [&str; 15] = [
+    "status",
+    "reason",
+    "handle",
+    "marker",
+    "items_kept",
+    "items_total",
+    "bytes_kept",
+    "bytes_total",
+    "provenance_server",
+    "provenance_tool",
+    "provenance_time",
+    "provenance_meta",
+    "redactions",
+    "data_mark",
+    "instruction_flags",
+];
+
+/// Where a JSON-lines record says which tool ran and when.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecordMatch {
+    /// JSON pointer to the tool's name in a record (`/tool`): the upstream tool's name, or
+    /// the north name a direct route gives it.
+    pub tool: String,
+    /// JSON pointer to the record's time (`/ts`): Unix seconds or milliseconds as a number,
+    /// or an RFC 3339 string.
+    pub time: String,
+    /// How far outside the call's start and end a record's time may fall, in milliseconds
+    /// (clock resolution, a record written just after the answer).
+    #[serde(default = "default_slack_ms")]
+    pub slack_ms: u64,
+}
+
+fn default_slack_ms() -> u64 {
+    2_000
+}
 
 /// The `tools/call` params that reach `tool` with `arguments` through `route`.
 pub fn call_params(route: &Route, tool: &str, arguments: &Map<String, Value>) -> Value {
@@ -224,6 +363,7 @@ pub struct View {
 }
 
 impl View {
+    /// What `route` finds of the upstream's answer in the north JSON-RPC `message`.
     pub fn of(message: &Value, route: &Route) -> View {
         if let Some(error) = message.get("error") {
             return View {
