@@ -3,7 +3,6 @@
 //! Base64 in context costs about a token per three bytes and tells a text model nothing; a
 //! reference with type, size and hash says what it is, and the handle gets the bytes back.
 
-use crate::member::Members;
 use base64::Engine;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -74,11 +73,11 @@ fn hex(b: &[u8]) -> String {
 
 /// True for blocks whose payload is base64.
 pub fn is_binary_block(block: &Value) -> bool {
-    match block.member("type").and_then(Value::as_str) {
-        Some("image" | "audio") => block.member("data").is_some_and(Value::is_string),
+    match block.get("type").and_then(Value::as_str) {
+        Some("image" | "audio") => block.get("data").is_some_and(Value::is_string),
         Some("resource") => block
-            .member("resource")
-            .and_then(|r| r.member("blob"))
+            .get("resource")
+            .and_then(|r| r.get("blob"))
             .is_some_and(Value::is_string),
         _ => false,
     }
@@ -86,17 +85,17 @@ pub fn is_binary_block(block: &Value) -> bool {
 
 /// Extracts the artifact from a binary block (see [`is_binary_block`]).
 pub fn artifact_of(block: &Value) -> Option<Artifact> {
-    let ty = block.member("type")?.as_str()?;
+    let ty = block.get("type")?.as_str()?;
     let (data, mime) = if ty == "resource" {
-        let r = block.member("resource")?;
+        let r = block.get("resource")?;
         (
-            r.member("blob")?.as_str()?,
-            r.member("mimeType").and_then(Value::as_str),
+            r.get("blob")?.as_str()?,
+            r.get("mimeType").and_then(Value::as_str),
         )
     } else {
         (
-            block.member("data")?.as_str()?,
-            block.member("mimeType").and_then(Value::as_str),
+            block.get("data")?.as_str()?,
+            block.get("mimeType").and_then(Value::as_str),
         )
     };
     Some(decode(data, mime))
@@ -107,12 +106,12 @@ pub fn artifact_of(block: &Value) -> Option<Artifact> {
 /// carries the artifact reference under [`META_KEY`].
 pub fn replacement_block(original: &Value, r: &ArtifactRef) -> Value {
     let ty = original
-        .member("type")
+        .get("type")
         .and_then(Value::as_str)
         .unwrap_or("binary");
-    let resource = original.member("resource");
+    let resource = original.get("resource");
     let uri = resource
-        .and_then(|x| x.member("uri"))
+        .and_then(|x| x.get("uri"))
         .and_then(Value::as_str)
         .map_or_else(|| artifact_uri(&r.sha256), str::to_string);
     let name = uri
@@ -137,13 +136,13 @@ pub fn replacement_block(original: &Value, r: &ArtifactRef) -> Value {
     }
     block.insert("size".into(), Value::from(r.size));
     let annotations = original
-        .member("annotations")
-        .or_else(|| resource.and_then(|x| x.member("annotations")));
+        .get("annotations")
+        .or_else(|| resource.and_then(|x| x.get("annotations")));
     if let Some(a) = annotations {
         block.insert("annotations".into(), a.clone());
     }
     let mut meta = original
-        .member("_meta")
+        .get("_meta")
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();

@@ -5,12 +5,11 @@
 //! (their JSON) rather than forwarded. Unknown types are forwarded untouched: future
 //! revisions may add types, and an unknown type is skipped by readers, not misread.
 
-use crate::member::Members;
 use serde_json::Value;
 
 pub fn is_valid_block(b: &Value) -> bool {
-    let s = |v: &Value, k: &str| v.member(k).is_some_and(Value::is_string);
-    let Some(ty) = b.member("type").and_then(Value::as_str) else {
+    let s = |v: &Value, k: &str| v.get(k).is_some_and(Value::is_string);
+    let Some(ty) = b.get("type").and_then(Value::as_str) else {
         return false;
     };
     match ty {
@@ -18,7 +17,7 @@ pub fn is_valid_block(b: &Value) -> bool {
         "image" | "audio" => s(b, "data") && s(b, "mimeType"),
         "resource_link" => s(b, "uri") && s(b, "name"),
         "resource" => b
-            .member("resource")
+            .get("resource")
             .is_some_and(|r| s(r, "uri") && (s(r, "text") || s(r, "blob"))),
         _ => true,
     }

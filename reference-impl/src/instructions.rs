@@ -10,7 +10,21 @@ use serde_json::Value;
 
 use crate::envelope::InstructionFlag;
 
+#[cfg(feature = "accel")]
 mod prefilter;
+
+/// Whether `s` can hold anything the rules match. The plain build lets the rules scan every
+/// string; the `accel` build first asks a vectorized prefilter that passes only strings with
+/// an anchor a rule needs (its tests hold it to the rules).
+fn may_match(s: &str) -> bool {
+    #[cfg(feature = "accel")]
+    return prefilter::may_match(s);
+    #[cfg(not(feature = "accel"))]
+    {
+        let _ = s;
+        true
+    }
+}
 
 /// More flags than this add nothing for a reader; the count is still reported in the last one.
 pub const MAX_FLAGS: usize = 32;
@@ -75,7 +89,7 @@ const SHORTEST_MATCH: usize = 6;
 
 /// Scans one string; `path` is where it sits in the envelope.
 pub fn scan_str(s: &str, path: &str, out: &mut Vec<InstructionFlag>) {
-    if s.len() < SHORTEST_MATCH || !prefilter::may_match(s) {
+    if s.len() < SHORTEST_MATCH || !may_match(s) {
         return;
     }
     let (any, each) = rules();
@@ -119,7 +133,7 @@ fn excerpt(s: &str, start: usize, end: usize) -> String {
 pub fn may_flag(v: &Value) -> bool {
     fn within(v: &Value, depth: usize) -> bool {
         match v {
-            Value::String(s) => s.len() >= SHORTEST_MATCH && prefilter::may_match(s),
+            Value::String(s) => s.len() >= SHORTEST_MATCH && may_match(s),
             Value::Array(a) => depth == 0 || a.iter().any(|x| within(x, depth - 1)),
             Value::Object(m) => depth == 0 || m.values().any(|x| within(x, depth - 1)),
             _ => false,
@@ -243,14 +257,15 @@ mod tests {
         }
     }
 
-    /// Without AVX2 the prefilter passes every string (the pattern then decides), so only
-    /// there can a clean value be expected to need no scan.
+    /// The plain build has no prefilter, and without AVX2 the `accel` one passes every string
+    /// (the pattern then decides), so only there can a clean value be expected to need no
+    /// scan.
     fn prefilter_rejects_anything() -> bool {
-        #[cfg(target_arch = "x86_64")]
+        #[cfg(all(feature = "accel", target_arch = "x86_64"))]
         {
             std::is_x86_feature_detected!("avx2")
         }
-        #[cfg(not(target_arch = "x86_64"))]
+        #[cfg(not(all(feature = "accel", target_arch = "x86_64")))]
         {
             false
         }

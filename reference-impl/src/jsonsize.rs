@@ -158,28 +158,23 @@ static ESCAPE_EXTRA: [u8; 256] = {
     t
 };
 
-/// Size of `s` as a JSON string literal, quotes included.
+/// Size of `s` as a JSON string literal, quotes included: each byte, plus what its escape
+/// adds. The `accel` build counts long strings in a loop the compiler vectorizes.
 #[inline]
 pub fn str_json_size(s: &str) -> usize {
-    // Keys and most values are short: a table lookup per byte beats setting up the
-    // vectorized loop below.
-    if s.len() < 32 {
-        let extra: usize = s
-            .as_bytes()
-            .iter()
-            .map(|&c| usize::from(ESCAPE_EXTRA[usize::from(c)]))
-            .sum();
-        return s.len() + 2 + extra;
+    #[cfg(feature = "accel")]
+    if s.len() >= 32 {
+        return long_str_json_size(s);
     }
-    long_str_json_size(s)
+    s.len() + 2 + s.bytes().map(escape_extra).sum::<usize>()
 }
 
+#[cfg(feature = "accel")]
 fn long_str_json_size(s: &str) -> usize {
     // Branch-free per byte with byte-wide counters, so the loop vectorizes with as many lanes
     // as possible: one count for bytes needing an escape (+1 each), one for those needing the
     // long \u00XX form (+4 more). A chunk cannot overflow a u8 counter; 192 bytes, a
-    // multiple of the vector loop's step, leaves only the string's last chunk a scalar tail
-    // (255 left 15 bytes to it in every chunk).
+    // multiple of the vector loop's step, leaves only the string's last chunk a scalar tail.
     let mut extra = 0usize;
     for chunk in s.as_bytes().chunks(192) {
         let (mut special, mut long) = (0u8, 0u8);

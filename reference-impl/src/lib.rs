@@ -36,6 +36,10 @@
 //! assert!(env.meta.mirror.is_some());       // ...and that is recorded
 //! ```
 
+// The plain path a reader learns from has no `unsafe`; the `accel` prefilters use SIMD
+// intrinsics.
+#![cfg_attr(not(feature = "accel"), forbid(unsafe_code))]
+
 pub mod binary;
 pub mod blocks;
 pub mod budget;
@@ -48,10 +52,9 @@ pub mod html;
 pub mod instructions;
 pub mod json_write;
 pub mod jsonsize;
-pub mod member;
 pub mod mirror;
 mod normalize;
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(feature = "accel", target_arch = "x86_64"))]
 mod opaque;
 pub mod pointer;
 pub mod redact;

@@ -4,7 +4,6 @@
 //! in context twice (SEP-2200: "SHOULD NOT forward both fields verbatim"). Only verbatim
 //! mirrors are dropped: a text that summarises or differs is content in its own right.
 
-use crate::member::Members;
 use serde_json::Value;
 
 use crate::jsonsize::json_size;
@@ -23,10 +22,8 @@ pub fn find_mirrors(content: &[Value], structured: &Value) -> Vec<usize> {
         }
     };
     let any = content.iter().any(|b| {
-        b.member("type").and_then(Value::as_str) == Some("text")
-            && b.member("text")
-                .and_then(Value::as_str)
-                .is_some_and(could_be)
+        b.get("type").and_then(Value::as_str) == Some("text")
+            && b.get("text").and_then(Value::as_str).is_some_and(could_be)
     });
     if !any {
         return Vec::new();
@@ -35,10 +32,10 @@ pub fn find_mirrors(content: &[Value], structured: &Value) -> Vec<usize> {
     let mut compact: Option<String> = None;
     let mut hits = Vec::new();
     for (i, b) in content.iter().enumerate() {
-        if b.member("type").and_then(Value::as_str) != Some("text") {
+        if b.get("type").and_then(Value::as_str) != Some("text") {
             continue;
         }
-        let Some(t) = b.member("text").and_then(Value::as_str) else {
+        let Some(t) = b.get("text").and_then(Value::as_str) else {
             continue;
         };
         if t.len() == compact_len {

@@ -6,7 +6,6 @@
 //! deterministic, so a text mirror and the structured value it repeats stay comparable.
 //! Reduction runs last, on references, so only what survives the budget is ever copied.
 
-use crate::member::Members;
 use serde_json::{Value, json};
 use std::borrow::Cow;
 use time::format_description::well_known::Rfc3339;
@@ -270,7 +269,7 @@ impl<'c> Builder<'c> {
 
     fn call_tool_result(&mut self, mut r: Value) {
         let Some(m) = r.as_object_mut() else { return };
-        match m.member("resultType") {
+        match m.get("resultType") {
             None => {
                 self.shape.protocol_hint =
                     Some("2025-06-18/2025-11-25 (no resultType: complete)".into())
@@ -286,7 +285,7 @@ impl<'c> Builder<'c> {
                     .push(format!("unknown resultType {o} read as complete"));
             }
         }
-        if let Some(s) = m.member("structuredContent")
+        if let Some(s) = m.get("structuredContent")
             && !s.is_object()
         {
             self.shape.notes.push(format!(
@@ -294,8 +293,8 @@ impl<'c> Builder<'c> {
                 shape_read::type_name(s)
             ));
         }
-        let is_error = self.read_is_error(m.member("isError"));
-        match m.member("content") {
+        let is_error = self.read_is_error(m.get("isError"));
+        match m.get("content") {
             Some(Value::Array(_)) => {}
             None => {
                 self.note("content missing (required); read as empty");
@@ -311,13 +310,13 @@ impl<'c> Builder<'c> {
             }
         }
         self.prepare_content(&mut r, "/content");
-        if r.member("structuredContent").is_some() {
+        if r.get("structuredContent").is_some() {
             self.drop_mirrors(&mut r, "/content", "/structuredContent");
         }
         let sources = Sources {
             content: Some("/content".into()),
             structured: r
-                .member("structuredContent")
+                .get("structuredContent")
                 .map(|_| "/structuredContent".into()),
             apply_schema: !is_error,
             meta: true,
@@ -347,39 +346,39 @@ impl<'c> Builder<'c> {
 
     fn outputs(&mut self, mut r: Value) {
         self.shape.protocol_hint = Some("SEP-3279 draft (2026-12-01)".into());
-        let is_error = self.read_is_error(r.member("isError"));
+        let is_error = self.read_is_error(r.get("isError"));
         let n = r
-            .member("outputs")
+            .get("outputs")
             .and_then(Value::as_array)
             .map_or(0, Vec::len);
         let (mut ci, mut si, mut prog) = (None, None, None);
         for i in 0..n {
             let o = &r["outputs"][i];
             let audience = o
-                .member("audience")
+                .get("audience")
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string();
             let format = o
-                .member("format")
+                .get("format")
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string();
             let used_as = match (audience.as_str(), format.as_str()) {
                 ("assistant", "content")
-                    if ci.is_none() && o.member("content").is_some_and(Value::is_array) =>
+                    if ci.is_none() && o.get("content").is_some_and(Value::is_array) =>
                 {
                     ci = Some(i);
                     OutputUse::Content
                 }
                 ("assistant", "structured")
-                    if si.is_none() && o.member("structuredContent").is_some() =>
+                    if si.is_none() && o.get("structuredContent").is_some() =>
                 {
                     si = Some(i);
                     OutputUse::Structured
                 }
                 ("programmatic", "structured")
-                    if prog.is_none() && o.member("structuredContent").is_some() =>
+                    if prog.is_none() && o.get("structuredContent").is_some() =>
                 {
                     prog = Some(i);
                     OutputUse::Structured
@@ -402,10 +401,7 @@ impl<'c> Builder<'c> {
             self.note("no assistant/content output; nothing model-facing (no audience substitutes for another)");
         }
         for i in 0..n {
-            if r["outputs"][i]
-                .member("content")
-                .is_some_and(Value::is_array)
-            {
+            if r["outputs"][i].get("content").is_some_and(Value::is_array) {
                 self.prepare_content(&mut r, &format!("/outputs/{i}/content"));
             }
         }
@@ -432,16 +428,16 @@ impl<'c> Builder<'c> {
     fn input_required(&mut self, r: Value) {
         self.shape.protocol_hint = Some("2026-07-28 (MRTR)".into());
         let keys: Vec<String> = r
-            .member("inputRequests")
+            .get("inputRequests")
             .and_then(Value::as_object)
             .map(|m| m.keys().cloned().collect())
             .unwrap_or_default();
         self.input_required = Some(InputRequiredInfo {
             keys: keys.clone(),
-            request_state: r.member("requestState").cloned(),
+            request_state: r.get("requestState").cloned(),
         });
         let sptr = r
-            .member("inputRequests")
+            .get("inputRequests")
             .map(|_| Cow::Borrowed("/inputRequests"));
         self.deliver(
             r,
@@ -470,13 +466,13 @@ impl<'c> Builder<'c> {
         });
         self.take_meta(&r);
         let t = match form {
-            TaskForm::Nested => r.member("task").cloned().unwrap_or(Value::Null),
+            TaskForm::Nested => r.get("task").cloned().unwrap_or(Value::Null),
             _ => r.clone(),
         };
         let info = task_info(&t, form);
         let immediate = r
-            .member("_meta")
-            .and_then(|m| m.member(IMMEDIATE_KEY))
+            .get("_meta")
+            .and_then(|m| m.get(IMMEDIATE_KEY))
             .and_then(Value::as_str)
             .map(str::to_string);
         let reason = task_reason(&info);
@@ -500,7 +496,7 @@ impl<'c> Builder<'c> {
     fn task_status(&mut self, mut r: Value, depth: usize) {
         self.shape.protocol_hint = Some("tasks/get detailed task".into());
         let status = r
-            .member("status")
+            .get("status")
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
@@ -511,22 +507,16 @@ impl<'c> Builder<'c> {
         }
         let info = task_info(&info_src, TaskForm::Status);
         match status.as_str() {
-            "completed" if depth < 2 && r.member("result").is_some_and(Value::is_object) => {
-                let inner = r
-                    .member_mut("result")
-                    .map(Value::take)
-                    .unwrap_or(Value::Null);
+            "completed" if depth < 2 && r.get("result").is_some_and(Value::is_object) => {
+                let inner = r.get_mut("result").map(Value::take).unwrap_or(Value::Null);
                 self.result(inner, depth + 1);
                 let inner_kind = self.shape.kind;
                 self.shape.kind = ShapeKind::TaskStatus;
                 self.note(format!("inline task result read as {inner_kind:?}"));
                 self.task = Some(info);
             }
-            "failed" if r.member("error").is_some() => {
-                let e = r
-                    .member_mut("error")
-                    .map(Value::take)
-                    .unwrap_or(Value::Null);
+            "failed" if r.get("error").is_some() => {
+                let e = r.get_mut("error").map(Value::take).unwrap_or(Value::Null);
                 self.rpc_error(e);
                 self.shape.kind = ShapeKind::TaskStatus;
                 self.task = Some(info);
@@ -545,8 +535,8 @@ impl<'c> Builder<'c> {
 
     fn rpc_error(&mut self, e: Value) {
         self.shape.kind = ShapeKind::JsonrpcError;
-        let code = e.member("code").and_then(Value::as_i64);
-        let message = match e.member("message") {
+        let code = e.get("code").and_then(Value::as_i64);
+        let message = match e.get("message") {
             Some(Value::String(s)) => s.clone(),
             Some(other) => other.to_string(),
             None => {
@@ -560,7 +550,7 @@ impl<'c> Builder<'c> {
                 shape_read::type_name(&e)
             ));
         }
-        let has_data = e.member("data").is_some();
+        let has_data = e.get("data").is_some();
         self.rpc_error = Some(RpcErrorInfo {
             code,
             message: message.clone(),
@@ -587,8 +577,8 @@ impl<'c> Builder<'c> {
     // ---- shared steps -----------------------------------------------------------------
 
     fn take_meta(&mut self, r: &Value) {
-        if let Some(m) = r.member("_meta") {
-            self.server_info = m.member(SERVER_INFO_KEY).cloned();
+        if let Some(m) = r.get("_meta") {
+            self.server_info = m.get(SERVER_INFO_KEY).cloned();
             self.upstream_meta = Some(m.clone());
         }
     }
@@ -596,15 +586,15 @@ impl<'c> Builder<'c> {
     /// As [`Builder::take_meta`], for a result about to be dropped: `_meta` is moved out (a
     /// null is left in its place) rather than copied.
     fn move_meta(&mut self, r: &mut Value) {
-        if let Some(m) = r.member_mut("_meta").map(Value::take) {
-            self.server_info = m.member(SERVER_INFO_KEY).cloned();
+        if let Some(m) = r.get_mut("_meta").map(Value::take) {
+            self.server_info = m.get(SERVER_INFO_KEY).cloned();
             self.upstream_meta = Some(m);
         }
     }
 
     /// Makes every entry a valid block and moves binary data out to artifacts.
     fn prepare_content(&mut self, r: &mut Value, ptr: &str) {
-        let Some(Value::Array(blocks)) = crate::pointer::get_mut(r, ptr) else {
+        let Some(Value::Array(blocks)) = r.pointer_mut(ptr) else {
             return;
         };
         for (i, b) in blocks.iter_mut().enumerate() {
@@ -656,17 +646,14 @@ impl<'c> Builder<'c> {
     }
 
     fn drop_mirrors(&mut self, r: &mut Value, content_ptr: &str, structured_ptr: &str) {
-        let hits = match (
-            crate::pointer::get(r, content_ptr),
-            crate::pointer::get(r, structured_ptr),
-        ) {
+        let hits = match (r.pointer(content_ptr), r.pointer(structured_ptr)) {
             (Some(Value::Array(c)), Some(s)) => mirror::find_mirrors(c, s),
             _ => return,
         };
         if hits.is_empty() {
             return;
         }
-        if let Some(Value::Array(c)) = crate::pointer::get_mut(r, content_ptr) {
+        if let Some(Value::Array(c)) = r.pointer_mut(content_ptr) {
             for i in hits.iter().rev() {
                 c.remove(*i);
             }
@@ -683,7 +670,7 @@ impl<'c> Builder<'c> {
         let blocks: &[Value] = src
             .content
             .as_deref()
-            .and_then(|p| crate::pointer::get(&full, p))
+            .and_then(|p| full.pointer(p))
             .and_then(Value::as_array)
             .map_or(&empty[..], Vec::as_slice);
         let base = src.content.as_deref().unwrap_or_default();
@@ -705,10 +692,7 @@ impl<'c> Builder<'c> {
                 html_rows_total: c.as_ref().map(|(_, rows)| *rows),
             })
             .collect();
-        let structured = src
-            .structured
-            .as_deref()
-            .and_then(|p| crate::pointer::get(&full, p));
+        let structured = src.structured.as_deref().and_then(|p| full.pointer(p));
         let reduced = budget::reduce(ReduceIn {
             content: inputs,
             structured,
@@ -807,22 +791,22 @@ impl<'c> Builder<'c> {
         index: usize,
         cuts: &mut Vec<Cut>,
     ) -> Option<(Value, usize)> {
-        let ty = b.member("type").and_then(Value::as_str)?;
+        let ty = b.get("type").and_then(Value::as_str)?;
         let (src, in_resource) = match ty {
             "text" => {
-                let t = b.member("text").and_then(Value::as_str)?;
+                let t = b.get("text").and_then(Value::as_str)?;
                 (t, false)
             }
             "resource" => {
-                let r = b.member("resource")?;
+                let r = b.get("resource")?;
                 let mime = r
-                    .member("mimeType")
+                    .get("mimeType")
                     .and_then(Value::as_str)?
                     .to_ascii_lowercase();
                 if !(mime.starts_with("text/html") || mime.starts_with("application/xhtml")) {
                     return None;
                 }
-                (r.member("text").and_then(Value::as_str)?, true)
+                (r.get("text").and_then(Value::as_str)?, true)
             }
             _ => return None,
         };
@@ -867,7 +851,7 @@ impl<'c> Builder<'c> {
         let text = redact_str(&out.text, false, &mut self.tally).unwrap_or(out.text);
         let mut nb = crate::blocks::clone_without_text(b, in_resource);
         if in_resource {
-            if let Some(Value::Object(r)) = nb.member_mut("resource") {
+            if let Some(Value::Object(r)) = nb.get_mut("resource") {
                 r.insert("text".into(), Value::String(text));
                 r.insert("mimeType".into(), json!("text/markdown"));
             }
@@ -901,11 +885,11 @@ impl<'c> Builder<'c> {
             .content
             .iter()
             .filter(|b| {
-                b.member("_meta")
-                    .and_then(|m| m.member(marker::MARKER_META_KEY))
+                b.get("_meta")
+                    .and_then(|m| m.get(marker::MARKER_META_KEY))
                     .is_none()
             })
-            .find_map(|b| b.member("text").and_then(Value::as_str));
+            .find_map(|b| b.get("text").and_then(Value::as_str));
         match first {
             Some(t) if !t.trim().is_empty() => format!(
                 "the tool ran and reported an error: {}. Change the input or approach rather than retrying unchanged.",
@@ -920,8 +904,8 @@ impl<'c> Builder<'c> {
         if self.from_upstream {
             for (i, b) in self.payload.content.iter().enumerate() {
                 let ours = b
-                    .member("_meta")
-                    .and_then(|m| m.member(marker::MARKER_META_KEY))
+                    .get("_meta")
+                    .and_then(|m| m.get(marker::MARKER_META_KEY))
                     .is_some();
                 if !ours && instructions::may_flag(b) {
                     instructions::scan_value(b, &format!("/payload/content/{i}"), &mut flags);
@@ -984,16 +968,16 @@ fn task_info(t: &Value, form: TaskForm) -> TaskInfo {
     let s = |k: &str| t.get(k).and_then(Value::as_str).map(str::to_string);
     TaskInfo {
         task_id: t
-            .member("taskId")
+            .get("taskId")
             .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string)),
         status: s("status"),
         status_message: s("statusMessage"),
         created_at: s("createdAt"),
         last_updated_at: s("lastUpdatedAt"),
-        ttl_ms: t.member("ttlMs").or_else(|| t.member("ttl")).cloned(),
+        ttl_ms: t.get("ttlMs").or_else(|| t.get("ttl")).cloned(),
         poll_interval_ms: t
-            .member("pollIntervalMs")
-            .or_else(|| t.member("pollInterval"))
+            .get("pollIntervalMs")
+            .or_else(|| t.get("pollInterval"))
             .cloned(),
         form,
     }
@@ -1089,11 +1073,7 @@ fn take_payload(
     src: &Sources,
     converted: Vec<Option<(Value, usize)>>,
 ) -> (Vec<Value>, Option<Value>) {
-    let content = match src
-        .content
-        .as_deref()
-        .and_then(|p| crate::pointer::get_mut(full, p))
-    {
+    let content = match src.content.as_deref().and_then(|p| full.pointer_mut(p)) {
         Some(Value::Array(blocks)) => blocks
             .iter_mut()
             .zip(converted)
@@ -1104,7 +1084,7 @@ fn take_payload(
     let structured = src
         .structured
         .as_deref()
-        .and_then(|p| crate::pointer::get_mut(full, p))
+        .and_then(|p| full.pointer_mut(p))
         .map(Value::take);
     (content, structured)
 }
@@ -1115,11 +1095,7 @@ fn clone_payload(
     src: &Sources,
     converted: &[Option<(Value, usize)>],
 ) -> (Vec<Value>, Option<Value>) {
-    let content = match src
-        .content
-        .as_deref()
-        .and_then(|p| crate::pointer::get(full, p))
-    {
+    let content = match src.content.as_deref().and_then(|p| full.pointer(p)) {
         Some(Value::Array(blocks)) => blocks
             .iter()
             .zip(converted)
@@ -1130,7 +1106,7 @@ fn clone_payload(
     let structured = src
         .structured
         .as_deref()
-        .and_then(|p| crate::pointer::get(full, p))
+        .and_then(|p| full.pointer(p))
         .cloned();
     (content, structured)
 }

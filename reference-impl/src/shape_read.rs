@@ -5,7 +5,6 @@
 //! the shapes overlap: a flat task handle has `status`, a 2025-11-25 handle has `task`, and
 //! only the discriminators read in this order tell them apart.
 
-use crate::member::Members;
 use serde_json::{Map, Value};
 
 use crate::envelope::{Framing, ShapeKind};
@@ -76,9 +75,9 @@ pub fn unwrap(body: Value) -> Unwrapped {
 /// `{error:{code,message}}` with nothing result-like beside it.
 fn is_bare_error(m: &Map<String, Value>) -> bool {
     let err_like = m
-        .member("error")
+        .get("error")
         .and_then(Value::as_object)
-        .is_some_and(|e| e.has_member("code") || e.has_member("message"));
+        .is_some_and(|e| e.contains_key("code") || e.contains_key("message"));
     err_like
         && ![
             "content",
@@ -95,22 +94,22 @@ pub fn classify(result: &Value) -> ShapeKind {
     let Value::Object(m) = result else {
         return ShapeKind::Malformed;
     };
-    let rt = m.member("resultType").and_then(Value::as_str);
+    let rt = m.get("resultType").and_then(Value::as_str);
     if rt == Some("task") {
         return ShapeKind::TaskHandleFlat;
     }
-    if !m.has_member("resultType") && m.member("task").is_some_and(Value::is_object) {
+    if !m.contains_key("resultType") && m.get("task").is_some_and(Value::is_object) {
         return ShapeKind::TaskHandleNested;
     }
     if rt == Some("input_required") {
         return ShapeKind::InputRequired;
     }
-    if m.member("outputs").is_some_and(Value::is_array) {
+    if m.get("outputs").is_some_and(Value::is_array) {
         return ShapeKind::Outputs;
     }
-    if m.member("taskId").is_some()
-        && m.member("status").is_some_and(Value::is_string)
-        && !m.has_member("content")
+    if m.get("taskId").is_some()
+        && m.get("status").is_some_and(Value::is_string)
+        && !m.contains_key("content")
     {
         return ShapeKind::TaskStatus;
     }

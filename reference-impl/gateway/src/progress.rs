@@ -11,7 +11,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Value, json};
 
-use relaycheck_reference::member::Members;
 use tokio::sync::mpsc::UnboundedSender;
 
 pub const METHOD: &str = "notifications/progress";
@@ -141,8 +140,8 @@ pub fn asks_for_progress(params: Option<&Value>) -> bool {
 /// unescape it.
 fn token_of(params: &Value) -> Option<&Value> {
     params
-        .member("_meta")
-        .and_then(|m| m.member("progressToken"))
+        .get("_meta")
+        .and_then(|m| m.get("progressToken"))
         .filter(|t| t.is_string() || t.is_number())
 }
 

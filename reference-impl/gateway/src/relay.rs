@@ -19,7 +19,6 @@ use crate::mutant::{Mutant, Mutation};
 use crate::schema_pin::Pin;
 use crate::upstream::{Ending, Upstream};
 use crate::{links, progress, secrets, tasks};
-use relaycheck_reference::member::Members;
 
 /// One upstream `tools/call`, as it ended.
 pub struct Called {
@@ -84,8 +83,8 @@ pub async fn call(
     mut params: Value,
 ) -> Called {
     let nonce = params
-        .member("arguments")
-        .and_then(|a| a.member(NONCE_ARG))
+        .get("arguments")
+        .and_then(|a| a.get(NONCE_ARG))
         .and_then(Value::as_str)
         .map(str::to_string);
     // The caller's progress token goes upstream as one of the gateway's, mapped back on the
@@ -138,14 +137,14 @@ pub fn process(
     };
     match ending {
         Ending::Response { mut message, .. } => {
-            if let Some(mut error) = message.member_mut("error").map(Value::take) {
+            if let Some(mut error) = message.get_mut("error").map(Value::take) {
                 let reason = Some(clip(&rpc_message(&error)));
                 let redacted = secrets::redact_counted(&mut error, mutation);
                 let code = error.get("code").and_then(Value::as_i64);
                 let facts = facts(redacted, "protocol_error", code, reason);
                 return (Outcome::RpcError { error }, facts);
             }
-            let Some(mut result) = message.member_mut("result").map(Value::take) else {
+            let Some(mut result) = message.get_mut("result").map(Value::take) else {
                 let text = failure_text(
                     called,
                     TransportKind::Malformed,
@@ -185,7 +184,7 @@ pub fn process(
                     );
                 }
             }
-            let is_error = result.member("isError").and_then(Value::as_bool) == Some(true);
+            let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
             let raw_reason = is_error.then(|| clip(&first_text(&result)));
             let redacted = secrets::redact_counted(&mut result, mutation);
             links::rewrite(&mut result, &called.server, mutation);

@@ -10,21 +10,20 @@ use super::BlockIn;
 use super::truncate::Fitter;
 use crate::envelope::{Cut, CutKind, Unit};
 use crate::jsonsize::{json_size, prefix_within, str_json_size};
-use crate::member::Members;
 use crate::schema::SchemaNode;
 
 const PIN_MAX: usize = 2048;
 const MIN_TEXT: usize = 64;
 
 fn text_field(block: &Value) -> Option<(&str, bool)> {
-    match block.member("type").and_then(Value::as_str) {
+    match block.get("type").and_then(Value::as_str) {
         Some("text") => block
-            .member("text")
+            .get("text")
             .and_then(Value::as_str)
             .map(|t| (t, false)),
         Some("resource") => block
-            .member("resource")
-            .and_then(|r| r.member("text"))
+            .get("resource")
+            .and_then(|r| r.get("text"))
             .and_then(Value::as_str)
             .map(|t| (t, true)),
         _ => None,

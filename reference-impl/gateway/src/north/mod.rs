@@ -20,7 +20,6 @@ use crate::gateway::{Answer, Caller, Cancel, Gateway, META_VERSION, rpc_error};
 use crate::mutant::Mutant;
 use crate::progress::Sink;
 use crate::{batch, continuation, forward, relay, resources, tasks_relay};
-use relaycheck_reference::member::Members;
 
 /// Versions an `initialize` can settle on.
 pub const HANDSHAKE_VERSIONS: [&str; 3] = ["2025-03-26", "2025-06-18", "2025-11-25"];
@@ -163,7 +162,7 @@ pub fn caller_of(
     identity: &Identity,
     transport: &'static str,
 ) -> Caller {
-    let meta = params.and_then(|p| p.member("_meta")).cloned();
+    let meta = params.and_then(|p| p.get("_meta")).cloned();
     let envelope = meta
         .as_ref()
         .and_then(|m| m.get(META_VERSION))
@@ -205,16 +204,16 @@ pub async fn handle(
             json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": "Invalid Request: not a JSON-RPC object"}}),
         );
     };
-    let method = fields.member("method").and_then(Value::as_str)?;
-    let params = fields.member("params");
+    let method = fields.get("method").and_then(Value::as_str)?;
+    let params = fields.get("params");
     let mut caller = caller_of(params, conn, identity, transport);
     caller.progress = progress;
-    let Some(id) = fields.member("id") else {
+    let Some(id) = fields.get("id") else {
         // Notifications need no answer; a cancellation fires its request's token, which ends
         // the request's wait on its upstream and tells the upstream in turn.
         if method == "notifications/cancelled"
             && !gw.mutation.is(Mutant::CancelNotForwarded)
-            && let Some(request) = params.and_then(|p| p.member("requestId"))
+            && let Some(request) = params.and_then(|p| p.get("requestId"))
             && let Some(cancel) = conn.in_flight().get(&id_key(request))
         {
             cancel.fire();
@@ -232,8 +231,8 @@ pub async fn handle(
     }
     let duration_ms = started.elapsed().as_millis() as u64;
     let nonce = params
-        .and_then(|p| p.member("arguments"))
-        .and_then(|a| a.member(relaycheck_model::NONCE_ARG))
+        .and_then(|p| p.get("arguments"))
+        .and_then(|a| a.get(relaycheck_model::NONCE_ARG))
         .and_then(Value::as_str)
         .filter(|_| !gw.mutation.is(Mutant::AuditWithoutCallId));
     if gw.mutation.is(Mutant::ArgumentsLoggedRaw)
@@ -252,7 +251,7 @@ pub async fn handle(
             ("error", member("code"), member("message"))
         }
         Answer::Own(r) | Answer::Relayed(r) => {
-            if r.member("isError").and_then(Value::as_bool) == Some(true) {
+            if r.get("isError").and_then(Value::as_bool) == Some(true) {
                 ("is_error", None, Some(Value::String(relay::first_text(r))))
             } else {
                 ("result", None, None)
@@ -268,7 +267,7 @@ pub async fn handle(
         duration_ms,
         protocol_version: Cow::Borrowed(&caller.version),
         tool: params
-            .and_then(|p| p.member("name"))
+            .and_then(|p| p.get("name"))
             .and_then(Value::as_str)
             .map(Cow::Borrowed),
         nonce: nonce.map(Cow::Borrowed),
@@ -375,11 +374,11 @@ async fn dispatch(
 }
 
 async fn call(gw: &Arc<Gateway>, params: &Value, caller: &Caller) -> Answer {
-    let Some(name) = params.member("name").and_then(Value::as_str) else {
+    let Some(name) = params.get("name").and_then(Value::as_str) else {
         return rpc_error(-32602, "Invalid params: missing string `name`");
     };
     let empty = json!({});
-    let args = params.member("arguments").unwrap_or(&empty);
+    let args = params.get("arguments").unwrap_or(&empty);
     match name {
         "relay_batch" => batch::batch(gw, caller, params).await,
         "relay_fetch" => continuation::fetch(gw, caller, args),

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use relaycheck_reference::Identity;
-use relaycheck_reference::member::Members;
 use serde_json::{Value, json};
 use std::os::fd::AsFd;
 
@@ -103,7 +102,7 @@ pub async fn serve(gw: Arc<Gateway>) -> Result<(), ServeError> {
         let in_order = msg.get("method").and_then(Value::as_str) == Some("initialize");
         // A request without a progress token gets no notifications: no queue to set up (most
         // of a small call's allocations were the queue's and the task's).
-        let wants_progress = progress::asks_for_progress(msg.member("params"));
+        let wants_progress = progress::asks_for_progress(msg.get("params"));
         let (gw, conn, identity, out) = (gw.clone(), conn.clone(), identity.clone(), out.clone());
         let work = async move {
             let answer = if wants_progress {

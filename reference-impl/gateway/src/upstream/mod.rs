@@ -22,7 +22,6 @@ use crate::progress::Progress;
 
 use crate::config::UpstreamConfig;
 use crate::error::UpstreamError;
-use relaycheck_reference::member::Members;
 
 /// The version the gateway asks upstreams for in `initialize`: the newest handshake version,
 /// so nested task handles and `tasks/*` work; stateless clients' requests carry their own
@@ -376,10 +375,10 @@ pub fn message(id: Option<u64>, method: &str, params: Value) -> Value {
 /// Why a response that parsed as JSON is still not a JSON-RPC response, if it is not: a
 /// gateway must not read a lenient guess as the upstream's answer.
 pub fn malformed(message: &Value) -> Option<String> {
-    if message.member("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+    if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return Some("the response's jsonrpc member is not \"2.0\"".into());
     }
-    match (message.member("result"), message.member("error")) {
+    match (message.get("result"), message.get("error")) {
         (Some(_), Some(_)) => Some("the response carries both result and error".into()),
         (None, None) => Some("the response carries neither result nor error".into()),
         (None, Some(e)) => {

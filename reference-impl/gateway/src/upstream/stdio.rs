@@ -17,7 +17,6 @@ use super::bounded::sniff_id;
 use crate::error::UpstreamError;
 use crate::progress::Progress;
 use relaycheck_reference::json_write;
-use relaycheck_reference::member::Members;
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Ending>>>>;
 
@@ -306,8 +305,8 @@ impl Reader {
                 return;
             }
         };
-        let has_method = message.member("method").is_some();
-        let id = message.member("id").cloned();
+        let has_method = message.get("method").is_some();
+        let id = message.get("id").cloned();
         if has_method {
             match id {
                 // The upstream asks something of the gateway; it serves nothing upstream.
