@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use relaycheck_model::Shape;
 use relaycheck_model::case::{CaseFile, CaseSpec};
 use relaycheck_model::script::{CanaryScript, NAMED_CANARIES};
 use serde::Deserialize;
@@ -104,6 +105,10 @@ pub struct Catalogue {
     pub surfaces: Vec<Surface>,
     pub shapes: Vec<crate::shapes::ShapeSpec>,
     pub cases: Vec<LoadedCase>,
+    /// `sha256:` and the first 16 hex digits of a digest over every file the catalogue was
+    /// read from (surfaces, shapes, case files; each path relative to the specs directory and
+    /// its bytes), so two runs can say whether they ran the same catalogue.
+    pub digest: String,
 }
 
 impl Catalogue {
@@ -128,6 +133,13 @@ impl Catalogue {
             }
         };
         files.sort();
+        let mut read: Vec<PathBuf> = vec![specs_dir.join("surfaces.yaml")];
+        read.extend(
+            Shape::ALL
+                .iter()
+                .map(|shape| specs_dir.join(format!("shapes/{}.yaml", shape.as_str()))),
+        );
+        read.extend(files.iter().cloned());
         let mut cases: Vec<LoadedCase> = Vec::new();
         for file in files {
             match std::fs::read_to_string(&file) {
@@ -160,6 +172,7 @@ impl Catalogue {
             surfaces,
             shapes,
             cases,
+            digest: digest_of(specs_dir, &read),
         };
         catalogue.lint(&mut errors);
         catalogue.lint_sources(specs_dir, &requirements, &mut errors);
@@ -542,6 +555,28 @@ fn is_kebab(text: &str) -> bool {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
 }
 
+/// The digest of [`Catalogue::digest`]. A file that cannot be read counts as empty: loading
+/// has reported it already.
+fn digest_of(specs_dir: &Path, files: &[PathBuf]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    for file in files {
+        let name = file.strip_prefix(specs_dir).unwrap_or(file);
+        let bytes = std::fs::read(file).unwrap_or_default();
+        hash.update(name.to_string_lossy().as_bytes());
+        hash.update([0]);
+        hash.update((bytes.len() as u64).to_le_bytes());
+        hash.update(&bytes);
+    }
+    let hex: String = hash
+        .finalize()
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("sha256:{hex}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -624,5 +659,39 @@ mod tests {
         if let Err(errors) = Catalogue::load(&specs) {
             panic!("{errors}");
         }
+    }
+
+    #[test]
+    fn the_digest_follows_the_bytes_of_every_file_read() {
+        let dir = std::env::temp_dir().join(format!("relaycheck-digest-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("cases")).unwrap();
+        std::fs::create_dir_all(dir.join("shapes")).unwrap();
+        std::fs::write(dir.join("surfaces.yaml"), "surfaces: []\n").unwrap();
+        std::fs::write(dir.join("cases/a.yaml"), "cases: []\n").unwrap();
+        let read = |dir: &Path| {
+            let mut files = vec![dir.join("surfaces.yaml"), dir.join("cases/a.yaml")];
+            files.extend(
+                Shape::ALL
+                    .iter()
+                    .map(|s| dir.join(format!("shapes/{}.yaml", s.as_str()))),
+            );
+            digest_of(dir, &files)
+        };
+        let first = read(&dir);
+        assert!(
+            first.starts_with("sha256:") && first.len() == 7 + 16,
+            "{first}"
+        );
+        assert_eq!(read(&dir), first, "the same bytes, the same digest");
+        std::fs::write(dir.join("cases/a.yaml"), "cases: [] \n").unwrap();
+        let changed = read(&dir);
+        assert_ne!(changed, first, "one byte more in a case file");
+        // Where the bytes are counts too: the same text under another file's name differs.
+        std::fs::write(dir.join("cases/a.yaml"), "cases: []\n").unwrap();
+        std::fs::write(dir.join("surfaces.yaml"), "").unwrap();
+        std::fs::write(dir.join("shapes/2025-06-18.yaml"), "surfaces: []\n").unwrap();
+        assert_ne!(read(&dir), first);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -188,6 +188,10 @@ pub struct Profile {
     /// The product's version, for report headers; pin the same version in `provision`.
     #[serde(default)]
     pub version: Option<String>,
+    /// The product's source commit, when the run is of a build from source (a gateway's own
+    /// CI sets it), for the run's provenance.
+    #[serde(default)]
+    pub commit: Option<String>,
     /// An argv that prints the installed product's version (`["mcp-proxy", "--version"]`);
     /// `relaycheck smoke` runs it and checks that its output names `version`, so a report
     /// cannot claim another version than the one that ran. Only `{cache}` and `{relaycheck}`

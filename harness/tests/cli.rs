@@ -169,6 +169,40 @@ fn run_writes_the_three_reports_and_ends_with_the_total_line() {
     assert!(junit.contains("<testsuite name=\"is-error\""));
     let summary = std::fs::read_to_string(out_dir.join("summary.md")).unwrap();
     assert!(summary.contains("| is-error"));
+
+    // The header says what produced the run; the summary repeats it.
+    let header = &events[0];
+    assert_eq!(header["format"], 1);
+    let provenance = &header["provenance"];
+    assert!(
+        provenance["catalogue"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("sha256:") && d.len() == "sha256:".len() + 16),
+        "{provenance}"
+    );
+    assert!(provenance["machine"]["cores"].as_u64().unwrap() >= 1);
+    assert_eq!(provenance["machine"]["os"], std::env::consts::OS);
+    assert!(
+        summary.contains(&format!(
+            "catalogue {}",
+            provenance["catalogue"].as_str().unwrap()
+        )),
+        "{summary}"
+    );
+
+    // A file of a newer format than this build reads is refused, naming the file.
+    let newer = out_dir.join("newer.jsonl");
+    std::fs::write(&newer, results.replacen("\"format\":1", "\"format\":99", 1)).unwrap();
+    let out = relaycheck(
+        &["compare", newer.to_str().unwrap(), newer.to_str().unwrap()],
+        &repo(),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("newer.jsonl") && stderr.contains("results format 99"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -382,6 +382,8 @@ fn junit_xml_parses_whatever_a_target_sent() {
         forced: false,
         started: "2026-01-01T00:00:00Z".into(),
         command: "relaycheck run".into(),
+        format: 1,
+        provenance: None,
     };
     let results: Vec<_> = ["fail", "error", "skip"]
         .iter()

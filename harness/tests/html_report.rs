@@ -75,6 +75,8 @@ fn a_failing_cell_opens_its_diff_in_chromium() {
         forced: false,
         started: "2026-11-30T00:00:00Z".into(),
         command: "relaycheck run --target browser-test".into(),
+        format: 1,
+        provenance: None,
     };
     let results = vec![
         result(

@@ -22,12 +22,20 @@ enum Format {
 }
 
 pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
-    let (_, old) = super::read_results(&args.before)?;
-    let (_, new) = super::read_results(&args.after)?;
+    let (old_info, old) = super::read_results(&args.before)?;
+    let (new_info, new) = super::read_results(&args.after)?;
     let comparison = report::compare::compare(&old, &new);
-    let (before, after) = (
+    let (before_label, after_label) = (
         args.before.display().to_string(),
         args.after.display().to_string(),
+    );
+    let side = |label, info: &report::RunInfo| report::compare::Side {
+        label,
+        provenance: info.provenance.as_ref().map(report::Provenance::describe),
+    };
+    let (before, after) = (
+        side(&before_label, &old_info),
+        side(&after_label, &new_info),
     );
     let text = match args.format {
         Format::List => report::compare::render(&comparison, &before, &after),

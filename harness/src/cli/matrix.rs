@@ -25,15 +25,16 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    let loaded: Vec<(String, Vec<CaseResult>)> = args
+    let loaded: Vec<(report::RunInfo, Vec<CaseResult>)> = args
         .results
         .iter()
         .map(|p| super::read_results(p))
         .collect::<anyhow::Result<_>>()?;
     let runs: Vec<report::matrix::Run<'_>> = loaded
         .iter()
-        .map(|(target, results)| report::matrix::Run {
-            target: target.clone(),
+        .map(|(info, results)| report::matrix::Run {
+            target: info.target.clone(),
+            provenance: info.provenance.as_ref().map(report::Provenance::describe),
             results,
         })
         .collect();

@@ -204,7 +204,9 @@ fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
     report::out_dir::write_atomic(path, text)
 }
 
-fn read_results(path: &Path) -> anyhow::Result<(String, Vec<CaseResult>)> {
+/// A run's header and results, refusing a file of a newer format than this build reads, and
+/// saying on stderr what an interrupted or torn file lacks.
+fn read_results(path: &Path) -> anyhow::Result<(report::RunInfo, Vec<CaseResult>)> {
     let back =
         report::jsonl::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     let Some(header) = back.header else {
@@ -213,6 +215,14 @@ fn read_results(path: &Path) -> anyhow::Result<(String, Vec<CaseResult>)> {
             path.display()
         );
     };
+    if header.format > report::RESULTS_FORMAT {
+        bail!(
+            "{}: results format {} is newer than this relaycheck reads ({}); use a newer relaycheck",
+            path.display(),
+            header.format,
+            report::RESULTS_FORMAT
+        );
+    }
     if back.footer.is_none() {
         eprintln!(
             "relaycheck: {} has no footer: the run was interrupted; showing the {} results it has",
@@ -227,7 +237,7 @@ fn read_results(path: &Path) -> anyhow::Result<(String, Vec<CaseResult>)> {
             back.unreadable_lines
         );
     }
-    Ok((header.target, back.results))
+    Ok((header, back.results))
 }
 
 /// The command line as a user would type it: `relaycheck` and the arguments, whatever path the

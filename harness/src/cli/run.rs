@@ -126,6 +126,11 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         forced: args.forced,
         started: report::now_rfc3339(),
         command: invocation(),
+        format: report::RESULTS_FORMAT,
+        provenance: Some(report::Provenance::here(
+            catalogue.digest.clone(),
+            profile.commit.clone(),
+        )),
     };
     // Held (locked, see report::out_dir) until the run returns.
     let out_dir = args

@@ -26,6 +26,11 @@ pub fn run_info(profile: &Profile, command: String) -> RunInfo {
         forced: false,
         started: report::now_rfc3339(),
         command,
+        format: report::RESULTS_FORMAT,
+        provenance: Some(report::Provenance::here(
+            format!("{SUITE_PACKAGE}@{SUITE_VERSION}"),
+            profile.commit.clone(),
+        )),
     }
 }
 

@@ -126,6 +126,22 @@ pub fn compare(before: &[CaseResult], after: &[CaseResult]) -> Comparison {
     out
 }
 
+/// One of the two runs as a comparison names it: the file it was read from and, when the
+/// run recorded it, what produced it.
+pub struct Side<'a> {
+    pub label: &'a str,
+    pub provenance: Option<String>,
+}
+
+impl Side<'_> {
+    fn line(&self) -> String {
+        match &self.provenance {
+            Some(provenance) => format!("`{}` ({provenance})", self.label),
+            None => format!("`{}`", self.label),
+        }
+    }
+}
+
 fn show(outcome: Option<Outcome>) -> &'static str {
     outcome.map(|o| o.as_str()).unwrap_or("absent")
 }
@@ -158,11 +174,13 @@ fn shape_lines(comparison: &Comparison, out: &mut String) {
 }
 
 /// Every change, one line each, under its kind.
-pub fn render(comparison: &Comparison, before: &str, after: &str) -> String {
+pub fn render(comparison: &Comparison, before: &Side<'_>, after: &Side<'_>) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "# relaycheck compare\n\n- before: `{before}`\n- after: `{after}`\n"
+        "# relaycheck compare\n\n- before: {}\n- after: {}\n",
+        super::markdown_inline(&before.line()),
+        super::markdown_inline(&after.line())
     );
     let _ = writeln!(out, "{}\n", counts_line(comparison));
     if !comparison.shapes_only_before.is_empty() || !comparison.shapes_only_after.is_empty() {
@@ -203,7 +221,7 @@ const SHOWN_PER_CAUSE: usize = 6;
 /// A short comment for a pull request: the counts, then fixed, broken, new and gone results
 /// grouped by cause, and one line per shape only one run ran; a single line when nothing
 /// moved. What a target sent (a cause quotes it) is made inert Markdown.
-pub fn render_markdown(comparison: &Comparison, before: &str, after: &str) -> String {
+pub fn render_markdown(comparison: &Comparison, before: &Side<'_>, after: &Side<'_>) -> String {
     let mut out = String::new();
     let inline = super::markdown_inline;
     if !comparison.moved() {
@@ -211,7 +229,7 @@ pub fn render_markdown(comparison: &Comparison, before: &str, after: &str) -> St
             out,
             "**relaycheck**: no change ({} results as in {}).",
             comparison.unchanged,
-            inline(&format!("`{before}`"))
+            inline(&format!("`{}`", before.label))
         );
         shape_lines(comparison, &mut out);
         return out;
@@ -219,10 +237,18 @@ pub fn render_markdown(comparison: &Comparison, before: &str, after: &str) -> St
     let _ = writeln!(
         out,
         "**relaycheck**: {} against {}: {}.\n",
-        inline(&format!("`{after}`")),
-        inline(&format!("`{before}`")),
+        inline(&format!("`{}`", after.label)),
+        inline(&format!("`{}`", before.label)),
         counts_line(comparison)
     );
+    if before.provenance.is_some() || after.provenance.is_some() {
+        let _ = writeln!(
+            out,
+            "Before: {}. After: {}.\n",
+            inline(before.provenance.as_deref().unwrap_or("not recorded")),
+            inline(after.provenance.as_deref().unwrap_or("not recorded"))
+        );
+    }
     for (title, list) in [
         ("Broken", &comparison.broken),
         ("Fixed", &comparison.fixed),
@@ -311,6 +337,13 @@ mod tests {
     use super::*;
     use relaycheck_model::Level;
 
+    fn side(label: &str) -> Side<'_> {
+        Side {
+            label,
+            provenance: None,
+        }
+    }
+
     fn result(case: &str, outcome: Outcome) -> CaseResult {
         CaseResult {
             case: case.into(),
@@ -355,7 +388,7 @@ mod tests {
         assert_eq!(c.new[0].case, "f");
         assert_eq!(c.changed[0].case, "e");
         assert_eq!(c.unchanged, 1);
-        let text = render(&c, "A", "B");
+        let text = render(&c, &side("A"), &side("B"));
         assert!(
             text.contains("## Broken") && text.contains("`b` [2025-06-18 flat]: pass → timeout")
         );
@@ -384,7 +417,10 @@ mod tests {
         assert!(c.gone.is_empty() && c.new.is_empty(), "{c:?}");
         assert_eq!(c.shapes_only_before, vec![(Shape::Sep2200, 2)]);
         assert_eq!(c.shapes_only_after, vec![(Shape::V2026_07_28, 1)]);
-        for text in [render(&c, "A", "B"), render_markdown(&c, "A", "B")] {
+        for text in [
+            render(&c, &side("A"), &side("B")),
+            render_markdown(&c, &side("A"), &side("B")),
+        ] {
             assert!(
                 text.contains("- sep-2200: run only before (2 results, not compared)"),
                 "{text}"
@@ -400,7 +436,11 @@ mod tests {
     #[test]
     fn a_comment_with_nothing_moved_is_one_line() {
         let runs = vec![result("a", Outcome::Pass), result("b", Outcome::Fail)];
-        let text = render_markdown(&compare(&runs, &runs), "base.jsonl", "new.jsonl");
+        let text = render_markdown(
+            &compare(&runs, &runs),
+            &side("base.jsonl"),
+            &side("new.jsonl"),
+        );
         assert_eq!(
             text,
             "**relaycheck**: no change (2 results as in `base.jsonl`).\n"
@@ -422,7 +462,7 @@ mod tests {
             in_shape("c", Shape::V2025_06_18, Outcome::Timeout, None),
             result("d", Outcome::Pass),
         ];
-        let text = render_markdown(&compare(&before, &after), "base", "new");
+        let text = render_markdown(&compare(&before, &after), &side("base"), &side("new"));
         assert!(text.contains("#### Broken (3)"), "{text}");
         assert!(text.contains("#### Fixed (1)"), "{text}");
         let broken: Vec<&str> = text.lines().filter(|l| l.starts_with("- ")).collect();

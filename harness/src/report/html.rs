@@ -72,9 +72,14 @@ pub fn render_with(
         _ => info.target.clone(),
     };
     let shape_names: Vec<&str> = info.shapes.iter().map(|s| s.as_str()).collect();
+    let provenance = info
+        .provenance
+        .as_ref()
+        .map(|p| format!("<br>{}", escape(&p.describe())))
+        .unwrap_or_default();
     let _ = writeln!(
         out,
-        "<p class=\"meta\">target {} · relaycheck {} · shapes {}{} · started {}<br><code>{}</code></p>",
+        "<p class=\"meta\">target {} · relaycheck {} · shapes {}{} · started {}{provenance}<br><code>{}</code></p>",
         escape(&product),
         escape(&info.tool_version),
         escape(&shape_names.join(", ")),
@@ -416,6 +421,8 @@ mod tests {
             forced: false,
             started: "2026-11-30T00:00:00Z".into(),
             command: "relaycheck run --target zoo-crashy".into(),
+            format: 1,
+            provenance: None,
         }
     }
 

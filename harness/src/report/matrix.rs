@@ -15,6 +15,8 @@ use crate::result::CaseResult;
 /// One run's results under the name of its target.
 pub struct Run<'a> {
     pub target: String,
+    /// What produced the run ([`super::Provenance::describe`]), when it recorded it.
+    pub provenance: Option<String>,
     pub results: &'a [CaseResult],
 }
 
@@ -28,6 +30,9 @@ pub fn render(runs: &[Run<'_>], surfaces: &[String], impact: &Impact) -> String 
     for run in runs {
         let (shapes, rows) = surface_matrix(run.results, surfaces, &[]);
         let _ = writeln!(out, "## `{}`: surfaces by shapes\n", run.target);
+        if let Some(provenance) = &run.provenance {
+            let _ = writeln!(out, "{}\n", super::markdown_inline(provenance));
+        }
         let mut table = Builder::default();
         let mut header = vec!["surface".to_string()];
         header.extend(shapes.iter().map(|s| s.to_string()));

@@ -22,9 +22,19 @@ use serde::{Deserialize, Serialize};
 
 use crate::result::CaseResult;
 
+/// The results.jsonl format this build writes. A header without `format` is of the first.
+pub const RESULTS_FORMAT: u32 = 1;
+
+fn first_format() -> u32 {
+    1
+}
+
 /// What every report says about the run as a whole.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunInfo {
+    /// The results.jsonl format ([`RESULTS_FORMAT`] when written by this build).
+    #[serde(default = "first_format")]
+    pub format: u32,
     pub tool_version: String,
     pub target: String,
     pub target_product: Option<String>,
@@ -34,6 +44,72 @@ pub struct RunInfo {
     pub started: String,
     /// The command line that reproduces the run.
     pub command: String,
+    /// What produced the run: absent in runs recorded before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Provenance>,
+}
+
+/// What produced a run, so two runs can be told apart by more than their date: the build of
+/// relaycheck, the catalogue it read, the target's own commit and the machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// The git commit relaycheck was built from, when it was built from a checkout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_commit: Option<String>,
+    /// The catalogue's digest ([`crate::catalogue::Catalogue::digest`]), or the suite's
+    /// package for an official run.
+    pub catalogue: String,
+    /// The target's commit, as its profile says (`commit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_commit: Option<String>,
+    /// The machine the run was made on.
+    pub machine: Machine,
+}
+
+/// The machine a run was made on: what its timings and timeouts depend on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    pub cores: usize,
+    pub os: String,
+    pub arch: String,
+}
+
+impl Provenance {
+    /// This build, on this machine, for a run of `catalogue` against a target at
+    /// `target_commit`.
+    pub fn here(catalogue: String, target_commit: Option<String>) -> Provenance {
+        Provenance {
+            tool_commit: option_env!("RELAYCHECK_COMMIT").map(str::to_string),
+            catalogue,
+            target_commit,
+            machine: Machine {
+                cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+                os: std::env::consts::OS.to_string(),
+                arch: std::env::consts::ARCH.to_string(),
+            },
+        }
+    }
+
+    /// One line for a report: `relaycheck commit …, catalogue …, target commit …, 2 cores,
+    /// linux x86_64`.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(commit) = &self.tool_commit {
+            parts.push(format!("relaycheck commit {commit}"));
+        }
+        parts.push(format!("catalogue {}", self.catalogue));
+        if let Some(commit) = &self.target_commit {
+            parts.push(format!("target commit {commit}"));
+        }
+        parts.push(format!(
+            "{} core{}, {} {}",
+            self.machine.cores,
+            if self.machine.cores == 1 { "" } else { "s" },
+            self.machine.os,
+            self.machine.arch
+        ));
+        parts.join(", ")
+    }
 }
 
 /// What a run says beside its results: the target's deaths, the lines it wrote that answered

@@ -130,6 +130,13 @@ pub fn render_with(
     let mode = if info.forced { " (forced)" } else { "" };
     let _ = writeln!(out, "- shapes: {}{mode}", shapes.join(", "));
     let _ = writeln!(out, "- started: {}", markdown_inline(&info.started));
+    if let Some(provenance) = &info.provenance {
+        let _ = writeln!(
+            out,
+            "- provenance: {}",
+            markdown_inline(&provenance.describe())
+        );
+    }
     let _ = writeln!(
         out,
         "- command: {}\n",
@@ -338,6 +345,8 @@ mod tests {
             forced: false,
             started: "2026-01-01T00:00:00Z".into(),
             command: "relaycheck run --target t".into(),
+            format: 1,
+            provenance: None,
         };
         let page = render_with(
             &info,
