@@ -50,8 +50,8 @@ pub async fn run(canary: Arc<Canary>, log: Arc<ObsLog>) -> Result<(), CanaryErro
 }
 
 /// An `oversized` result leaves stdout in 1 MiB writes; through a pipe of the default 64 KiB
-/// the canary and its reader took turns sixteen times a write, and a gigabyte over stdio was
-/// read at 0.75-1.1 GB/s where over HTTP it was 1.6. Best effort: stdout may not be a pipe,
+/// the canary and its reader took turns sixteen times a write, and stdio was read well below
+/// the rate HTTP reached (reports/benchmarks.md). Best effort: stdout may not be a pipe,
 /// and the system may allow less than 1 MiB (`/proc/sys/fs/pipe-max-size`).
 fn widen_stdout_pipe() {
     #[cfg(target_os = "linux")]

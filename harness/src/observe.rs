@@ -92,7 +92,7 @@ impl ObservationLog {
             }
             // 1 ms, not more: the answer line usually trails the client's read by well under a
             // millisecond, and every poll step is added to the case (`relaycheck bench suite`
-            // showed a 5 ms step as the harness's whole p90 overhead per case).
+            // showed a longer step as most of the harness's overhead per case).
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }

@@ -611,12 +611,12 @@ impl<'a> Conv<'a> {
                 if !self.in_cell() {
                     self.para();
                 }
-                // Sized for a small table: growing each from empty was about 3% of the
-                // instructions converting the bench page. An outermost table is sized from
-                // the input left (cell text is at most about half of a table's markup, a
-                // cell at least about 20 bytes of it, a row 60): the reallocations while a
-                // 1 KB table grew were another 4%. Nested tables stay small, so that deep
-                // nesting cannot reserve the input's size per level.
+                // Sized for a small table, since growing each from empty showed in the
+                // bench's profile. An outermost table is sized from the input left (cell text
+                // is at most about half of a table's markup, a cell at least about 20 bytes
+                // of it, a row 60), so a growing table is not reallocated again and again.
+                // Nested tables stay small, so that deep nesting cannot reserve the input's
+                // size per level.
                 let t = if let Some(mut t) = self.spare.take() {
                     t.buf.clear();
                     t.cells.clear();

@@ -2,7 +2,7 @@
 //! faster than the combined pattern's own scan.
 //!
 //! The rules start with words under case folding, so the regex engine has no literal to skip
-//! ahead by and its lazy DFA visits every byte (about 500 MB/s). But every rule needs one of
+//! ahead by and its lazy DFA visits every byte. But every rule needs one of
 //! a few words, its *anchor*, with known words or bytes beside it, or one of two rare bytes.
 //! A block of 64 bytes is classified at once (with AVX2 on x86_64; without it every string is
 //! scanned as before) by the nibbles of the anchors' first four bytes in either ASCII case,

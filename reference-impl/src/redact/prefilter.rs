@@ -2,8 +2,8 @@
 //! faster than the pattern's own scan.
 //!
 //! The pattern's alternatives start with letters, digits and quotes, so the regex engine has
-//! no literal to skip ahead by and its lazy DFA visits every byte (about 500 MB/s, over half
-//! of the normalizer's time on a large text). But every alternative needs a byte that is
+//! no literal to skip ahead by and its lazy DFA visits every byte, most of the normalizer's
+//! time on a large text (reports/benchmarks.md has the figures). But every alternative needs a byte that is
 //! rare in most text, its *trigger*, with a few known bytes around it; and a card number
 //! needs a run of 13 digits. A block of 64 bytes is classified at once (with SSE2 or AVX2 on
 //! x86_64), and only the triggers in it are looked at, each against the bytes the
