@@ -32,6 +32,7 @@ pub mod schema;
 pub mod session;
 pub mod setup;
 pub mod shapes;
+pub mod shard;
 pub mod side_channel;
 pub mod smoke;
 pub mod sources;

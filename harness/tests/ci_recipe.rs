@@ -9,7 +9,13 @@ use std::process::Command;
 use serde_json::Value;
 
 fn workflow() -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/ci/github-actions.yml");
+    workflow_file("github-actions.yml")
+}
+
+fn workflow_file(name: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../docs/ci")
+        .join(name);
     let text = std::fs::read_to_string(&path).unwrap();
     yaml_serde::from_str(&text).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
 }
@@ -56,7 +62,22 @@ fn relaycheck(args: &[&str]) -> std::process::Output {
 #[test]
 fn every_relaycheck_command_in_the_workflow_exists_with_its_options() {
     let workflow = workflow();
-    let commands = relaycheck_commands(&workflow);
+    let mut commands = relaycheck_commands(&workflow);
+    // The sharded recipe runs a part of the cases per runner and merges them.
+    let sharded = relaycheck_commands(&workflow_file("github-actions-sharded.yml"));
+    for needed in ["run", "merge"] {
+        assert!(
+            sharded
+                .iter()
+                .any(|c| c.get(1).is_some_and(|s| s == needed)),
+            "the sharded workflow no longer runs `relaycheck {needed}`"
+        );
+    }
+    assert!(
+        sharded.iter().any(|c| c.iter().any(|w| w == "--shard")),
+        "the sharded workflow no longer passes --shard"
+    );
+    commands.extend(sharded);
     let subcommands: Vec<&str> = commands
         .iter()
         .filter_map(|c| c.get(1))

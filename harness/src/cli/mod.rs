@@ -10,6 +10,7 @@ mod init_target;
 mod lint;
 mod list;
 mod matrix;
+mod merge;
 mod mutants;
 mod normalize;
 mod official;
@@ -61,6 +62,8 @@ enum Command {
     Matrix(matrix::Args),
     /// List fixed, broken, new and gone results between two runs.
     Compare(compare::Args),
+    /// Join the results of a run's shards (`run --shard I/N`) into one run and its reports.
+    Merge(merge::Args),
     /// The failures of a run grouped by cause, or every result of one cause (`--cause N`, the
     /// number the console gave it).
     Causes(causes::Args),
@@ -107,6 +110,7 @@ pub(crate) fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Catalogue(args) => catalogue::exec(args),
         Command::Matrix(args) => matrix::exec(args),
         Command::Compare(args) => compare::exec(args),
+        Command::Merge(args) => merge::exec(args),
         Command::Causes(args) => causes::exec(args),
         Command::Canary(args) => relaycheck_canary::cli::run(args).map(|()| ExitCode::SUCCESS),
         Command::Gateway(args) => relaycheck_gateway::cli::run(args).map(|()| ExitCode::SUCCESS),

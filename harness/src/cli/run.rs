@@ -31,6 +31,13 @@ pub(super) struct Args {
     /// Case-id globs to run (repeatable; `*` matches anything).
     #[arg(long = "case")]
     cases: Vec<String>,
+    /// Run only the I-th of N parts of the cases (`2/3`), for a CI matrix; `relaycheck merge`
+    /// joins the parts' results into one run. Every runner computes the same split.
+    #[arg(long)]
+    shard: Option<relaycheck::shard::Shard>,
+    /// Balance the shards by the durations of this earlier run's results instead of by count.
+    #[arg(long, requires = "shard")]
+    shard_timings: Option<PathBuf>,
     /// Write results.jsonl, junit.xml and summary.md here.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -98,6 +105,33 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
             bail!("--case `{glob}` matches no case (see `relaycheck list`)");
         }
     }
+    let cases = match args.shard {
+        None => args.cases.clone(),
+        Some(shard) => {
+            let weights = match &args.shard_timings {
+                Some(path) => relaycheck::shard::durations(&super::read_results(path)?.1),
+                None => Default::default(),
+            };
+            let chosen: Vec<&str> = catalogue
+                .cases
+                .iter()
+                .map(|c| c.spec.id.as_str())
+                .filter(|id| {
+                    args.cases.is_empty()
+                        || args.cases.iter().any(|g| relaycheck::glob::matches(g, id))
+                })
+                .collect();
+            let mine = relaycheck::shard::cases_of(&chosen, shard, &weights);
+            if mine.is_empty() {
+                bail!(
+                    "shard {shard} has no cases: {} case(s) cannot fill {} shards",
+                    chosen.len(),
+                    shard.count
+                );
+            }
+            mine
+        }
+    };
     let workdir = std::env::temp_dir().join(format!("relaycheck-{}", std::process::id()));
     if !args.keep_work {
         relaycheck::reaper::remove_at_exit(&workdir);
@@ -107,7 +141,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         profile: &profile,
         shapes: shapes.clone(),
         forced: args.forced,
-        cases: args.cases.clone(),
+        cases,
         jobs: args.jobs,
         starts: args.starts.unwrap_or(args.jobs),
         canary_cmd: canary_command()?,

@@ -1,0 +1,100 @@
+//! `relaycheck merge`: the results of a run's shards (`run --shard I/N`) joined into one run,
+//! with every report written again from them.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use relaycheck::baseline::Baseline;
+use relaycheck::report::jsonl::{CaseEvent, ReadBack};
+use relaycheck::report::out_dir::OutDir;
+use relaycheck::report::{self, ReportSet, RunNotes};
+
+#[derive(clap::Args)]
+pub(super) struct Args {
+    /// The shards' results.jsonl, each a finished run of the same target and shapes.
+    #[arg(required = true)]
+    shards: Vec<PathBuf>,
+    /// Write the merged results.jsonl, junit.xml, summary.md and report.html here.
+    #[arg(long)]
+    out: PathBuf,
+    /// The expected-failures file the shards ran against: stale entries are then judged over
+    /// the whole run (an entry whose cases ran in two shards is stale only if it is in both).
+    #[arg(long)]
+    expected_failures: Option<PathBuf>,
+    /// `should` failures fail the merged run too.
+    #[arg(long)]
+    strict: bool,
+    #[arg(long)]
+    specs: Option<PathBuf>,
+}
+
+pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
+    let Some(catalogue) = super::require_catalogue(args.specs.clone())? else {
+        return Ok(ExitCode::from(2));
+    };
+    let mut shards: Vec<(String, ReadBack)> = Vec::new();
+    for path in &args.shards {
+        let back =
+            report::jsonl::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        if let Some(header) = &back.header
+            && header.format > report::RESULTS_FORMAT
+        {
+            bail!(
+                "{}: results format {} is newer than this relaycheck reads ({})",
+                path.display(),
+                header.format,
+                report::RESULTS_FORMAT
+            );
+        }
+        if !back.unreadable_lines.is_empty() {
+            bail!(
+                "{}: lines {:?} are not events: a shard torn mid-write does not merge",
+                path.display(),
+                back.unreadable_lines
+            );
+        }
+        shards.push((path.display().to_string(), back));
+    }
+    let merged = relaycheck::shard::merge(shards, super::invocation())?;
+    let stale = match &args.expected_failures {
+        Some(path) => Baseline::load(path)?.stale(&merged.results),
+        None => merged.stale.clone(),
+    };
+    let failed = merged.results.iter().any(|r| r.fails_run(args.strict));
+    let exit_code = i32::from(failed || !stale.is_empty());
+    let surfaces = catalogue.surface_ids();
+    let impact = catalogue.impact();
+    // The catalogue's own wording for every case a shard listed.
+    let cases: Vec<CaseEvent> = catalogue
+        .cases
+        .iter()
+        .map(CaseEvent::of)
+        .filter(|event| merged.cases.iter().any(|c| c.id == event.id))
+        .collect();
+    let reports = ReportSet {
+        info: &merged.info,
+        results: &merged.results,
+        cases: &cases,
+        surfaces: &surfaces,
+        impact: &impact,
+        notes: RunNotes {
+            target_events: &merged.target_events,
+            strays: &merged.strays,
+            stale: &stale,
+        },
+        postscript: None,
+    };
+    let out = OutDir::open(&args.out)?;
+    reports.write_results(&mut out.results()?, exit_code)?;
+    reports.write(out.path())?;
+    println!("{}", reports.summary());
+    println!(
+        "merged {} shard(s) into {}",
+        args.shards.len(),
+        out.path().display()
+    );
+    println!("{}", report::tally_line(&merged.results));
+    println!("{}", report::total_line(&merged.results));
+    Ok(ExitCode::from(exit_code as u8))
+}
