@@ -8,19 +8,20 @@ use std::process::Command;
 
 fn main() {
     let git = Path::new("../.git");
-    // Built again when HEAD or the branch it names moves; in a worktree (`.git` a file) or
-    // outside a checkout, only when this script changes.
     println!("cargo:rerun-if-changed=build.rs");
+    // Outside a checkout of relaycheck itself (a packaged crate, or a copy inside another
+    // repository, whose commit git would find by walking up), no commit is recorded.
+    if !git.exists() {
+        return;
+    }
+    // Built again when HEAD moves or any branch does (a loose ref, or the packed ones after a
+    // `git gc`). In a worktree (`.git` a file) only when this script changes: its commit can
+    // then be older than the worktree's.
     if git.is_dir() {
-        println!("cargo:rerun-if-changed=../.git/HEAD");
-        if let Ok(head) = std::fs::read_to_string(git.join("HEAD"))
-            && let Some(branch) = head.trim().strip_prefix("ref: ")
-            && git.join(branch).exists()
-        {
-            println!("cargo:rerun-if-changed=../.git/{branch}");
-        }
-        if git.join("packed-refs").exists() {
-            println!("cargo:rerun-if-changed=../.git/packed-refs");
+        for watched in ["HEAD", "refs", "packed-refs"] {
+            if git.join(watched).exists() {
+                println!("cargo:rerun-if-changed=../.git/{watched}");
+            }
         }
     }
     let commit = Command::new("git")

@@ -15,6 +15,9 @@ use crate::report::jsonl::{CaseEvent, Footer, ReadBack};
 use crate::restart::{StrayLines, TargetEvent};
 use crate::result::CaseResult;
 
+/// More shards than any catalogue has cases.
+pub const MAX_SHARDS: usize = 10_000;
+
 /// `I/N`: the I-th of N shards, counted from 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shard {
@@ -32,6 +35,11 @@ impl FromStr for Shard {
         let count: usize = count.trim().parse().map_err(|_| problem())?;
         if count == 0 || index == 0 || index > count {
             return Err(problem());
+        }
+        if count > MAX_SHARDS {
+            return Err(format!(
+                "`{text}`: at most {MAX_SHARDS} shards (a shard is at least one whole case)"
+            ));
         }
         Ok(Shard { index, count })
     }
@@ -99,8 +107,6 @@ pub struct Merged {
     /// the whole run instead: an entry whose cases ran in two shards is stale only when it is
     /// stale in both).
     pub stale: Vec<String>,
-    /// The highest exit code a shard recorded.
-    pub exit_code: i32,
 }
 
 /// Why shards cannot be merged.
@@ -126,6 +132,24 @@ pub enum MergeError {
         expected: String,
         first: String,
     },
+    #[error("{0}: not a shard (its run had no --shard I/N): only the parts of a split merge")]
+    NotAShard(String),
+    #[error("{path}: shard {found}, of another split than {first}'s {expected}")]
+    OtherSplit {
+        path: String,
+        found: String,
+        expected: String,
+        first: String,
+    },
+    #[error("shard {missing} of {count} is missing: merging the others would drop its cases")]
+    Missing { missing: String, count: usize },
+    #[error("{path}: catalogue {found}, not {expected} like {first}: shards split one catalogue")]
+    OtherCatalogue {
+        path: String,
+        found: String,
+        expected: String,
+        first: String,
+    },
     #[error("`{case}` [{shape} {route}] is in {first} and in {second}: the shards overlap")]
     Overlap {
         case: String,
@@ -142,10 +166,30 @@ pub fn merge(shards: Vec<(String, ReadBack)>, command: String) -> Result<Merged,
     let mut merged: Option<Merged> = None;
     let mut first_path = String::new();
     let mut seen: BTreeMap<(String, String, String), String> = BTreeMap::new();
+    let mut split: Option<Shard> = None;
+    let mut indexes: Vec<usize> = Vec::new();
     for (path, back) in shards {
         let info = back
             .header
             .ok_or_else(|| MergeError::NoHeader(path.clone()))?;
+        let shard: Shard = info
+            .shard
+            .as_deref()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| MergeError::NotAShard(path.clone()))?;
+        match split {
+            Some(first) if first.count != shard.count => {
+                return Err(MergeError::OtherSplit {
+                    path,
+                    found: shard.to_string(),
+                    expected: format!("of {}", first.count),
+                    first: first_path,
+                });
+            }
+            None => split = Some(shard),
+            Some(_) => {}
+        }
+        indexes.push(shard.index);
         let footer: Footer = back
             .footer
             .ok_or_else(|| MergeError::Unfinished(path.clone()))?;
@@ -170,6 +214,8 @@ pub fn merge(shards: Vec<(String, ReadBack)>, command: String) -> Result<Merged,
             merged = Some(Merged {
                 info: RunInfo {
                     command: command.clone(),
+                    format: crate::report::RESULTS_FORMAT,
+                    shard: None,
                     ..info
                 },
                 cases: back.cases,
@@ -177,10 +223,20 @@ pub fn merge(shards: Vec<(String, ReadBack)>, command: String) -> Result<Merged,
                 target_events: footer.target_events,
                 strays: footer.stray_lines,
                 stale: footer.stale_baseline,
-                exit_code: footer.exit_code,
             });
             continue;
         };
+        let digest = |i: &RunInfo| i.provenance.as_ref().map(|p| p.catalogue.clone());
+        if let (Some(found), Some(expected)) = (digest(&info), digest(&into.info))
+            && found != expected
+        {
+            return Err(MergeError::OtherCatalogue {
+                path,
+                found,
+                expected,
+                first: first_path,
+            });
+        }
         if info.target != into.info.target {
             return Err(MergeError::OtherTarget {
                 path,
@@ -221,7 +277,13 @@ pub fn merge(shards: Vec<(String, ReadBack)>, command: String) -> Result<Merged,
                 into.stale.push(entry);
             }
         }
-        into.exit_code = into.exit_code.max(footer.exit_code);
+    }
+    let count = split.map_or(0, |s| s.count);
+    if let Some(missing) = (1..=count).find(|i| !indexes.contains(i)) {
+        return Err(MergeError::Missing {
+            missing: format!("{missing}/{count}"),
+            count,
+        });
     }
     Ok(merged.expect("merge is given at least one shard"))
 }

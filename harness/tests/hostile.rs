@@ -384,6 +384,7 @@ fn junit_xml_parses_whatever_a_target_sent() {
         command: "relaycheck run".into(),
         format: 1,
         provenance: None,
+        shard: None,
     };
     let results: Vec<_> = ["fail", "error", "skip"]
         .iter()

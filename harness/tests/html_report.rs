@@ -77,6 +77,7 @@ fn a_failing_cell_opens_its_diff_in_chromium() {
         command: "relaycheck run --target browser-test".into(),
         format: 1,
         provenance: None,
+        shard: None,
     };
     let results = vec![
         result(

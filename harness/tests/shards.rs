@@ -108,6 +108,26 @@ fn three_shards_merged_are_the_whole_run() {
         String::from_utf8_lossy(&comment.stdout)
     );
 
+    // A part left out, or a whole run given as a part, is refused, naming what is wrong.
+    let refused = |files: &[&Path], says: &str| {
+        let mut args = vec!["merge", "--out"];
+        let out = dir.join("refused");
+        args.push(out.to_str().unwrap());
+        args.extend(files.iter().map(|p| p.to_str().unwrap()));
+        let done = relaycheck(&args);
+        let stderr = String::from_utf8_lossy(&done.stderr);
+        assert_eq!(done.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(says), "{says}: {stderr}");
+    };
+    refused(
+        &[&shard_dirs[0], &shard_dirs[2]],
+        "shard 2/3 of 3 is missing",
+    );
+    refused(
+        &[&shard_dirs[0], &dir.join("whole/results.jsonl")],
+        "not a shard",
+    );
+
     // The same shard twice overlaps; a shard without its footer did not finish.
     let first = shard_dirs[0].to_str().unwrap();
     let again = relaycheck(&[

@@ -21,6 +21,16 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let results = &args.results;
     let back = jsonl::read(results)
         .map_err(|err| anyhow::anyhow!("{}: cannot read: {err}", results.display()))?;
+    if let Some(header) = &back.header
+        && header.format > relaycheck::report::RESULTS_FORMAT
+    {
+        anyhow::bail!(
+            "{}: results format {} is newer than this relaycheck reads ({})",
+            results.display(),
+            header.format,
+            relaycheck::report::RESULTS_FORMAT
+        );
+    }
     if back.results.is_empty() {
         anyhow::bail!("{}: no results in it", results.display());
     }

@@ -18,8 +18,9 @@ pub(super) struct Args {
     /// Write the merged results.jsonl, junit.xml, summary.md and report.html here.
     #[arg(long)]
     out: PathBuf,
-    /// The expected-failures file the shards ran against: stale entries are then judged over
-    /// the whole run (an entry whose cases ran in two shards is stale only if it is in both).
+    /// The expected-failures file the shards ran against (the same file: merge does not apply
+    /// it again): stale entries are then judged over the whole run (an entry whose cases ran
+    /// in two shards is stale only if it is in both).
     #[arg(long)]
     expected_failures: Option<PathBuf>,
     /// `should` failures fail the merged run too.
@@ -85,6 +86,11 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         },
         postscript: None,
     };
+    for entry in &stale {
+        eprintln!(
+            "STALE baseline entry `{entry}`: it passes now; remove it from the expected failures"
+        );
+    }
     let out = OutDir::open(&args.out)?;
     reports.write_results(&mut out.results()?, exit_code)?;
     reports.write(out.path())?;

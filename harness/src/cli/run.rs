@@ -165,6 +165,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
             catalogue.digest.clone(),
             profile.commit.clone(),
         )),
+        shard: args.shard.map(|shard| shard.to_string()),
     };
     // Held (locked, see report::out_dir) until the run returns.
     let out_dir = args

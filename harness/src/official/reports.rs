@@ -31,6 +31,7 @@ pub fn run_info(profile: &Profile, command: String) -> RunInfo {
             format!("{SUITE_PACKAGE}@{SUITE_VERSION}"),
             profile.commit.clone(),
         )),
+        shard: None,
     }
 }
 

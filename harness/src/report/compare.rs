@@ -218,6 +218,41 @@ pub fn render(comparison: &Comparison, before: &Side<'_>, after: &Side<'_>) -> S
 /// How many results of one cause a pull-request comment names before it says "and N more".
 const SHOWN_PER_CAUSE: usize = 6;
 
+/// How many causes of one kind of change a comment shows, and how much of each cause: a
+/// comment has a size limit, and a target can make its failures' causes many and long.
+const SHOWN_CAUSES: usize = 15;
+const CAUSE_CHARS: usize = 300;
+
+/// `text` as a code span, which a Markdown page shows literally (no link, mention, reference or
+/// HTML in it is live): controls shown as escapes, cut at [`CAUSE_CHARS`], fenced by one
+/// backtick more than the longest run of them inside.
+fn code_span(text: &str) -> String {
+    let mut shown = String::new();
+    for (count, c) in text.chars().enumerate() {
+        if count == CAUSE_CHARS {
+            shown.push('…');
+            break;
+        }
+        match super::visible_escape(c) {
+            Some(escape) => shown.push_str(&escape),
+            None => shown.push(c),
+        }
+    }
+    let mut longest = 0;
+    let mut run = 0;
+    for c in shown.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(longest + 1);
+    let pad = if shown.starts_with('`') || shown.ends_with('`') || shown.is_empty() {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{shown}{pad}{fence}")
+}
+
 /// A short comment for a pull request: the counts, then fixed, broken, new and gone results
 /// grouped by cause, and one line per shape only one run ran; a single line when nothing
 /// moved. What a target sent (a cause quotes it) is made inert Markdown.
@@ -259,15 +294,26 @@ pub fn render_markdown(comparison: &Comparison, before: &Side<'_>, after: &Side<
             continue;
         }
         let _ = writeln!(out, "#### {title} ({})\n", list.len());
-        for (cause, changes) in by_cause(list) {
-            let entries = merged_shapes(&changes);
+        let causes = by_cause(list);
+        for (cause, changes) in causes.iter().take(SHOWN_CAUSES) {
+            let entries = merged_shapes(changes);
             let shown: Vec<String> = entries.iter().take(SHOWN_PER_CAUSE).cloned().collect();
             let more = entries.len().saturating_sub(shown.len());
-            let mut line = format!("- {} ({}): {}", cause, changes.len(), shown.join("; "));
+            let mut line = format!("({}): {}", changes.len(), shown.join("; "));
             if more > 0 {
                 let _ = write!(line, "; and {more} more");
             }
-            let _ = writeln!(out, "{}", inline(&line));
+            // The cause quotes what the target sent: shown literally, so no link, mention or
+            // reference in it is live on the page that renders the comment.
+            let _ = writeln!(out, "- {} {}", code_span(cause), inline(&line));
+        }
+        if causes.len() > SHOWN_CAUSES {
+            let rest: usize = causes[SHOWN_CAUSES..].iter().map(|(_, c)| c.len()).sum();
+            let _ = writeln!(
+                out,
+                "- and {} more causes ({rest} results): `relaycheck compare` without `--format markdown` lists them",
+                causes.len() - SHOWN_CAUSES
+            );
         }
         out.push('\n');
     }
@@ -479,7 +525,42 @@ mod tests {
             broken[2].contains("gone wrong") && broken[2].contains("`d`"),
             "{text}"
         );
-        assert!(!text.contains("[click](http"), "{text}");
-        assert!(!text.contains("<img"), "{text}");
+        // The target's text is inside a code span: shown, never live.
+        assert!(
+            broken[0].starts_with("- ``kept: `/x` differs [click](http://evil) <img src=x>`` (2)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_comment_stays_short_however_many_causes_a_target_makes() {
+        let before: Vec<CaseResult> = (0..40)
+            .map(|i| result(&format!("c{i:02}"), Outcome::Pass))
+            .collect();
+        let long = "@octocat #12 www.example.com ".repeat(40);
+        let after: Vec<CaseResult> = (0..40)
+            .map(|i| {
+                let cause = format!("{long}{i}");
+                in_shape(
+                    &format!("c{i:02}"),
+                    Shape::V2025_06_18,
+                    Outcome::Fail,
+                    Some(&cause),
+                )
+            })
+            .collect();
+        let text = render_markdown(&compare(&before, &after), &side("base"), &side("new"));
+        let causes = text.lines().filter(|l| l.starts_with("- `")).count();
+        assert_eq!(causes, SHOWN_CAUSES, "{text}");
+        assert!(text.contains("- and 25 more causes (25 results)"), "{text}");
+        for line in text.lines().filter(|l| l.starts_with("- `")) {
+            // Each cause is one code span, cut short.
+            let span = line.split(" (1)").next().unwrap();
+            assert!(
+                span.starts_with("- `@octocat") && span.ends_with("…`"),
+                "{line}"
+            );
+            assert!(span.chars().count() < CAUSE_CHARS + 10, "{line}");
+        }
     }
 }

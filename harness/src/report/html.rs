@@ -423,6 +423,7 @@ mod tests {
             command: "relaycheck run --target zoo-crashy".into(),
             format: 1,
             provenance: None,
+            shard: None,
         }
     }
 

@@ -47,6 +47,10 @@ pub struct RunInfo {
     /// What produced the run: absent in runs recorded before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provenance: Option<Provenance>,
+    /// The part of the cases the run ran (`I/N`, from `run --shard`), so that `merge` can tell
+    /// a missing part from a whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
 }
 
 /// What produced a run, so two runs can be told apart by more than their date: the build of

@@ -347,6 +347,7 @@ mod tests {
             command: "relaycheck run --target t".into(),
             format: 1,
             provenance: None,
+            shard: None,
         };
         let page = render_with(
             &info,
