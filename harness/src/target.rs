@@ -541,11 +541,8 @@ async fn spawn(launch: &Launch<'_>) -> Result<Spawned, String> {
                     "canary{}.stderr.log",
                     label.map(|l| format!("-{l}")).unwrap_or_default()
                 ));
-                let mut child = GroupChild::spawn(&argv, &[], &workdir, &stderr, Pipes::StdoutOnly)
-                    .map_err(|err| format!("cannot start the canary: {err}"))?;
-                let url = listening_line(&mut child, start_timeout)
-                    .await
-                    .map_err(|err| format!("the HTTP canary did not start: {err}"))?;
+                let (child, url) =
+                    start_http_canary(&argv, &workdir, &stderr, start_timeout).await?;
                 // The same server serves the legacy HTTP+SSE transport beside /mcp.
                 let sse_url = match url.strip_suffix("/mcp") {
                     Some(base) => format!("{base}/sse"),
@@ -761,6 +758,54 @@ fn free_port() -> Result<u16, String> {
         .and_then(|listener| listener.local_addr())
         .map(|addr| addr.port())
         .map_err(|err| format!("cannot find a free loopback port: {err}"))
+}
+
+/// Starts one HTTP canary and reads where it listens. The canary is relaycheck's own, never
+/// the target under test: one that ends before saying where it listens is started once more,
+/// and if the second ends the same way the error says how each ended, with its stderr.
+async fn start_http_canary(
+    argv: &[String],
+    workdir: &Path,
+    stderr: &Path,
+    timeout: Duration,
+) -> Result<(GroupChild, String), String> {
+    let mut ended = Vec::new();
+    for _ in 0..2 {
+        let mut child = GroupChild::spawn(argv, &[], workdir, stderr, Pipes::StdoutOnly)
+            .map_err(|err| format!("cannot start the canary: {err}"))?;
+        match listening_line(&mut child, timeout).await {
+            Ok(url) => return Ok((child, url)),
+            Err(err) if err.starts_with("stdout closed") => {
+                let status = tokio::time::timeout(Duration::from_secs(1), child.wait())
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+                    .map_or_else(|| "still running".to_string(), |s| s.to_string());
+                let tail: Vec<String> = read_tail(stderr, 4096)
+                    .unwrap_or_default()
+                    .lines()
+                    .rev()
+                    .take(4)
+                    .map(|line| crate::result::capped_line(line, 512))
+                    .collect();
+                let tail: Vec<String> = tail.into_iter().rev().collect();
+                ended.push(format!(
+                    "{err} (the canary: {status}; its stderr: {})",
+                    if tail.is_empty() {
+                        "empty".to_string()
+                    } else {
+                        tail.join(" | ")
+                    }
+                ));
+                child.stop(Duration::from_millis(200)).await;
+            }
+            Err(err) => return Err(format!("the HTTP canary did not start: {err}")),
+        }
+    }
+    Err(format!(
+        "the HTTP canary did not start, twice: {}",
+        ended.join("; then ")
+    ))
 }
 
 /// Reads the child's stdout until `LISTENING <url>`.

@@ -640,3 +640,39 @@ fn an_expected_failure_that_names_no_case_exits_2_naming_it() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn an_http_canary_that_ends_before_listening_is_started_again_then_reported_with_its_stderr() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("canary-dies");
+    let canary = dir.join("canary.sh");
+    std::fs::write(
+        &canary,
+        "#!/bin/sh\necho boom-from-the-canary >&2\nexit 3\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&canary, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_relaycheck"))
+        .args([
+            "run",
+            "--target",
+            "direct-http",
+            "--shape",
+            "2025-11-25",
+            "--case",
+            "is-error/*",
+        ])
+        .env("RELAYCHECK_CANARY", &canary)
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("did not start, twice"), "{text}");
+    assert!(text.contains("boom-from-the-canary"), "{text}");
+    assert!(text.contains("exit status: 3"), "{text}");
+}
