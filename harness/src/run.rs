@@ -282,10 +282,24 @@ fn write_script_value(
     let script_path = workdir.join(file);
     let script = serde_json::to_vec_pretty(script)
         .map_err(|err| format!("cannot encode the canary script: {err}"))?;
-    std::fs::write(&script_path, script)
-        .map_err(|err| format!("cannot write {}: {err}", script_path.display()))?;
+    // Written under a name of its own and renamed into place: trials of one case in several
+    // shapes write the same script at once, and a canary starting meanwhile must read a whole
+    // file, never one another trial has just truncated.
+    let partial = workdir.join(format!(
+        "{file}.{}-{}.partial",
+        std::process::id(),
+        SCRIPT_COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::write(&partial, script)
+        .and_then(|()| std::fs::rename(&partial, &script_path))
+        .map_err(|err| {
+            let _ = std::fs::remove_file(&partial);
+            format!("cannot write {}: {err}", script_path.display())
+        })?;
     Ok(script_path)
 }
+
+static SCRIPT_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Writes the canary script of the catalogue into `workdir` and returns its path.
 pub fn write_script(catalogue: &Catalogue, workdir: &std::path::Path) -> Result<PathBuf, String> {
@@ -1504,5 +1518,41 @@ mod tests {
         for jobs in [2, 3, 16] {
             one_case_panics(jobs).await;
         }
+    }
+
+    #[test]
+    fn a_script_written_again_while_it_is_read_is_always_read_whole() {
+        let dir = std::env::temp_dir().join(format!("relaycheck-script-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        // The catalogue's whole script: large enough that a write takes a while.
+        let specs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs");
+        let script: CanaryScript = Catalogue::load(&specs).unwrap().canary_script();
+        use super::write_script_value;
+        use relaycheck_model::script::CanaryScript;
+        use std::sync::atomic::Ordering;
+        let path = write_script_value(&script, &dir, "s.json").unwrap();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let writers: Vec<_> = (0..2)
+            .map(|_| {
+                let (dir, stop, script) = (dir.clone(), stop.clone(), script.clone());
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        write_script_value(&script, &dir, "s.json").unwrap();
+                    }
+                })
+            })
+            .collect();
+        for _ in 0..200 {
+            let text = std::fs::read(&path).unwrap();
+            serde_json::from_slice::<CanaryScript>(&text)
+                .unwrap_or_else(|err| panic!("a reader saw half a script: {err}"));
+        }
+        stop.store(true, Ordering::Relaxed);
+        for writer in writers {
+            writer.join().unwrap();
+        }
+        let leftovers = std::fs::read_dir(&dir).unwrap().count();
+        assert_eq!(leftovers, 1, "no partial file is left behind");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
