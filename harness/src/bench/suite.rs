@@ -43,7 +43,7 @@ impl Env {
     /// A plan for every case of `catalogue` against `profile` in `shapes`, as `relaycheck run`
     /// makes it.
     pub fn plan<'a>(
-        &self,
+        &'a self,
         catalogue: &'a Catalogue,
         profile: &'a Profile,
         shapes: &[Shape],
@@ -62,7 +62,7 @@ impl Env {
             workdir: self.workdir.join(label),
             case_timeout: Duration::from_secs(10),
             mutant: None,
-            notices: &crate::run::quiet,
+            notices: &self.progress,
         }
     }
 }

@@ -334,6 +334,7 @@ async fn table_command(
         specs: args.specs,
         jobs: args.jobs,
         command: invocation(),
+        notices: super::print_notice,
     };
     let table = table::build(&request, install, canary_cmd, &mut |step| {
         eprintln!("{step}")

@@ -33,6 +33,9 @@ pub struct TableRequest {
     pub jobs: usize,
     /// The command line that builds it, for the page to say how to make it again.
     pub command: String,
+    /// Hears what a control run has to say as it happens (a target died and was started
+    /// again).
+    pub notices: fn(&str),
 }
 
 /// The mutation table's JSON, as far as this needs it.
@@ -406,6 +409,7 @@ async fn relaycheck_once(
     canary_cmd: &[String],
     work: &Path,
     jobs: usize,
+    notices: fn(&str),
 ) -> Result<Vec<CaseResult>, String> {
     let plan = RunPlan {
         catalogue,
@@ -420,7 +424,7 @@ async fn relaycheck_once(
         workdir: work.to_path_buf(),
         case_timeout: Duration::from_secs(10),
         mutant: None,
-        notices: &crate::run::quiet,
+        notices: &notices,
     };
     let mut results = Vec::new();
     let outcome = crate::run::run(&plan, &mut |r| results.push(r)).await;
@@ -468,6 +472,7 @@ pub async fn build(
             &canary_cmd,
             &root.join(format!("control-{i}-relaycheck")),
             request.jobs,
+            request.notices,
         )
         .await;
         if profile.name == mutation.target {
