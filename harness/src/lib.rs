@@ -9,6 +9,7 @@ pub mod baseline_draft;
 pub mod bench;
 pub mod catalogue;
 pub mod cause;
+pub mod conformance;
 pub use relaycheck_checks as checks;
 pub mod client;
 pub mod discover;

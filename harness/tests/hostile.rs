@@ -385,6 +385,7 @@ fn junit_xml_parses_whatever_a_target_sent() {
         format: 1,
         provenance: None,
         shard: None,
+        surface_classes: Vec::new(),
     };
     let results: Vec<_> = ["fail", "error", "skip"]
         .iter()

@@ -78,6 +78,7 @@ fn a_failing_cell_opens_its_diff_in_chromium() {
         format: 1,
         provenance: None,
         shard: None,
+        surface_classes: Vec::new(),
     };
     let results = vec![
         result(
@@ -95,6 +96,7 @@ fn a_failing_cell_opens_its_diff_in_chromium() {
         source: "test".into(),
         routes: vec!["flat".into()],
         untested_in_seed: None,
+        shapes: None,
     }];
     // The target died once during the run and was restarted: the page lists it.
     let restart = TargetEvent {
@@ -114,6 +116,7 @@ fn a_failing_cell_opens_its_diff_in_chromium() {
         &["content-fidelity".into(), "is-error".into()],
         &Impact::default(),
         &relaycheck::report::RunNotes {
+            conformance: &[],
             target_events: &[restart],
             strays: &[],
             stale: &["content-fidelity/fixed-since".to_string()],

@@ -200,6 +200,7 @@ fn published_reports_render_again_unchanged() {
             surfaces: &surfaces,
             impact: &impact,
             notes: RunNotes {
+                conformance: &[],
                 target_events: &footer.target_events,
                 strays: &footer.stray_lines,
                 stale: &footer.stale_baseline,

@@ -11,6 +11,9 @@ pub(super) struct Args {
     out: PathBuf,
     #[arg(long)]
     specs: Option<PathBuf>,
+    /// Also write the conformance levels page (docs/conformance.md) here.
+    #[arg(long)]
+    conformance_out: Option<PathBuf>,
 }
 
 pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
@@ -24,5 +27,13 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         args.out.display(),
         catalogue.cases.len()
     );
+    if let Some(path) = &args.conformance_out {
+        let text = report::levels::render(
+            &catalogue,
+            "relaycheck catalogue --conformance-out docs/conformance.md",
+        );
+        super::write_file(path, &text)?;
+        println!("wrote {}", path.display());
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -80,6 +80,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         surfaces: &surfaces,
         impact: &impact,
         notes: RunNotes {
+            conformance: &[],
             target_events: &merged.target_events,
             strays: &merged.strays,
             stale: &stale,

@@ -166,6 +166,9 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
             profile.commit.clone(),
         )),
         shard: args.shard.map(|shard| shard.to_string()),
+        surface_classes: relaycheck::conformance::classes(&catalogue, |surface, extended| {
+            profile.claims_surface(surface, extended)
+        }),
     };
     // Held (locked, see report::out_dir) until the run returns.
     let out_dir = args
@@ -313,6 +316,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         surfaces: &surfaces,
         impact: &impact,
         notes: report::RunNotes {
+            conformance: &[],
             target_events: &target_events,
             strays: &stray_lines,
             stale: &stale,

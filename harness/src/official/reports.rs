@@ -32,6 +32,8 @@ pub fn run_info(profile: &Profile, command: String) -> RunInfo {
             profile.commit.clone(),
         )),
         shard: None,
+        // The suite's scenarios are not the catalogue's surfaces: no conformance level.
+        surface_classes: Vec::new(),
     }
 }
 
@@ -51,6 +53,7 @@ pub fn case_events(results: &[CaseResult], source: &BTreeMap<String, String>) ->
                 .unwrap_or_else(|| format!("{SUITE_PACKAGE} {SUITE_VERSION}")),
             routes: vec![checks::ROUTE.to_string()],
             untested_in_seed: None,
+            shapes: None,
         })
         .collect()
 }
@@ -76,6 +79,7 @@ pub fn write_reports(
         surfaces: &surfaces,
         impact: &impact,
         notes: RunNotes {
+            conformance: &[],
             stale,
             ..RunNotes::default()
         },

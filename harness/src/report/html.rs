@@ -25,6 +25,23 @@ pub fn render(
     render_with(info, results, cases, surfaces, impact, &RunNotes::default())
 }
 
+/// The run's conformance statement: a sentence, then a line per level.
+fn conformance(lines: &[String]) -> String {
+    let Some((heading, levels)) = lines.split_first() else {
+        return String::new();
+    };
+    let mut out = format!("<section id=\"conformance\"><p>{}</p>", escape(heading));
+    if !levels.is_empty() {
+        out.push_str("<ul>");
+        for level in levels {
+            let _ = write!(out, "<li>{}</li>", escape(level));
+        }
+        out.push_str("</ul>");
+    }
+    out.push_str("</section>\n");
+    out
+}
+
 /// As [`render`], with the run's notes listed under the totals, as summary.md lists them: the
 /// target's deaths (the `target_events` of the results.jsonl footer), the shapes it refused
 /// and the baseline's stale entries. A run whose target was restarted, or whose baseline went
@@ -93,6 +110,7 @@ pub fn render_with(
         escape(&total_line(results))
     );
 
+    out.push_str(&conformance(notes.conformance));
     out.push_str(&restarts(notes.target_events));
     out.push_str(&strays(notes.strays));
     out.push_str(&refusals(results));
@@ -424,6 +442,7 @@ mod tests {
             format: 1,
             provenance: None,
             shard: None,
+            surface_classes: Vec::new(),
         }
     }
 
@@ -450,6 +469,7 @@ mod tests {
             &["upstream-read".into()],
             &Impact::default(),
             &RunNotes {
+                conformance: &[],
                 target_events: &events,
                 strays: &[],
                 stale: &["upstream-read/fixed-since".into()],

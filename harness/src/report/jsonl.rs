@@ -32,6 +32,10 @@ pub struct CaseEvent {
     pub routes: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub untested_in_seed: Option<String>,
+    /// The shapes the case runs in, when not all of them: a run has no result of the case in
+    /// any other, and that is no gap. Absent in runs recorded before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shapes: Option<Vec<relaycheck_model::Shape>>,
 }
 
 impl CaseEvent {
@@ -44,6 +48,7 @@ impl CaseEvent {
             source: case.spec.source.clone(),
             routes: case.spec.routes.clone(),
             untested_in_seed: case.spec.untested_in_seed.clone(),
+            shapes: case.spec.shapes.clone(),
         }
     }
 }

@@ -8,6 +8,7 @@ pub mod console;
 pub mod html;
 pub mod jsonl;
 pub mod junit;
+pub mod levels;
 pub mod matrix;
 pub mod out_dir;
 mod set;
@@ -51,6 +52,11 @@ pub struct RunInfo {
     /// a missing part from a whole.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<String>,
+    /// Each surface's conformance class and whether the target claims it, so the run's
+    /// conformance statement ([`crate::conformance::state`]) can be made from the file alone.
+    /// Empty in runs recorded before levels were kept, and in official-suite runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub surface_classes: Vec<crate::conformance::SurfaceClass>,
 }
 
 /// What produced a run, so two runs can be told apart by more than their date: the build of
@@ -125,6 +131,9 @@ pub struct RunNotes<'a> {
     pub strays: &'a [crate::restart::StrayLines],
     /// Expected-failures entries that pass now.
     pub stale: &'a [String],
+    /// The run's conformance statement, a line per level ([`ReportSet`] fills it in from the
+    /// run's data; empty when the run states none).
+    pub conformance: &'a [String],
 }
 
 /// How a character a target sent is shown where it must not act, or `None` for a character

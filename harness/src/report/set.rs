@@ -23,15 +23,33 @@ pub struct ReportSet<'a> {
 }
 
 impl ReportSet<'_> {
+    /// The run's conformance statement as lines for a report: one per level, or one saying why
+    /// this run states none; none at all for a run that records no surface classes.
+    pub fn conformance(&self) -> Vec<String> {
+        match crate::conformance::state(self.info, self.cases, self.results) {
+            Ok(Some(statement)) => {
+                let shapes: Vec<&str> = statement.shapes.iter().map(|s| s.as_str()).collect();
+                let mut lines = vec![format!(
+                    "Conformance over {} (what each level holds: docs/conformance.md):",
+                    shapes.join(", ")
+                )];
+                lines.extend(statement.lines());
+                lines
+            }
+            Ok(None) => Vec::new(),
+            Err(reason) => vec![format!("Conformance: not stated: {reason}")],
+        }
+    }
+
     /// summary.md, which the console also prints.
     pub fn summary(&self) -> String {
-        let mut text = summary::render_with(
-            self.info,
-            self.results,
-            self.surfaces,
-            self.impact,
-            &self.notes,
-        );
+        let conformance = self.conformance();
+        let notes = RunNotes {
+            conformance: &conformance,
+            ..self.notes
+        };
+        let mut text =
+            summary::render_with(self.info, self.results, self.surfaces, self.impact, &notes);
         if let Some(postscript) = self.postscript {
             text.push_str(&format!("\n{postscript}\n"));
         }
@@ -54,6 +72,11 @@ impl ReportSet<'_> {
     /// reader never sees half of one. results.jsonl is the run's own: streamed as results
     /// arrive ([`JsonlWriter`]), or whole with [`ReportSet::write_results`].
     pub fn write(&self, dir: &Path) -> anyhow::Result<()> {
+        let conformance = self.conformance();
+        let notes = RunNotes {
+            conformance: &conformance,
+            ..self.notes
+        };
         out_dir::write_atomic(
             &dir.join("junit.xml"),
             &junit::render_with(self.info, self.results, &self.notes),
@@ -67,7 +90,7 @@ impl ReportSet<'_> {
                 self.cases,
                 self.surfaces,
                 self.impact,
-                &self.notes,
+                &notes,
             ),
         )
     }

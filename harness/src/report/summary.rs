@@ -154,6 +154,16 @@ pub fn render_with(
     }
     let _ = writeln!(out, "{}\n", totals.build().with(Style::markdown()));
 
+    if let Some((heading, levels)) = notes.conformance.split_first() {
+        let _ = writeln!(out, "## Conformance\n\n{}\n", markdown_inline(heading));
+        for level in levels {
+            let _ = writeln!(out, "- {}", markdown_inline(level));
+        }
+        if !levels.is_empty() {
+            out.push('\n');
+        }
+    }
+
     let refused = crate::result::refused_shapes(results);
     if !refused.is_empty() {
         let _ = writeln!(out, "## Shapes the target does not speak\n");
@@ -348,6 +358,7 @@ mod tests {
             format: 1,
             provenance: None,
             shard: None,
+            surface_classes: Vec::new(),
         };
         let page = render_with(
             &info,
@@ -355,6 +366,7 @@ mod tests {
             &["is-error".into()],
             &Impact::default(),
             &RunNotes {
+                conformance: &[],
                 target_events: &events,
                 strays: &[],
                 stale: &[],

@@ -1,0 +1,479 @@
+//! Conformance levels: what a run lets a target say about itself.
+//!
+//! The catalogue's surfaces are of two classes (`conformance` in `specs/surfaces.yaml`): the
+//! **Core** profile every relay must meet, and **Extended** features a gateway claims in its
+//! profile. A run states, for Core and for each claimed feature, whether every `must` result of
+//! the released revisions it covered passed. The statement is as strong as the run, and no
+//! stronger: a known failure is still a failure, a `must` case the run left out or the profile
+//! skipped leaves the level not assessed, and a forced run (a redesign's impact) or a shard
+//! states nothing.
+
+use std::collections::BTreeSet;
+
+use relaycheck_model::{Outcome, Shape};
+use serde::{Deserialize, Serialize};
+
+use crate::catalogue::{Catalogue, Conformance};
+use crate::report::RunInfo;
+use crate::report::jsonl::CaseEvent;
+use crate::result::CaseResult;
+
+/// A surface's class as the run met it: recorded in the run's header, so the statement can be
+/// made again from results.jsonl alone, whatever the catalogue has become since.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SurfaceClass {
+    pub id: String,
+    pub conformance: Conformance,
+    /// Whether the target's profile claims the surface (see `Profile::claims_surface`).
+    pub claimed: bool,
+}
+
+/// Every surface of `catalogue`, with whether `claims` says the target has it.
+pub fn classes(catalogue: &Catalogue, claims: impl Fn(&str, bool) -> bool) -> Vec<SurfaceClass> {
+    catalogue
+        .surfaces
+        .iter()
+        .map(|surface| SurfaceClass {
+            id: surface.id.clone(),
+            conformance: surface.conformance,
+            claimed: claims(&surface.id, surface.conformance == Conformance::Extended),
+        })
+        .collect()
+}
+
+/// `must` results passed of those that applied.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub passed: usize,
+    pub must: usize,
+}
+
+/// Where a target stands on one level.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Standing {
+    /// Every `must` result passed, and every `must` case of the level ran.
+    Conformant(Tally),
+    /// Some `must` result did not pass (failed, known failure, error, timeout, set-up failure).
+    Partial(Tally),
+    /// The run cannot say: the reason, and what it did see.
+    NotAssessed { reason: String, tally: Tally },
+}
+
+impl Standing {
+    /// `conformant (12 of 12 must results)`, `partially conformant (10 of 12 must results)`, or
+    /// `not assessed: <reason> (12 of 12 must results passed)`.
+    pub fn describe(&self) -> String {
+        match self {
+            Standing::Conformant(t) => {
+                format!("conformant ({} of {} must results)", t.passed, t.must)
+            }
+            Standing::Partial(t) => format!(
+                "partially conformant ({} of {} must results)",
+                t.passed, t.must
+            ),
+            Standing::NotAssessed { reason, tally } if tally.must > 0 => format!(
+                "not assessed: {reason} ({} of {} must results passed)",
+                tally.passed, tally.must
+            ),
+            Standing::NotAssessed { reason, .. } => format!("not assessed: {reason}"),
+        }
+    }
+
+    pub fn tally(&self) -> Tally {
+        match self {
+            Standing::Conformant(t) | Standing::Partial(t) => *t,
+            Standing::NotAssessed { tally, .. } => *tally,
+        }
+    }
+
+    pub fn is_conformant(&self) -> bool {
+        matches!(self, Standing::Conformant(_))
+    }
+}
+
+/// What a run states: Core, then each claimed extended feature by surface id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Statement {
+    /// The released revisions the statement covers.
+    pub shapes: Vec<Shape>,
+    pub core: Standing,
+    pub features: Vec<(String, Standing)>,
+}
+
+impl Statement {
+    /// One line per level: `Core: conformant (…)`, then `Extended truncation: …`.
+    pub fn lines(&self) -> Vec<String> {
+        let mut lines = vec![format!("Core: {}", self.core.describe())];
+        for (surface, standing) in &self.features {
+            lines.push(format!("Extended {surface}: {}", standing.describe()));
+        }
+        lines
+    }
+}
+
+/// The run's conformance statement; `Err` with why a run of this kind states none (forced, a
+/// shard, no released revision); `Ok(None)` for a run recorded without surface classes (before
+/// levels were kept, or an official-suite run).
+pub fn state(
+    info: &RunInfo,
+    cases: &[CaseEvent],
+    results: &[CaseResult],
+) -> Result<Option<Statement>, String> {
+    if info.surface_classes.is_empty() {
+        return Ok(None);
+    }
+    if info.forced {
+        return Err("a forced run shows a redesign's impact, not conformance".into());
+    }
+    if let Some(shard) = &info.shard {
+        return Err(format!(
+            "shard {shard} holds part of the cases; `relaycheck merge` the shards for a statement"
+        ));
+    }
+    let shapes: Vec<Shape> = info
+        .shapes
+        .iter()
+        .copied()
+        .filter(|s| s.is_released())
+        .collect();
+    if shapes.is_empty() {
+        return Err("the run covers no released revision".into());
+    }
+    let core: Vec<&SurfaceClass> = info
+        .surface_classes
+        .iter()
+        .filter(|c| c.conformance == Conformance::Core)
+        .collect();
+    let unclaimed: Vec<&str> = core
+        .iter()
+        .filter(|c| !c.claimed)
+        .map(|c| c.id.as_str())
+        .collect();
+    let core_ids: BTreeSet<&str> = core.iter().map(|c| c.id.as_str()).collect();
+    let mut core_standing = standing(&core_ids, &shapes, cases, results);
+    if !unclaimed.is_empty()
+        && let Standing::Conformant(tally) | Standing::Partial(tally) = core_standing
+    {
+        core_standing = Standing::NotAssessed {
+            reason: format!(
+                "the profile does not claim the core surface{} {}",
+                if unclaimed.len() == 1 { "" } else { "s" },
+                unclaimed.join(", ")
+            ),
+            tally,
+        };
+    }
+    let features = info
+        .surface_classes
+        .iter()
+        .filter(|c| c.conformance == Conformance::Extended && c.claimed)
+        .map(|c| {
+            let ids = BTreeSet::from([c.id.as_str()]);
+            (c.id.clone(), standing(&ids, &shapes, cases, results))
+        })
+        .collect();
+    Ok(Some(Statement {
+        shapes,
+        core: core_standing,
+        features,
+    }))
+}
+
+/// The standing of the `must` cases of `surfaces` over `shapes`.
+fn standing(
+    surfaces: &BTreeSet<&str>,
+    shapes: &[Shape],
+    cases: &[CaseEvent],
+    results: &[CaseResult],
+) -> Standing {
+    let mut tally = Tally::default();
+    let mut skipped = 0;
+    let mut ran: BTreeSet<(&str, Shape)> = BTreeSet::new();
+    for result in results {
+        if result.level != relaycheck_model::Level::Must
+            || !surfaces.contains(result.surface.as_str())
+            || !shapes.contains(&result.shape)
+        {
+            continue;
+        }
+        ran.insert((result.case.as_str(), result.shape));
+        match result.outcome {
+            Outcome::NotApplicable | Outcome::Observed => {}
+            Outcome::Skip => skipped += 1,
+            Outcome::Pass => {
+                tally.passed += 1;
+                tally.must += 1;
+            }
+            Outcome::Fail
+            | Outcome::ExpectedFail
+            | Outcome::Error
+            | Outcome::Timeout
+            | Outcome::SetupFail => tally.must += 1,
+        }
+    }
+    let left_out = cases
+        .iter()
+        .filter(|case| case.level == "must" && surfaces.contains(case.surface.as_str()))
+        .filter(|case| {
+            shapes.iter().any(|shape| {
+                let runs_in = case.shapes.as_ref().is_none_or(|only| only.contains(shape));
+                runs_in && !ran.contains(&(case.id.as_str(), *shape))
+            })
+        })
+        .count();
+    let reason = if left_out > 0 {
+        Some(format!(
+            "{left_out} must case{} not run in every revision (a selection of the catalogue)",
+            if left_out == 1 { " was" } else { "s were" }
+        ))
+    } else if skipped > 0 {
+        Some(format!(
+            "{skipped} must result{} skipped by the profile",
+            if skipped == 1 { " was" } else { "s were" }
+        ))
+    } else if tally.must == 0 {
+        Some("no must result applied to the target".into())
+    } else {
+        None
+    };
+    match reason {
+        Some(reason) => Standing::NotAssessed { reason, tally },
+        None if tally.passed == tally.must => Standing::Conformant(tally),
+        None => Standing::Partial(tally),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use relaycheck_model::Level;
+
+    fn info(classes: &[(&str, Conformance, bool)]) -> RunInfo {
+        RunInfo {
+            format: 1,
+            tool_version: "t".into(),
+            target: "t".into(),
+            target_product: None,
+            target_version: None,
+            shapes: vec![Shape::V2025_06_18, Shape::V2025_11_25],
+            forced: false,
+            started: "2026-12-03T00:00:00Z".into(),
+            command: "relaycheck run".into(),
+            provenance: None,
+            shard: None,
+            surface_classes: classes
+                .iter()
+                .map(|(id, conformance, claimed)| SurfaceClass {
+                    id: id.to_string(),
+                    conformance: *conformance,
+                    claimed: *claimed,
+                })
+                .collect(),
+        }
+    }
+
+    fn case(id: &str, surface: &str, level: &str) -> CaseEvent {
+        CaseEvent {
+            id: id.into(),
+            surface: surface.into(),
+            level: level.into(),
+            requirement: String::new(),
+            source: String::new(),
+            routes: vec!["flat".into()],
+            untested_in_seed: None,
+            shapes: None,
+        }
+    }
+
+    fn result(
+        case: &str,
+        surface: &str,
+        level: Level,
+        shape: Shape,
+        outcome: Outcome,
+    ) -> CaseResult {
+        CaseResult {
+            case: case.into(),
+            surface: surface.into(),
+            level,
+            route: "flat".into(),
+            shape,
+            outcome,
+            message: String::new(),
+            duration_ms: 0,
+            checks: Vec::new(),
+            request: None,
+            north: None,
+            upstream: None,
+            diff: None,
+            cause: None,
+            follow_ups: Vec::new(),
+            reached: false,
+        }
+    }
+
+    const BOTH: [Shape; 2] = [Shape::V2025_06_18, Shape::V2025_11_25];
+
+    fn all(case: &str, surface: &str, level: Level, outcome: Outcome) -> Vec<CaseResult> {
+        BOTH.iter()
+            .map(|shape| result(case, surface, level, *shape, outcome))
+            .collect()
+    }
+
+    #[test]
+    fn every_must_result_passed_is_conformant_and_should_failures_do_not_count() {
+        let info = info(&[("results", Conformance::Core, true)]);
+        let cases = [
+            case("results/a", "results", "must"),
+            case("results/b", "results", "should"),
+        ];
+        let mut results = all("results/a", "results", Level::Must, Outcome::Pass);
+        results.extend(all("results/b", "results", Level::Should, Outcome::Fail));
+        let statement = state(&info, &cases, &results).unwrap().unwrap();
+        assert_eq!(
+            statement.core,
+            Standing::Conformant(Tally { passed: 2, must: 2 })
+        );
+        assert_eq!(
+            statement.lines(),
+            ["Core: conformant (2 of 2 must results)"]
+        );
+    }
+
+    #[test]
+    fn a_known_failure_is_still_a_failure() {
+        let info = info(&[("results", Conformance::Core, true)]);
+        let cases = [case("results/a", "results", "must")];
+        let results = vec![
+            result(
+                "results/a",
+                "results",
+                Level::Must,
+                Shape::V2025_06_18,
+                Outcome::Pass,
+            ),
+            result(
+                "results/a",
+                "results",
+                Level::Must,
+                Shape::V2025_11_25,
+                Outcome::ExpectedFail,
+            ),
+        ];
+        let statement = state(&info, &cases, &results).unwrap().unwrap();
+        assert_eq!(
+            statement.core.describe(),
+            "partially conformant (1 of 2 must results)"
+        );
+    }
+
+    #[test]
+    fn a_case_left_out_or_skipped_or_a_core_surface_unclaimed_leaves_core_not_assessed() {
+        let info_all = info(&[
+            ("results", Conformance::Core, true),
+            ("errors", Conformance::Core, true),
+        ]);
+        let cases = [
+            case("results/a", "results", "must"),
+            case("errors/a", "errors", "must"),
+        ];
+        let ran = all("results/a", "results", Level::Must, Outcome::Pass);
+        let statement = state(&info_all, &cases, &ran).unwrap().unwrap();
+        assert!(
+            statement
+                .core
+                .describe()
+                .starts_with("not assessed: 1 must case was not run"),
+            "{}",
+            statement.core.describe()
+        );
+
+        let mut skipped = ran.clone();
+        skipped.extend(all("errors/a", "errors", Level::Must, Outcome::Skip));
+        let statement = state(&info_all, &cases, &skipped).unwrap().unwrap();
+        assert_eq!(
+            statement.core.describe(),
+            "not assessed: 2 must results were skipped by the profile (2 of 2 must results passed)"
+        );
+
+        let unclaimed = info(&[
+            ("results", Conformance::Core, true),
+            ("errors", Conformance::Core, false),
+        ]);
+        let mut not_applicable = ran.clone();
+        not_applicable.extend(all(
+            "errors/a",
+            "errors",
+            Level::Must,
+            Outcome::NotApplicable,
+        ));
+        let statement = state(&unclaimed, &cases, &not_applicable).unwrap().unwrap();
+        assert_eq!(
+            statement.core.describe(),
+            "not assessed: the profile does not claim the core surface errors (2 of 2 must results passed)"
+        );
+    }
+
+    #[test]
+    fn claimed_features_are_stated_each_and_unclaimed_ones_not_at_all() {
+        let info = info(&[
+            ("results", Conformance::Core, true),
+            ("truncation", Conformance::Extended, true),
+            ("audit", Conformance::Extended, false),
+        ]);
+        let cases = [
+            case("results/a", "results", "must"),
+            case("truncation/a", "truncation", "must"),
+            case("audit/a", "audit", "must"),
+        ];
+        let mut results = all("results/a", "results", Level::Must, Outcome::Pass);
+        results.extend(all(
+            "truncation/a",
+            "truncation",
+            Level::Must,
+            Outcome::Fail,
+        ));
+        results.extend(all("audit/a", "audit", Level::Must, Outcome::NotApplicable));
+        let statement = state(&info, &cases, &results).unwrap().unwrap();
+        assert_eq!(
+            statement.lines(),
+            [
+                "Core: conformant (2 of 2 must results)",
+                "Extended truncation: partially conformant (0 of 2 must results)"
+            ]
+        );
+    }
+
+    #[test]
+    fn forced_runs_shards_and_proposal_only_runs_state_nothing() {
+        let classes = [("results", Conformance::Core, true)];
+        let mut forced = info(&classes);
+        forced.forced = true;
+        assert!(state(&forced, &[], &[]).is_err());
+        let mut shard = info(&classes);
+        shard.shard = Some("1/3".into());
+        assert!(state(&shard, &[], &[]).unwrap_err().contains("merge"));
+        let mut proposals = info(&classes);
+        proposals.shapes = vec![Shape::Sep3279];
+        assert!(state(&proposals, &[], &[]).is_err());
+        assert_eq!(state(&info(&[]), &[], &[]), Ok(None));
+    }
+
+    #[test]
+    fn results_of_proposals_do_not_count() {
+        let mut info = info(&[("results", Conformance::Core, true)]);
+        info.shapes.push(Shape::Sep3279);
+        let cases = [case("results/a", "results", "must")];
+        let mut results = all("results/a", "results", Level::Must, Outcome::Pass);
+        results.push(result(
+            "results/a",
+            "results",
+            Level::Must,
+            Shape::Sep3279,
+            Outcome::Fail,
+        ));
+        let statement = state(&info, &cases, &results).unwrap().unwrap();
+        assert!(statement.core.is_conformant());
+        assert_eq!(statement.shapes, BOTH);
+    }
+}
