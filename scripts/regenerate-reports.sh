@@ -24,7 +24,7 @@ done
 cargo build --release -p relaycheck
 rc=target/release/relaycheck
 
-$rc catalogue --out reports/catalogue.md
+$rc catalogue --out reports/catalogue.md --conformance-out docs/conformance.md
 # A run whose results fail exits 1; that is its report, not an error of this script.
 # The controls run every shape, the proposals included; real gateways run the released ones.
 $rc run --target direct --shape all --shape proposals --out reports/direct || true
@@ -71,6 +71,13 @@ for r in reports/hangar-2.34.4/results.jsonl reports/hangar-2.34.4-front-door/re
   [ -f "$r" ] && runs+=("$r")
 done
 $rc matrix "${runs[@]}" > reports/matrix.md
+# The site: every published run (its history.jsonl keeps the runs before), checked in headless
+# Chromium, with the screenshots reports/README.md shows.
+$rc site --out reports/site reports/*/results.jsonl
+[ -d harness/tests/browser/node_modules ] || npm ci --prefix harness/tests/browser
+mkdir -p reports/screenshots
+node harness/tests/browser/site-check.mjs reports/site reports/screenshots \
+  targets/supergateway-4.0.0.html
 # What a run costs against each hostile target of the zoo, and what a signal leaves behind.
 python3 scripts/hostile-table.py "$rc"
 if ! $skip_mutants; then

@@ -35,6 +35,7 @@ pub mod setup;
 pub mod shapes;
 pub mod shard;
 pub mod side_channel;
+pub mod site;
 pub mod smoke;
 pub mod sources;
 pub mod suite;

@@ -16,6 +16,7 @@ mod normalize;
 mod official;
 mod run;
 mod schema;
+mod site;
 mod smoke;
 
 use std::path::{Path, PathBuf};
@@ -62,6 +63,9 @@ enum Command {
     Matrix(matrix::Args),
     /// List fixed, broken, new and gone results between two runs.
     Compare(compare::Args),
+    /// Build the static site of runs' results.jsonl: an index of targets by surfaces, a page per
+    /// target and version with its history, and a badge per target.
+    Site(site::Args),
     /// Join the results of a run's shards (`run --shard I/N`) into one run and its reports.
     Merge(merge::Args),
     /// The failures of a run grouped by cause, or every result of one cause (`--cause N`, the
@@ -111,6 +115,7 @@ pub(crate) fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Matrix(args) => matrix::exec(args),
         Command::Compare(args) => compare::exec(args),
         Command::Merge(args) => merge::exec(args),
+        Command::Site(args) => site::exec(args),
         Command::Causes(args) => causes::exec(args),
         Command::Canary(args) => relaycheck_canary::cli::run(args).map(|()| ExitCode::SUCCESS),
         Command::Gateway(args) => relaycheck_gateway::cli::run(args).map(|()| ExitCode::SUCCESS),
