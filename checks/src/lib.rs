@@ -158,7 +158,7 @@ impl Evidence<'_> {
 }
 
 /// The verdict of one check.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Verdict {
     /// The check's name.
     pub check: String,

@@ -73,7 +73,9 @@ pub struct Surface {
 }
 
 /// Whether a surface is every relay's duty or a feature a gateway claims.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Conformance {
     #[default]

@@ -20,7 +20,7 @@ use crate::result::CaseResult;
 
 /// A surface's class as the run met it: recorded in the run's header, so the statement can be
 /// made again from results.jsonl alone, whatever the catalogue has become since.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SurfaceClass {
     pub id: String,
     pub conformance: Conformance,

@@ -32,7 +32,7 @@ pub struct TargetLog {
 /// The lines one start of a target wrote on its stdout that answered no call: not JSON-RPC,
 /// responses under ids no call had, and answers to calls that had timed out. Matching is by
 /// id alone, so these are what the report shows instead of blaming them on a case.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StrayLines {
     pub target: String,
     pub shape: Shape,
@@ -141,7 +141,7 @@ impl StrayLines {
 }
 
 /// One death of a target during a run, and what the runner did about it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TargetEvent {
     pub target: String,
     pub shape: Shape,

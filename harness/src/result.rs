@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::checks::Verdict;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CaseResult {
     pub case: String,
     pub surface: String,
@@ -44,7 +44,7 @@ pub struct CaseResult {
 }
 
 /// One follow-up exchange as a report keeps it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Exchanged {
     /// `tasks/get`, `fetch`, `tools/list`, `resources/read`, ...
     pub step: String,

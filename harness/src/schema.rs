@@ -1,8 +1,8 @@
-//! `relaycheck schema profile`: the JSON Schema of target profiles, generated from the profile
-//! types themselves (their doc comments are the descriptions), so the published schema and
-//! what `Profile::load` accepts cannot drift apart. The committed copy lives at
-//! [`PROFILE_SCHEMA_PATH`]; a test fails when it is stale and names the command that
-//! regenerates it.
+//! `relaycheck schema profile|results`: the JSON Schemas of target profiles and of a line of
+//! results.jsonl, generated from the types themselves (their doc comments are the
+//! descriptions), so the published schemas and what relaycheck reads and writes cannot drift
+//! apart. The committed copies live at [`PROFILE_SCHEMA_PATH`] and [`RESULTS_SCHEMA_PATH`]; a
+//! test fails when one is stale and names the command that regenerates it.
 
 use crate::profile::Profile;
 
@@ -13,11 +13,37 @@ pub const PROFILE_SCHEMA_PATH: &str = "specs/schema/profile.schema.json";
 pub const REGENERATE: &str =
     "cargo run -q -p relaycheck -- schema profile --out specs/schema/profile.schema.json";
 
+/// Where the published schema of a results.jsonl line lives.
+pub const RESULTS_SCHEMA_PATH: &str = "specs/schema/results.schema.json";
+
+/// The command that regenerates the committed results schema.
+pub const REGENERATE_RESULTS: &str =
+    "cargo run -q -p relaycheck -- schema results --out specs/schema/results.schema.json";
+
 /// The schemas `relaycheck schema` can print.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Which {
     /// Target profiles (`harness/targets/*.toml`).
     Profile,
+    /// One line of a run's results.jsonl (a header, a case, a result or a footer event), for
+    /// tools that read runs.
+    Results,
+}
+
+/// The schema of one line of results.jsonl, as pretty JSON with a final newline.
+pub fn results_schema() -> String {
+    let mut schema = schemars::schema_for!(crate::report::jsonl::Event);
+    schema.insert(
+        "title".into(),
+        format!(
+            "relaycheck results.jsonl event (one line; format {})",
+            crate::report::RESULTS_FORMAT
+        )
+        .into(),
+    );
+    let mut text = serde_json::to_string_pretty(&schema).expect("a schema is always JSON");
+    text.push('\n');
+    text
 }
 
 /// The profile schema as pretty JSON with a final newline, exactly as committed.
@@ -51,6 +77,55 @@ mod tests {
             "{PROFILE_SCHEMA_PATH} is stale (or missing): the profile types changed. \
              Regenerate it from the repository root with:\n    {REGENERATE}"
         );
+    }
+
+    #[test]
+    fn the_committed_results_schema_is_current() {
+        let path = repo().join(RESULTS_SCHEMA_PATH);
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            committed == results_schema(),
+            "{RESULTS_SCHEMA_PATH} is stale (or missing): the report types changed. \
+             Regenerate it from the repository root with:\n    {REGENERATE_RESULTS}"
+        );
+    }
+
+    /// Every line of every published run, relaycheck's and the official suite's, is an
+    /// instance of the schema: a tool written against it reads them all.
+    #[test]
+    fn every_line_of_every_published_run_fits_the_results_schema() {
+        let schema: serde_json::Value = serde_json::from_str(&results_schema()).unwrap();
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let mut runs = Vec::new();
+        for dir in ["reports", "reports/official"] {
+            for entry in std::fs::read_dir(repo().join(dir)).unwrap() {
+                let path = entry.unwrap().path().join("results.jsonl");
+                if path.exists() {
+                    runs.push(path);
+                }
+            }
+        }
+        assert!(runs.len() >= 8, "found only {} published runs", runs.len());
+        for path in &runs {
+            let text = std::fs::read_to_string(path).unwrap();
+            for (index, line) in text.lines().enumerate() {
+                let value: serde_json::Value = serde_json::from_str(line).unwrap();
+                let errors: Vec<String> = validator
+                    .iter_errors(&value)
+                    .take(3)
+                    .map(|e| format!("{e} at {}", e.instance_path()))
+                    .collect();
+                assert!(
+                    errors.is_empty(),
+                    "{}:{}: {errors:?}",
+                    path.display(),
+                    index + 1
+                );
+            }
+        }
+        // And it is no schema that takes anything: an event of no known kind is refused.
+        assert!(!validator.is_valid(&serde_json::json!({"event": "verdict"})));
+        assert!(!validator.is_valid(&serde_json::json!({"event": "result", "case": 3})));
     }
 
     /// The schema accepts every profile relaycheck accepts (all of harness/targets) and

@@ -7,7 +7,19 @@ use std::fmt;
 ///
 /// A mismatch (`Fail`) is kept apart from a target fault (`Error`, `Timeout`) because a gateway
 /// team acts on them differently: one is a bug in how results are relayed, the other a crash.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Outcome {
     Pass,
@@ -71,7 +83,19 @@ impl fmt::Display for Outcome {
 
 /// How much a failing case matters: `must` fails the run, `should` only under `--strict`,
 /// `observe` never.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Level {
     Must,

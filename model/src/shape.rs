@@ -6,7 +6,19 @@ use std::str::FromStr;
 
 /// A result shape a case can be rendered into. Two of them (`sep-2200`, `2026-07-28`) share a
 /// wire format; they differ in which guidance the checks hold a target to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 pub enum Shape {
     #[serde(rename = "2025-06-18")]
     V2025_06_18,

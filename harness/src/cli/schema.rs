@@ -17,6 +17,7 @@ pub(super) struct Args {
 pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let text = match args.which {
         Which::Profile => relaycheck::schema::profile_schema(),
+        Which::Results => relaycheck::schema::results_schema(),
     };
     match &args.out {
         Some(path) => {

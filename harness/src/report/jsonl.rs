@@ -13,7 +13,7 @@ use crate::catalogue::LoadedCase;
 use crate::result::CaseResult;
 
 /// One line of the stream.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "event", rename_all = "kebab-case")]
 pub enum Event {
     Header(RunInfo),
@@ -22,7 +22,7 @@ pub enum Event {
     Footer(Footer),
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CaseEvent {
     pub id: String,
     pub surface: String,
@@ -53,7 +53,7 @@ impl CaseEvent {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Footer {
     pub finished: String,
     pub counts: std::collections::BTreeMap<String, usize>,

@@ -31,7 +31,7 @@ fn first_format() -> u32 {
 }
 
 /// What every report says about the run as a whole.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunInfo {
     /// The results.jsonl format ([`RESULTS_FORMAT`] when written by this build).
     #[serde(default = "first_format")]
@@ -61,7 +61,7 @@ pub struct RunInfo {
 
 /// What produced a run, so two runs can be told apart by more than their date: the build of
 /// relaycheck, the catalogue it read, the target's own commit and the machine.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Provenance {
     /// The git commit relaycheck was built from, when it was built from a checkout.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -77,7 +77,7 @@ pub struct Provenance {
 }
 
 /// The machine a run was made on: what its timings and timeouts depend on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Machine {
     pub cores: usize,
     pub os: String,
