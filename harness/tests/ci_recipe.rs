@@ -201,3 +201,43 @@ fn the_workflow_uploads_the_reports_and_posts_the_summary() {
     assert_eq!(out, "$REPORT");
     assert!(paths.contains("env.REPORT"), "{paths}");
 }
+
+/// Every `run:` script of both recipes parses as bash, so a quoting slip in a recipe a gateway
+/// repository copies is found here, not in their first pull request.
+#[test]
+fn every_run_script_of_the_recipes_parses_as_bash() {
+    for name in ["github-actions.yml", "github-actions-sharded.yml"] {
+        for step in steps(&workflow_file(name)) {
+            let Some(script) = step["run"].as_str() else {
+                continue;
+            };
+            let out = Command::new("bash")
+                .arg("-n")
+                .arg("-c")
+                .arg(script)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{name}, step {:?}: {}",
+                step["name"],
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
+
+/// The pull-request comment is found again by its own marker: a later push edits that
+/// comment and no other (`--edit-last` would edit the last comment of whoever runs the job).
+#[test]
+fn the_comment_step_edits_only_its_own_comment() {
+    let steps = steps(&workflow());
+    let comment = steps
+        .iter()
+        .filter_map(|s| s["run"].as_str())
+        .find(|r| r.contains("--format markdown"))
+        .expect("a step comparing with the base branch");
+    assert!(!comment.contains("--edit-last"), "{comment}");
+    assert!(comment.contains("<!-- relaycheck compare -->"), "{comment}");
+    assert!(comment.contains("startswith"), "{comment}");
+}
