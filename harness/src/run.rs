@@ -58,7 +58,8 @@ pub type Notices<'a> = &'a (dyn Fn(&str) + Sync);
 pub fn quiet(_: &str) {}
 
 impl RunPlan<'_> {
-    fn selected(&self) -> Vec<&LoadedCase> {
+    /// The cases the plan runs: the catalogue's, narrowed by `cases` when it names any.
+    pub fn selected(&self) -> Vec<&LoadedCase> {
         self.catalogue
             .cases
             .iter()

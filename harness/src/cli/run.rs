@@ -192,7 +192,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
     eprintln!(
         "relaycheck {}: {} cases, {} results to run against `{}` in {} shape(s)",
         env!("CARGO_PKG_VERSION"),
-        catalogue.cases.len(),
+        plan.selected().len(),
         total,
         profile.name,
         info.shapes.len()
