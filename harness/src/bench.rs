@@ -11,7 +11,6 @@ pub mod retention;
 pub mod scaling;
 pub mod stream;
 pub mod suite;
-pub mod timing;
 
 use std::fmt::Write;
 use std::time::{Duration, Instant};

@@ -6,6 +6,7 @@
 
 pub mod baseline;
 pub mod baseline_draft;
+#[cfg(feature = "bench")]
 pub mod bench;
 pub mod catalogue;
 pub mod cause;
@@ -19,6 +20,7 @@ pub mod impact;
 pub mod init_target;
 pub mod mutation;
 pub mod observe;
+#[cfg(feature = "official")]
 pub mod official;
 pub mod process;
 pub mod profile;
@@ -40,3 +42,4 @@ pub mod smoke;
 pub mod sources;
 pub mod suite;
 pub mod target;
+pub mod target_time;

@@ -962,7 +962,7 @@ pub async fn run_one(
         _ => drive,
     };
     let call_window = (called_from, std::time::SystemTime::now());
-    crate::bench::timing::note_target_time(drive_started.elapsed());
+    crate::target_time::note_target_time(drive_started.elapsed());
     let patience = match drive.exchange {
         Exchange::Timeout => Duration::from_millis(50),
         _ => Duration::from_millis(1000),

@@ -2,6 +2,7 @@
 //! (`relaycheck official --target reference-http`, four of its scenario folders kept in
 //! tests/official/), imported into relaycheck's report model and written as every report.
 //! No network and no Node.js: this is the import, not the suite.
+#![cfg(feature = "official")]
 
 use std::path::{Path, PathBuf};
 

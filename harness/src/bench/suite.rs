@@ -17,7 +17,7 @@ use relaycheck_model::Shape;
 use serde_json::{Map, json};
 
 use super::Percentiles;
-use super::timing::measured;
+use crate::target_time::measured;
 use crate::catalogue::Catalogue;
 use crate::drive::{Request, drive};
 use crate::profile::Profile;

@@ -2,6 +2,7 @@
 //! library does the work and never prints; what a user reads is written here.
 
 mod baseline;
+#[cfg(feature = "bench")]
 mod bench;
 mod catalogue;
 mod causes;
@@ -13,6 +14,7 @@ mod matrix;
 mod merge;
 mod mutants;
 mod normalize;
+#[cfg(feature = "official")]
 mod official;
 mod run;
 mod schema;
@@ -56,6 +58,7 @@ enum Command {
     /// Run the catalogue against every mutant of a target and write the mutation table.
     Mutants(mutants::Args),
     /// Measure the latency of the same calls made directly and through a target, side by side.
+    #[cfg(feature = "bench")]
     Bench(bench::Args),
     /// Write the catalogue as a page for people (surfaces, cases, requirements, sources).
     Catalogue(catalogue::Args),
@@ -85,6 +88,7 @@ enum Command {
     Baseline(baseline::Args),
     /// Run the official MCP conformance suite's server scenarios against a target in front of
     /// the fixtures canary, and import its checks (`official list`, `official table`).
+    #[cfg(feature = "official")]
     Official(official::Args),
 }
 
@@ -92,14 +96,14 @@ impl Cli {
     /// Whether this command starts targets of its own (and must end them on a signal). The
     /// `canary` and `gateway` commands are the targets; they handle their signals themselves.
     pub(crate) fn starts_targets(&self) -> bool {
-        matches!(
-            self.command,
-            Command::Run(_)
-                | Command::Mutants(_)
-                | Command::Bench(_)
-                | Command::Smoke(_)
-                | Command::Official(_)
-        )
+        match self.command {
+            Command::Run(_) | Command::Mutants(_) | Command::Smoke(_) => true,
+            #[cfg(feature = "bench")]
+            Command::Bench(_) => true,
+            #[cfg(feature = "official")]
+            Command::Official(_) => true,
+            _ => false,
+        }
     }
 }
 
@@ -110,6 +114,7 @@ pub(crate) fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Lint(args) => lint::exec(args),
         Command::Normalize(args) => normalize::exec(args),
         Command::Mutants(args) => mutants::exec(args),
+        #[cfg(feature = "bench")]
         Command::Bench(args) => bench::exec(args),
         Command::Catalogue(args) => catalogue::exec(args),
         Command::Matrix(args) => matrix::exec(args),
@@ -123,6 +128,7 @@ pub(crate) fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Baseline(args) => baseline::exec(args),
         Command::InitTarget(args) => init_target::exec(args),
         Command::Smoke(args) => smoke::exec(args),
+        #[cfg(feature = "official")]
         Command::Official(args) => official::exec(args),
     }
 }
@@ -273,6 +279,7 @@ fn print_notice(line: &str) {
 }
 
 /// A long measurement's progress on stderr.
+#[cfg(feature = "bench")]
 fn print_progress(line: &str) {
     eprintln!("{line}");
 }

@@ -1,5 +1,6 @@
 //! How long a case waited on its target, so a benchmark can tell the harness's own time per case
-//! from the target's.
+//! from the target's. The runner owns it: a run notes the time whether or not a benchmark is
+//! built in to read it.
 //!
 //! The runner notes the time its call spent in the target's hands (the round trip and any
 //! follow-ups) with [`note_target_time`]; outside [`measured`] that is a no-op, so runs pay
