@@ -139,7 +139,13 @@ pub fn build(runs: &[SiteRun], history: &[RunDigest]) -> Site {
         let (passed, must) = must_tally(run);
         site.files.insert(
             format!("badges/{slug}.svg"),
-            badge(passed, must, run.info.forced),
+            badge(&Badge {
+                passed,
+                must,
+                forced: run.info.forced,
+                standing: badge_standing(run),
+                statement: conformance_lines(run).join("; "),
+            }),
         );
     }
     let mut history = String::new();
@@ -223,17 +229,19 @@ fn conformance_lines(run: &SiteRun) -> Vec<String> {
     }
 }
 
+/// A run's name on the site: the profile's name (what tells two set-ups of one product apart,
+/// as Hangar's egress and front door), its version, and the product when it is another name.
 fn product(info: &RunInfo) -> String {
-    let mut name = info
-        .target_product
-        .clone()
-        .unwrap_or_else(|| info.target.clone());
+    let mut name = info.target.clone();
     if let Some(version) = &info.target_version {
         name = format!("{name} {version}");
     }
+    if let Some(product) = info.target_product.as_ref().filter(|p| **p != info.target) {
+        name = format!("{name} ({product})");
+    }
     if info.forced {
         let shapes: Vec<&str> = info.shapes.iter().map(|s| s.as_str()).collect();
-        name = format!("{name} (forced {})", shapes.join(", "));
+        name = format!("{name}, forced {}", shapes.join(", "));
     }
     name
 }
@@ -268,7 +276,10 @@ fn index(pages: &[(String, &SiteRun)], digests: &[RunDigest]) -> String {
         "<p class=\"meta\">Each target's latest run per version. Must: results of <code>must</code> \
          cases passed of those that applied, over the released revisions (over the forced \
          shape for a forced run). Known failures are listed by the target's expected-failures \
-         baseline, and are still failures.</p>\n",
+         baseline, and are still failures. A badge is green when the run is conformant at every \
+         level it states, red when a <code>must</code> result failed, grey when it states no level \
+         or leaves one not assessed, and always grey for a forced run, whose failures measure a \
+         redesign.</p>\n",
     );
     body.push_str("<h2 id=\"targets\">Targets</h2>\n<table><thead><tr><th>target</th><th>badge</th><th>conformance</th><th>runs</th><th>latest run</th><th>results</th></tr></thead><tbody>\n");
     for (slug, run) in pages {
@@ -682,32 +693,80 @@ fn cases(run: &SiteRun) -> String {
     out
 }
 
-/// An SVG badge, `relaycheck | 412/430 must`: green when every `must` result passed, red when
-/// any did not, grey when none applied.
-pub fn badge(passed: usize, must: usize, forced: bool) -> String {
+/// What a badge says: the `must` tally, coloured by the run's conformance.
+pub struct Badge {
+    pub passed: usize,
+    pub must: usize,
+    pub forced: bool,
+    pub standing: BadgeStanding,
+    /// The conformance statement, for the badge's title (shown on hover, read by a screen
+    /// reader).
+    pub statement: String,
+}
+
+/// A badge's colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BadgeStanding {
+    /// Core and every claimed feature conformant.
+    Conformant,
+    /// A `must` result of a level did not pass.
+    Failing,
+    /// Nothing failed, but the run states no level, or leaves one not assessed.
+    Unstated,
+}
+
+fn badge_standing(run: &SiteRun) -> BadgeStanding {
+    // A forced run measures a redesign: its failures are the finding, not the target's fault.
+    if run.info.forced {
+        return BadgeStanding::Unstated;
+    }
+    let (passed, must) = must_tally(run);
+    if passed < must {
+        return BadgeStanding::Failing;
+    }
+    match conformance::state(&run.info, &run.cases, &run.results) {
+        Ok(Some(statement))
+            if statement.core.is_conformant()
+                && statement.features.iter().all(|(_, s)| s.is_conformant()) =>
+        {
+            BadgeStanding::Conformant
+        }
+        _ => BadgeStanding::Unstated,
+    }
+}
+
+/// An SVG badge, `relaycheck | 412/430 must`: green when the run is conformant at every level it
+/// states, red when a `must` result failed, grey otherwise (a forced run's badge among them).
+pub fn badge(badge: &Badge) -> String {
     const LABEL: &str = "relaycheck";
     let value = format!(
-        "{passed}/{must} must{}",
-        if forced { " (forced)" } else { "" }
+        "{}/{} must{}",
+        badge.passed,
+        badge.must,
+        if badge.forced { " (forced)" } else { "" }
     );
-    let colour = if must == 0 {
-        "#9f9f9f"
-    } else if passed == must {
-        "#2e7d32"
+    let colour = match badge.standing {
+        BadgeStanding::Conformant => "#2e7d32",
+        BadgeStanding::Failing => "#c62828",
+        BadgeStanding::Unstated => "#757575",
+    };
+    let title = if badge.statement.is_empty() {
+        format!("{LABEL}: {value}")
     } else {
-        "#c62828"
+        format!("{LABEL}: {value}. {}", badge.statement)
     };
     // Verdana at 11px averages under 7px a character; the badge is sized to fit, not measured.
     let width = |text: &str| 10 + text.chars().count() * 7;
     let (left, right) = (width(LABEL), width(&value));
     let total = left + right;
     format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{total}\" height=\"20\" role=\"img\" aria-label=\"{LABEL}: {value}\">\
-<title>{LABEL}: {value}</title>\
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{total}\" height=\"20\" role=\"img\" aria-label=\"{0}\">\
+<title>{0}</title>\
 <rect width=\"{left}\" height=\"20\" fill=\"#555\"/>\
 <rect x=\"{left}\" width=\"{right}\" height=\"20\" fill=\"{colour}\"/>\
 <g fill=\"#fff\" font-family=\"Verdana,DejaVu Sans,sans-serif\" font-size=\"11\" text-anchor=\"middle\">\
-<text x=\"{}\" y=\"14\">{LABEL}</text><text x=\"{}\" y=\"14\">{value}</text></g></svg>\n",
+<text x=\"{1}\" y=\"14\">{LABEL}</text><text x=\"{2}\" y=\"14\">{value}</text></g></svg>\n",
+        escape(&title),
         left / 2,
         left + right / 2
     )
@@ -892,9 +951,20 @@ mod tests {
 
     #[test]
     fn the_badge_says_the_must_tally_and_its_colour_follows_it() {
-        assert!(badge(412, 430, false).contains("412/430 must"));
-        assert!(badge(412, 430, false).contains("#c62828"));
-        assert!(badge(3, 3, false).contains("#2e7d32"));
-        assert!(badge(0, 0, false).contains("#9f9f9f"));
+        let of = |passed, must, standing| {
+            badge(&Badge {
+                passed,
+                must,
+                forced: false,
+                standing,
+                statement: "Core: partially conformant (412 of 430 must results)".into(),
+            })
+        };
+        let failing = of(412, 430, BadgeStanding::Failing);
+        assert!(failing.contains(">412/430 must<"), "{failing}");
+        assert!(failing.contains("#c62828"));
+        assert!(failing.contains("<title>relaycheck: 412/430 must. Core: partially conformant"));
+        assert!(of(3, 3, BadgeStanding::Conformant).contains("#2e7d32"));
+        assert!(of(3, 3, BadgeStanding::Unstated).contains("#757575"));
     }
 }

@@ -96,7 +96,10 @@ fn missing_tools() -> Option<String> {
     None
 }
 
-#[allow(clippy::print_stderr, reason = "a skipped browser test says why on the test's output")]
+#[allow(
+    clippy::print_stderr,
+    reason = "a skipped browser test says why on the test's output"
+)]
 fn skip(test: &str) -> bool {
     let Some(missing) = missing_tools() else {
         return false;

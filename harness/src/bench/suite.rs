@@ -17,13 +17,13 @@ use relaycheck_model::Shape;
 use serde_json::{Map, json};
 
 use super::Percentiles;
-use crate::target_time::measured;
 use crate::catalogue::Catalogue;
 use crate::drive::{Request, drive};
 use crate::profile::Profile;
 use crate::result::CaseResult;
 use crate::run::{RunPlan, is_isolated, not_runnable, run, run_one, start_dir, write_script};
 use crate::target::{self, Launch};
+use crate::target_time::measured;
 
 /// What every run of a benchmark needs besides the catalogue and the target.
 pub struct Env {
