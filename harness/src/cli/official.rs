@@ -34,7 +34,8 @@ pub(super) struct Args {
     /// active set.
     #[arg(long = "scenario")]
     scenarios: Vec<String>,
-    /// Known failures, in the official suite's grammar (`server:` lists scenario names).
+    /// Known failures, in the official suite's grammar: `server:` lists scenario names, or one
+    /// check of a scenario as `<scenario>:<check-id>` (the newer suites' per-check entries).
     #[arg(long)]
     expected_failures: Option<PathBuf>,
     /// Print every check, and pass `--verbose` to the suite.

@@ -172,11 +172,11 @@ pub fn missing(scenario: &str, why: &str) -> CaseResult {
 /// The official expected-failures verdict of a run.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct BaselineVerdict {
-    /// Listed scenarios that failed, as expected.
+    /// Listed scenarios, and listed checks (`scenario:check`), that failed, as expected.
     pub expected: Vec<String>,
-    /// Scenarios that failed and are not listed.
+    /// Scenarios with a failing check no entry lists.
     pub unexpected: Vec<String>,
-    /// Listed scenarios that ran and passed: the entry must go.
+    /// Listed scenarios and checks that ran and passed: the entry must go.
     pub stale: Vec<String>,
 }
 
@@ -186,49 +186,67 @@ impl BaselineVerdict {
     }
 }
 
-/// Applies an expected-failures file in the official grammar (`server:` lists scenario names;
-/// relaycheck also takes a full case id `official/<scenario>/<check>`): failing results of a
-/// listed scenario become `expected-fail`. As in the official CLI, a scenario has failed when
-/// any check is FAILURE or WARNING, and a listed scenario that ran without failing is stale.
+/// Applies an expected-failures file in the official grammar: failing results it lists become
+/// `expected-fail`, and what it lists that passes is stale. An entry is one of:
+///
+/// - a scenario name (`tools-call-sampling`): the whole scenario is expected to fail. As in the
+///   official CLI, a scenario has failed when any check is FAILURE or WARNING, and a listed
+///   scenario that ran without failing is stale;
+/// - one check of a scenario, in the newer suites' per-check grammar
+///   (`tools-call-sampling:tools-call-sampling`) or as relaycheck's case id
+///   (`official/tools-call-sampling/tools-call-sampling`): that check is expected to fail, and
+///   is stale when it passes; any other failing check of the scenario is unexpected.
 pub fn apply_baseline(baseline: &Baseline, results: &mut [CaseResult]) -> BaselineVerdict {
-    let listed = |scenario: &str, case: &str| {
-        baseline
-            .entries
-            .iter()
-            .any(|entry| entry == scenario || entry == case)
-    };
     let mut scenarios: Vec<String> = results
         .iter()
         .filter_map(|r| scenario_of(r).map(str::to_string))
         .collect();
     scenarios.dedup();
+    let failing = |r: &CaseResult| r.outcome.is_failure() || r.message.starts_with("WARNING:");
     let mut verdict = BaselineVerdict::default();
     for scenario in scenarios {
-        let failed = results.iter().any(|r| {
-            scenario_of(r) == Some(scenario.as_str())
-                && (r.outcome.is_failure() || r.message.starts_with("WARNING:"))
-        });
-        let is_listed = baseline.entries.iter().any(|e| e == &scenario)
-            || results
-                .iter()
-                .any(|r| scenario_of(r) == Some(scenario.as_str()) && listed(&scenario, &r.case));
-        match (failed, is_listed) {
-            (true, true) => verdict.expected.push(scenario.clone()),
-            (true, false) => verdict.unexpected.push(scenario.clone()),
-            (false, true) => verdict.stale.push(scenario.clone()),
-            (false, false) => {}
-        }
-        if is_listed {
-            for result in results
-                .iter_mut()
-                .filter(|r| scenario_of(r) == Some(scenario.as_str()))
-            {
-                if result.outcome.is_failure() {
-                    result.message =
-                        format!("expected to fail ({}): {}", result.outcome, result.message);
-                    result.outcome = Outcome::ExpectedFail;
+        let whole = baseline.entries.iter().any(|e| e == &scenario);
+        let prefix = format!("official/{scenario}/");
+        let mut unexpected = false;
+        let mut expected = false;
+        for result in results
+            .iter_mut()
+            .filter(|r| scenario_of(r) == Some(scenario.as_str()))
+        {
+            let check = result.case.strip_prefix(&prefix).unwrap_or(&result.case);
+            let entry = format!("{scenario}:{check}");
+            let listed = whole
+                || baseline
+                    .entries
+                    .iter()
+                    .any(|e| *e == entry || *e == result.case);
+            match (failing(result), listed) {
+                (true, true) => {
+                    expected = true;
+                    if !whole {
+                        verdict.expected.push(entry);
+                    }
                 }
+                (true, false) => unexpected = true,
+                (false, true) if !whole && result.outcome != Outcome::Skip => {
+                    verdict.stale.push(entry)
+                }
+                _ => {}
             }
+            if listed && result.outcome.is_failure() {
+                result.message =
+                    format!("expected to fail ({}): {}", result.outcome, result.message);
+                result.outcome = Outcome::ExpectedFail;
+            }
+        }
+        if whole {
+            if expected {
+                verdict.expected.push(scenario.clone());
+            } else {
+                verdict.stale.push(scenario.clone());
+            }
+        } else if unexpected {
+            verdict.unexpected.push(scenario.clone());
         }
     }
     verdict
@@ -238,6 +256,41 @@ pub fn apply_baseline(baseline: &Baseline, results: &mut [CaseResult]) -> Baseli
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Per-check entries, in the suite's grammar and as case ids: the listed check is expected,
+    /// another failing check of the scenario is not, and a listed check that passes is stale.
+    #[test]
+    fn per_check_entries_expect_that_check_alone() {
+        let mut results = to_results(
+            "s",
+            &checks(json!([
+                {"id": "a", "name": "A", "description": "d", "status": "FAILURE"},
+                {"id": "b", "name": "B", "description": "d", "status": "FAILURE"},
+                {"id": "c", "name": "C", "description": "d", "status": "SUCCESS"}
+            ])),
+            1,
+        );
+        let only_a = Baseline::parse(Path::new("b.yaml"), "server:\n  - s:a\n").unwrap();
+        let verdict = apply_baseline(&only_a, &mut results.clone());
+        assert_eq!(verdict.expected, ["s:a"]);
+        assert_eq!(verdict.unexpected, ["s"], "check b fails unlisted");
+
+        let both = Baseline::parse(
+            Path::new("b.yaml"),
+            "server:\n  - s:a\n  - case: official/s/b\n    reason: known\n  - s:c\n",
+        )
+        .unwrap();
+        let verdict = apply_baseline(&both, &mut results);
+        assert_eq!(verdict.expected, ["s:a", "s:b"]);
+        assert_eq!(verdict.stale, ["s:c"]);
+        assert!(verdict.unexpected.is_empty());
+        assert_eq!(verdict.exit_code(), 1, "a stale entry fails the run");
+        let outcomes: Vec<Outcome> = results.iter().map(|r| r.outcome).collect();
+        assert_eq!(
+            outcomes,
+            [Outcome::ExpectedFail, Outcome::ExpectedFail, Outcome::Pass]
+        );
+    }
 
     fn checks(value: Value) -> Vec<Check> {
         parse(Path::new("checks.json"), &value.to_string()).unwrap()
@@ -322,7 +375,8 @@ mod tests {
         )
         .unwrap();
         let verdict = apply_baseline(&full, &mut results);
-        assert_eq!(verdict.expected, ["fails", "warns"]);
+        // A case id lists that check, and is reported as the check, not its whole scenario.
+        assert_eq!(verdict.expected, ["fails:x", "warns"]);
         assert_eq!(verdict.exit_code(), 0);
     }
 }
