@@ -170,7 +170,7 @@ fn the_workflow_uploads_the_reports_and_posts_the_summary() {
         })
         .expect("an upload-artifact step");
     let paths = upload["with"]["path"].as_str().unwrap_or_default();
-    for file in ["junit.xml", "report.html"] {
+    for file in ["junit.xml", "report.html", "site/"] {
         assert!(paths.contains(file), "the upload misses {file}: {paths}");
     }
     assert_eq!(
@@ -196,6 +196,16 @@ fn the_workflow_uploads_the_reports_and_posts_the_summary() {
             "`relaycheck run` lacks {option}"
         );
     }
+    // The site is built into the uploaded directory, from this run's results.
+    let site = relaycheck_commands(&workflow)
+        .into_iter()
+        .find(|w| w[1] == "site")
+        .expect("a `relaycheck site` step");
+    assert!(site.iter().any(|w| w == "$REPORT/site"), "{site:?}");
+    assert!(
+        site.iter().any(|w| w == "$REPORT/results.jsonl"),
+        "{site:?}"
+    );
     // The report directory the run writes is the one uploaded and summarized.
     let out = &run[run.iter().position(|w| w == "--out").unwrap() + 1];
     assert_eq!(out, "$REPORT");
