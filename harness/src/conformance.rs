@@ -8,7 +8,7 @@
 //! skipped leaves the level not assessed, and a forced run (a redesign's impact) or a shard
 //! states nothing.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use relaycheck_model::{Outcome, Shape};
 use serde::{Deserialize, Serialize};
@@ -41,11 +41,28 @@ pub fn classes(catalogue: &Catalogue, claims: impl Fn(&str, bool) -> bool) -> Ve
         .collect()
 }
 
-/// `must` results passed of those that applied.
+/// `must` results passed of those that applied, and how many did not apply: a level met on a
+/// handful of results says so.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Tally {
     pub passed: usize,
     pub must: usize,
+    pub not_applicable: usize,
+}
+
+impl Tally {
+    /// `12 of 12 must results` (with `passed` after it when `passed_word`), then `; 40 not
+    /// applicable` when any did not apply.
+    fn describe(&self, passed_word: bool) -> String {
+        let mut text = format!("{} of {} must results", self.passed, self.must);
+        if passed_word {
+            text.push_str(" passed");
+        }
+        if self.not_applicable > 0 {
+            text.push_str(&format!("; {} not applicable", self.not_applicable));
+        }
+        text
+    }
 }
 
 /// Where a target stands on one level.
@@ -53,35 +70,38 @@ pub struct Tally {
 pub enum Standing {
     /// Every `must` result passed, and every `must` case of the level ran.
     Conformant(Tally),
-    /// Some `must` result did not pass (failed, known failure, error, timeout, set-up failure).
-    Partial(Tally),
+    /// Some `must` result did not pass (failed, known failure, error, timeout, set-up failure);
+    /// `also` says what else kept the run from a full assessment, when something did.
+    Partial { tally: Tally, also: Option<String> },
     /// The run cannot say: the reason, and what it did see.
     NotAssessed { reason: String, tally: Tally },
 }
 
 impl Standing {
-    /// `conformant (12 of 12 must results)`, `partially conformant (10 of 12 must results)`, or
-    /// `not assessed: <reason> (12 of 12 must results passed)`.
+    /// `conformant (12 of 12 must results)`, `partially conformant (10 of 12 must results)`
+    /// (with `; also: <reason>` when the run fell short of a full assessment too), or
+    /// `not assessed: <reason> (12 of 12 must results passed)`; each tally with its
+    /// not-applicable count when there is one.
     pub fn describe(&self) -> String {
         match self {
-            Standing::Conformant(t) => {
-                format!("conformant ({} of {} must results)", t.passed, t.must)
+            Standing::Conformant(t) => format!("conformant ({})", t.describe(false)),
+            Standing::Partial { tally, also } => {
+                let mut text = format!("partially conformant ({})", tally.describe(false));
+                if let Some(also) = also {
+                    text.push_str(&format!("; also: {also}"));
+                }
+                text
             }
-            Standing::Partial(t) => format!(
-                "partially conformant ({} of {} must results)",
-                t.passed, t.must
-            ),
-            Standing::NotAssessed { reason, tally } if tally.must > 0 => format!(
-                "not assessed: {reason} ({} of {} must results passed)",
-                tally.passed, tally.must
-            ),
+            Standing::NotAssessed { reason, tally } if tally.must > 0 => {
+                format!("not assessed: {reason} ({})", tally.describe(true))
+            }
             Standing::NotAssessed { reason, .. } => format!("not assessed: {reason}"),
         }
     }
 
     pub fn tally(&self) -> Tally {
         match self {
-            Standing::Conformant(t) | Standing::Partial(t) => *t,
+            Standing::Conformant(t) | Standing::Partial { tally: t, .. } => *t,
             Standing::NotAssessed { tally, .. } => *tally,
         }
     }
@@ -151,16 +171,20 @@ pub fn state(
         .collect();
     let core_ids: BTreeSet<&str> = core.iter().map(|c| c.id.as_str()).collect();
     let mut core_standing = standing(&core_ids, &shapes, cases, results);
-    if !unclaimed.is_empty()
-        && let Standing::Conformant(tally) | Standing::Partial(tally) = core_standing
-    {
-        core_standing = Standing::NotAssessed {
-            reason: format!(
-                "the profile does not claim the core surface{} {}",
-                if unclaimed.len() == 1 { "" } else { "s" },
-                unclaimed.join(", ")
-            ),
-            tally,
+    if !unclaimed.is_empty() {
+        let reason = format!(
+            "the profile does not claim the core surface{} {}",
+            if unclaimed.len() == 1 { "" } else { "s" },
+            unclaimed.join(", ")
+        );
+        core_standing = match core_standing {
+            Standing::Conformant(tally) => Standing::NotAssessed { reason, tally },
+            // A failure is stated as one, whatever else is missing.
+            Standing::Partial { tally, also } => Standing::Partial {
+                tally,
+                also: Some(also.map_or(reason.clone(), |also| format!("{also}; {reason}"))),
+            },
+            not_assessed => not_assessed,
         };
     }
     let features = info
@@ -188,6 +212,8 @@ fn standing(
 ) -> Standing {
     let mut tally = Tally::default();
     let mut skipped = 0;
+    // Why results did not apply, by message, for a level where none did.
+    let mut why_not: BTreeMap<&str, usize> = BTreeMap::new();
     let mut ran: BTreeSet<(&str, Shape)> = BTreeSet::new();
     for result in results {
         if result.level != relaycheck_model::Level::Must
@@ -198,7 +224,11 @@ fn standing(
         }
         ran.insert((result.case.as_str(), result.shape));
         match result.outcome {
-            Outcome::NotApplicable | Outcome::Observed => {}
+            Outcome::NotApplicable => {
+                tally.not_applicable += 1;
+                *why_not.entry(result.message.as_str()).or_default() += 1;
+            }
+            Outcome::Observed => {}
             Outcome::Skip => skipped += 1,
             Outcome::Pass => {
                 tally.passed += 1;
@@ -232,14 +262,28 @@ fn standing(
             if skipped == 1 { " was" } else { "s were" }
         ))
     } else if tally.must == 0 {
-        Some("no must result applied to the target".into())
+        let commonest = why_not
+            .iter()
+            .max_by_key(|(_, n)| **n)
+            .map(|(message, _)| crate::result::capped_line(message, 160));
+        Some(match commonest {
+            Some(message) => {
+                format!("no must result applied to the target (most often: {message})")
+            }
+            None => "no must result applied to the target".into(),
+        })
     } else {
         None
     };
     match reason {
+        // A failure is stated as one, whatever else kept the run from a full assessment.
+        Some(also) if tally.passed < tally.must => Standing::Partial {
+            tally,
+            also: Some(also),
+        },
         Some(reason) => Standing::NotAssessed { reason, tally },
         None if tally.passed == tally.must => Standing::Conformant(tally),
-        None => Standing::Partial(tally),
+        None => Standing::Partial { tally, also: None },
     }
 }
 
@@ -332,7 +376,11 @@ mod tests {
         let statement = state(&info, &cases, &results).unwrap().unwrap();
         assert_eq!(
             statement.core,
-            Standing::Conformant(Tally { passed: 2, must: 2 })
+            Standing::Conformant(Tally {
+                passed: 2,
+                must: 2,
+                not_applicable: 0
+            })
         );
         assert_eq!(
             statement.lines(),
@@ -410,7 +458,42 @@ mod tests {
         let statement = state(&unclaimed, &cases, &not_applicable).unwrap().unwrap();
         assert_eq!(
             statement.core.describe(),
-            "not assessed: the profile does not claim the core surface errors (2 of 2 must results passed)"
+            "not assessed: the profile does not claim the core surface errors (2 of 2 must results passed; 2 not applicable)"
+        );
+    }
+
+    /// Skipping a case or leaving a surface unclaimed never turns a failure into "not
+    /// assessed"; and a level where nothing applied says why, from the results.
+    #[test]
+    fn a_failure_is_stated_whatever_else_is_missing() {
+        let info = info(&[
+            ("results", Conformance::Core, true),
+            ("errors", Conformance::Core, false),
+        ]);
+        let cases = [
+            case("results/a", "results", "must"),
+            case("results/b", "results", "must"),
+        ];
+        let mut results = all("results/a", "results", Level::Must, Outcome::Fail);
+        results.extend(all("results/b", "results", Level::Must, Outcome::Skip));
+        let statement = state(&info, &cases, &results).unwrap().unwrap();
+        assert_eq!(
+            statement.core.describe(),
+            "partially conformant (0 of 2 must results); also: 2 must results were skipped by \
+             the profile; the profile does not claim the core surface errors"
+        );
+
+        let mut none = all("results/a", "results", Level::Must, Outcome::NotApplicable);
+        for r in &mut none {
+            r.message = "target `t` has no `batch` route".into();
+        }
+        let only_a = [case("results/a", "results", "must")];
+        let one = super::tests::info(&[("results", Conformance::Core, true)]);
+        let statement = state(&one, &only_a, &none).unwrap().unwrap();
+        assert_eq!(
+            statement.core.describe(),
+            "not assessed: no must result applied to the target (most often: target `t` has no \
+             `batch` route)"
         );
     }
 

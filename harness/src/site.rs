@@ -18,7 +18,7 @@ use crate::conformance;
 use crate::report::html::escape;
 use crate::report::jsonl::CaseEvent;
 use crate::report::summary::Cell;
-use crate::report::{Provenance, RunInfo, total_line};
+use crate::report::{Provenance, RunInfo};
 use crate::result::CaseResult;
 
 /// A run as the site reads it: what results.jsonl holds.
@@ -107,6 +107,18 @@ pub fn build(runs: &[SiteRun], history: &[RunDigest]) -> Site {
         }
     }
     digests.sort_by(|a, b| (&a.started, &a.target).cmp(&(&b.started, &b.target)));
+    // A site published from every CI run would grow without end: each target keeps its newest
+    // runs, enough for a trend, and the digests of older ones are dropped.
+    let mut kept: BTreeMap<(String, bool), usize> = BTreeMap::new();
+    for digest in digests.iter().rev() {
+        *kept.entry(digest.series()).or_default() += 1;
+    }
+    digests.retain(|digest| {
+        let left = kept.get_mut(&digest.series()).expect("counted above");
+        let keep = *left <= HISTORY_RUNS;
+        *left -= 1;
+        keep
+    });
 
     let mut latest: BTreeMap<(String, Option<String>, bool), &SiteRun> = BTreeMap::new();
     for run in runs {
@@ -144,7 +156,7 @@ pub fn build(runs: &[SiteRun], history: &[RunDigest]) -> Site {
                 must,
                 forced: run.info.forced,
                 standing: badge_standing(run),
-                statement: conformance_lines(run).join("; "),
+                statement: badge_statement(&conformance_lines(run)),
             }),
         );
     }
@@ -161,6 +173,9 @@ pub fn build(runs: &[SiteRun], history: &[RunDigest]) -> Site {
 
 /// The file in the site's root that keeps every run's digest.
 pub const HISTORY: &str = "history.jsonl";
+
+/// The most runs of one target the history keeps (the newest).
+pub const HISTORY_RUNS: usize = 100;
 
 /// A file name for each page, made of the target's name, version and mode: only `a-z`, `0-9`,
 /// `.` and `-`, so no name a profile chose can leave the directory or break a link; a number is
@@ -221,9 +236,16 @@ fn must_tally(run: &SiteRun) -> (usize, usize) {
     (cell.passed, cell.applicable)
 }
 
+/// The statement's lines, after one naming the revisions it covers: two targets can be stated
+/// over different ones.
 fn conformance_lines(run: &SiteRun) -> Vec<String> {
     match conformance::state(&run.info, &run.cases, &run.results) {
-        Ok(Some(statement)) => statement.lines(),
+        Ok(Some(statement)) => {
+            let shapes: Vec<&str> = statement.shapes.iter().map(|s| s.as_str()).collect();
+            let mut lines = vec![format!("Over {}:", shapes.join(", "))];
+            lines.extend(statement.lines());
+            lines
+        }
         Ok(None) => Vec::new(),
         Err(reason) => vec![format!("Conformance: not stated: {reason}")],
     }
@@ -231,6 +253,24 @@ fn conformance_lines(run: &SiteRun) -> Vec<String> {
 
 /// A run's name on the site: the profile's name (what tells two set-ups of one product apart,
 /// as Hangar's egress and front door), its version, and the product when it is another name.
+/// The run's `Total:` line, with its known failures named beside it: `0 failed` beside a red
+/// badge would read as a contradiction.
+fn results_line(results: &[CaseResult]) -> String {
+    let known = results
+        .iter()
+        .filter(|r| r.outcome == Outcome::ExpectedFail)
+        .count();
+    let line = crate::report::total_line(results);
+    if known == 0 {
+        line
+    } else {
+        format!(
+            "{line}; {known} known failure{}",
+            if known == 1 { "" } else { "s" }
+        )
+    }
+}
+
 fn product(info: &RunInfo) -> String {
     let mut name = info.target.clone();
     if let Some(version) = &info.target_version {
@@ -273,15 +313,16 @@ fn surfaces_of(pages: &[(String, &SiteRun)]) -> Vec<String> {
 fn index(pages: &[(String, &SiteRun)], digests: &[RunDigest]) -> String {
     let mut body = String::from("<h1>relaycheck results</h1>\n");
     body.push_str(
-        "<p class=\"meta\">Each target's latest run per version. Must: results of <code>must</code> \
-         cases passed of those that applied, over the released revisions (over the forced \
-         shape for a forced run). Known failures are listed by the target's expected-failures \
+        "<p class=\"meta\">Each target's latest run per version. A badge counts the results of \
+         <code>must</code> cases passed of those that applied, over the released revisions \
+         (over the forced shape for a forced run); the conformance column says which revisions \
+         each statement covers. Known failures are listed by the target's expected-failures \
          baseline, and are still failures. A badge is green when the run is conformant at every \
          level it states, red when a <code>must</code> result failed, grey when it states no level \
          or leaves one not assessed, and always grey for a forced run, whose failures measure a \
          redesign.</p>\n",
     );
-    body.push_str("<h2 id=\"targets\">Targets</h2>\n<table><thead><tr><th>target</th><th>badge</th><th>conformance</th><th>runs</th><th>latest run</th><th>results</th></tr></thead><tbody>\n");
+    body.push_str("<h2 id=\"targets\">Targets</h2>\n<table><thead><tr><th>target</th><th>badge</th><th>conformance</th><th>runs (every version)</th><th>latest run</th><th>results</th></tr></thead><tbody>\n");
     for (slug, run) in pages {
         let runs = digests
             .iter()
@@ -303,7 +344,7 @@ fn index(pages: &[(String, &SiteRun)], digests: &[RunDigest]) -> String {
             escape(&product(&run.info)),
             escape(&product(&run.info)),
             escape(&run.info.started),
-            escape(&total_line(&run.results))
+            escape(&results_line(&run.results))
         );
     }
     body.push_str("</tbody></table>\n");
@@ -313,7 +354,7 @@ fn index(pages: &[(String, &SiteRun)], digests: &[RunDigest]) -> String {
         .flat_map(|(_, run)| run.info.shapes.iter().copied())
         .collect();
     let surfaces = surfaces_of(pages);
-    body.push_str("<h2 id=\"surfaces\">Surfaces by targets</h2>\n<p class=\"meta\">Each cell: results passed of applicable; bold when any failed; a click opens the target's cases of that surface and their causes.</p>\n<p>");
+    body.push_str("<h2 id=\"surfaces\">Surfaces by targets</h2>\n<p class=\"meta\">Each cell: results passed of applicable; red when a <code>must</code> result failed (known failures included), orange when only <code>should</code> results did; a click opens the target's cases of that surface and their causes.</p>\n<p>");
     for shape in &shapes {
         let _ = write!(body, "<a href=\"#shape-{shape}\">{shape}</a> ");
     }
@@ -339,15 +380,18 @@ fn index(pages: &[(String, &SiteRun)], digests: &[RunDigest]) -> String {
             let _ = write!(body, "<tr><th class=\"name\">{}</th>", escape(surface));
             for (slug, run) in &columns {
                 let mut cell = Cell::default();
+                let mut must_failed = false;
                 for result in run
                     .results
                     .iter()
                     .filter(|r| r.shape == *shape && &r.surface == surface)
                 {
                     cell.add(result.outcome);
+                    must_failed |= result.level == Level::Must && failing(Some(result.outcome));
                 }
                 body.push_str(&cell_html(
                     &cell,
+                    must_failed,
                     &format!("targets/{slug}.html#{}", surface_anchor(surface)),
                 ));
             }
@@ -358,14 +402,16 @@ fn index(pages: &[(String, &SiteRun)], digests: &[RunDigest]) -> String {
     page("relaycheck results", "", &body)
 }
 
-fn cell_html(cell: &Cell, href: &str) -> String {
+/// A cell of the index: red when a `must` result failed (a known failure too: it is still a
+/// failure), orange when only `should` results did.
+fn cell_html(cell: &Cell, must_failed: bool, href: &str) -> String {
     if cell.applicable == 0 {
         return "<td class=\"na\">n/a</td>".into();
     }
-    let class = if cell.failed > 0 {
+    let class = if must_failed {
         "fail"
-    } else if cell.known > 0 {
-        "known"
+    } else if cell.failed > 0 || cell.known > 0 {
+        "should"
     } else {
         "pass"
     };
@@ -418,7 +464,7 @@ fn target_page(
     let _ = writeln!(
         body,
         "<p class=\"total\">{}</p>",
-        escape(&total_line(&run.results))
+        escape(&results_line(&run.results))
     );
     body.push_str(&history(series, pages));
     body.push_str(&causes(run));
@@ -534,13 +580,20 @@ fn failing(outcome: Option<Outcome>) -> bool {
     outcome.is_some_and(|o| o.is_failure() || o == Outcome::ExpectedFail)
 }
 
-/// `2 fixed, 1 broken, 30 new, 4 gone, 3 other`, leaving out what is zero.
+/// `2 fixed, 1 broken, 30 new, 4 gone, 3 other`, leaving out what is zero. A result that was
+/// absent, not applicable or skipped counts as not there: one that fails now is broken, one
+/// that passes now is new.
 fn summarize(moved: &[Moved]) -> String {
+    let counted =
+        |o: Option<Outcome>| o.filter(|o| !matches!(o, Outcome::NotApplicable | Outcome::Skip));
     let mut counts = [0usize; 5];
     for (_, from, to) in moved {
-        let slot = if failing(*from) && passing(*to) {
+        let (from, to) = (&counted(*from), &counted(*to));
+        let slot = if from.is_none() && to.is_none() {
+            4
+        } else if failing(*from) && passing(*to) {
             0
-        } else if passing(*from) && failing(*to) {
+        } else if (passing(*from) || from.is_none()) && failing(*to) {
             1
         } else if from.is_none() {
             2
@@ -668,9 +721,20 @@ fn cases(run: &SiteRun) -> String {
                         let _ =
                             write!(out, "<td class=\"o-{0}\">{0}</td>", result.outcome.as_str());
                         if result.outcome.is_failure() || result.outcome == Outcome::ExpectedFail {
+                            // What the failure rests on, so a reader can check it at its source.
+                            let rests_on = requirement
+                                .get(case)
+                                .map(|c| {
+                                    format!(
+                                        "<br><span class=\"req\">{}</span> <span class=\"src\">Source: {}</span>",
+                                        escape(&c.requirement),
+                                        escape(&c.source)
+                                    )
+                                })
+                                .unwrap_or_default();
                             let _ = writeln!(
                                 failures,
-                                "<li><code>{}</code> [{} {}] <b>{}</b> ({}): {}</li>",
+                                "<li><code>{}</code> [{} {}] <b>{}</b> ({}): {}{rests_on}</li>",
                                 escape(case),
                                 shape,
                                 escape(route),
@@ -713,6 +777,16 @@ pub enum BadgeStanding {
     Failing,
     /// Nothing failed, but the run states no level, or leaves one not assessed.
     Unstated,
+}
+
+/// The statement as one sentence for a badge's title: `Over 2025-11-25: Core: …; Extended …`.
+fn badge_statement(lines: &[String]) -> String {
+    match lines.split_first() {
+        Some((over, levels)) if over.starts_with("Over ") => {
+            format!("{over} {}", levels.join("; "))
+        }
+        _ => lines.join("; "),
+    }
 }
 
 fn badge_standing(run: &SiteRun) -> BadgeStanding {
@@ -780,11 +854,11 @@ nav{margin-bottom:12px}
 table{border-collapse:collapse;margin:8px 0}
 th,td{border:1px solid #d4d8dd;padding:3px 7px;text-align:center;vertical-align:top}
 th.name,td.left{text-align:left;font-weight:400}
-td.pass{background:#e6f4ea}td.fail{background:#fce8e6;font-weight:700}td.known{background:#fef7e0}td.na{background:#f1f3f4;color:#777}
+td.pass{background:#e6f4ea}td.fail{background:#fce8e6;font-weight:700}td.should{background:#fff1e0}td.na{background:#f1f3f4;color:#777}
 td.o-pass,td.o-observed{background:#e6f4ea}td.o-fail,td.o-error,td.o-timeout,td.o-setup-fail{background:#fce8e6;font-weight:700}
 td.o-expected-fail{background:#fef7e0}td.o-not-applicable,td.o-skip,td.none{background:#f1f3f4;color:#777}
 .k{color:#7a5a00;font-size:12px}
-ul.failures li{margin:2px 0}
+ul.failures li{margin:4px 0}.req{font-style:italic}.src{color:#555}
 </style>
 "#;
 
@@ -938,6 +1012,38 @@ mod tests {
                 assert!(!text.contains("<b>` differs"), "{path}");
             }
         }
+    }
+
+    #[test]
+    fn the_history_keeps_each_targets_newest_runs() {
+        let old: Vec<RunDigest> = (0..HISTORY_RUNS + 5)
+            .map(|i| {
+                let run = run(
+                    "gw",
+                    "1.0",
+                    &format!("2026-01-01T00:00:{i:03}Z"),
+                    &[Outcome::Pass],
+                );
+                RunDigest::of(&run)
+            })
+            .collect();
+        let other = RunDigest::of(&run("other", "1", "2025-01-01T00:00:00Z", &[Outcome::Pass]));
+        let mut history = old.clone();
+        history.push(other);
+        let newest = run("gw", "1.0", "2026-12-01T00:00:00Z", &[Outcome::Pass]);
+        let site = build(&[newest], &history);
+        let kept: Vec<RunDigest> = site.files[HISTORY]
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let gw: Vec<&RunDigest> = kept.iter().filter(|d| d.target == "gw").collect();
+        assert_eq!(gw.len(), HISTORY_RUNS);
+        assert_eq!(gw.last().unwrap().started, "2026-12-01T00:00:00Z");
+        assert_eq!(gw[0].started, old[6].started, "the oldest six are dropped");
+        assert!(
+            kept.iter().any(|d| d.target == "other"),
+            "other targets keep theirs"
+        );
     }
 
     #[test]

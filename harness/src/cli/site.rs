@@ -14,7 +14,7 @@ pub(super) struct Args {
     #[arg(required = true)]
     results: Vec<PathBuf>,
     /// The site's directory. Its `history.jsonl`, from an earlier build, is read and added to,
-    /// so publishing into the same directory keeps the runs before.
+    /// so publishing into the same directory keeps the runs before (each target's newest 100).
     #[arg(long)]
     out: PathBuf,
 }

@@ -28,13 +28,17 @@ pub fn render(catalogue: &Catalogue, command: &str) -> String {
          surface passed, in every released revision the run covered;\n\
          - `partially conformant (N of M must results)` when any did not: a failure, a known \
          failure of the expected-failures baseline (known is still failed), an error, a timeout \
-         or a set-up failure;\n\
-         - `not assessed`, with the reason and what was seen, when the run cannot say: a `must` \
-         case left out (`--case`), a `must` result skipped by the profile, a core surface the \
-         profile does not claim, or no `must` result that applied;\n\
+         or a set-up failure. A failure is stated as one whatever else is missing: what also \
+         kept the run from a full assessment follows (`; also: ...`);\n\
+         - `not assessed`, with the reason and what was seen, when nothing failed but the run \
+         cannot say: a `must` case left out (`--case`), a `must` result skipped by the profile, \
+         a core surface the profile does not claim, or no `must` result that applied (with the \
+         commonest reason it did not);\n\
          - the same for each claimed extended surface (`Extended truncation: ...`).\n\n\
          `should` and `info` results never count toward a level. Results that are not applicable \
-         (a shape the target does not speak, a feature it does not claim) do not count either. \
+         (a shape the target does not speak, a feature it does not claim, a route or part it \
+         lacks) do not count either, and each level says how many there were, so a level met \
+         on a handful of results reads as one. \
          A forced run (`--forced`, a redesign's impact), a single shard and a run of proposals \
          alone state no level.\n\n",
     );
