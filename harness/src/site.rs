@@ -436,7 +436,7 @@ fn target_page(
     let mut body = format!("<h1>{}</h1>\n", escape(&product(&run.info)));
     let _ = writeln!(
         body,
-        "<p><img src=\"../badges/{slug}.svg\" alt=\"relaycheck badge\"> <code>![relaycheck](badges/{slug}.svg)</code></p>"
+        "<p><img src=\"../badges/{slug}.svg\" alt=\"relaycheck badge\"> in a README: <code>badges/{slug}.svg</code> at the site's address</p>"
     );
     let shapes: Vec<&str> = info.shapes.iter().map(|s| s.as_str()).collect();
     let provenance = info
@@ -505,7 +505,7 @@ fn history(series: &[&RunDigest], pages: &[(String, &SiteRun)]) -> String {
             None => "first run".to_string(),
             Some(before) => {
                 let moved = diff(before, digest);
-                if moved.is_empty() {
+                let summary = if moved.is_empty() {
                     "no result changed".into()
                 } else {
                     let anchor = format!("changes-{i}");
@@ -531,6 +531,12 @@ fn history(series: &[&RunDigest], pages: &[(String, &SiteRun)]) -> String {
                     }
                     changes.push_str("</ul></details>\n");
                     format!("<a href=\"#{anchor}\">{}</a>", escape(&summarize(&moved)))
+                };
+                // A change of relaycheck or of its catalogue moves results too: say so, so no
+                // change is read as the target's alone.
+                match moved_with(before, digest) {
+                    Some(what) => format!("{summary}<br><span class=\"k\">{what}</span>"),
+                    None => summary,
                 }
             }
         };
@@ -553,6 +559,23 @@ fn history(series: &[&RunDigest], pages: &[(String, &SiteRun)]) -> String {
 }
 
 type Moved = (String, Option<Outcome>, Option<Outcome>);
+
+/// What else changed between two runs than the target: relaycheck's build, its catalogue, or
+/// what cannot be told because the earlier run did not record it.
+fn moved_with(before: &RunDigest, after: &RunDigest) -> Option<String> {
+    let (Some(was), Some(now)) = (&before.provenance, &after.provenance) else {
+        return (before.provenance.is_none() && after.provenance.is_some())
+            .then(|| "the run before did not record its catalogue or relaycheck build".into());
+    };
+    let mut parts = Vec::new();
+    if was.catalogue != now.catalogue {
+        parts.push("another catalogue");
+    }
+    if was.tool_commit != now.tool_commit {
+        parts.push("another relaycheck build");
+    }
+    (!parts.is_empty()).then(|| format!("run with {}", parts.join(" and ")))
+}
 
 /// Results whose outcome differs between two runs, present in one only included.
 fn diff(before: &RunDigest, after: &RunDigest) -> Vec<Moved> {
@@ -1044,6 +1067,28 @@ mod tests {
             kept.iter().any(|d| d.target == "other"),
             "other targets keep theirs"
         );
+    }
+
+    #[test]
+    fn a_history_row_says_when_relaycheck_or_its_catalogue_changed_too() {
+        let provenance = |catalogue: &str| Provenance {
+            tool_commit: Some("abc".into()),
+            catalogue: catalogue.into(),
+            target_commit: None,
+            machine: crate::report::Machine {
+                cores: 2,
+                os: "linux".into(),
+                arch: "x86_64".into(),
+            },
+        };
+        let mut first = run("gw", "1", "2026-12-01T00:00:00Z", &[Outcome::Pass]);
+        first.info.provenance = Some(provenance("sha256:1"));
+        let mut second = run("gw", "1", "2026-12-02T00:00:00Z", &[Outcome::Fail]);
+        second.info.provenance = Some(provenance("sha256:2"));
+        let site = build(&[first, second], &[]);
+        let page = &site.files["targets/gw-1.html"];
+        assert!(page.contains("1 broken"), "{page}");
+        assert!(page.contains("run with another catalogue"), "{page}");
     }
 
     #[test]
