@@ -99,13 +99,6 @@ impl Standing {
         }
     }
 
-    pub fn tally(&self) -> Tally {
-        match self {
-            Standing::Conformant(t) | Standing::Partial { tally: t, .. } => *t,
-            Standing::NotAssessed { tally, .. } => *tally,
-        }
-    }
-
     pub fn is_conformant(&self) -> bool {
         matches!(self, Standing::Conformant(_))
     }
@@ -201,6 +194,27 @@ pub fn state(
         core: core_standing,
         features,
     }))
+}
+
+/// The run's statement as lines for a report: a heading that `heading` makes from the names of
+/// the revisions it covers, then a line per level; one line saying why when the run states
+/// none; nothing for a run that records no surface classes.
+pub fn report_lines(
+    info: &RunInfo,
+    cases: &[CaseEvent],
+    results: &[CaseResult],
+    heading: impl Fn(&str) -> String,
+) -> Vec<String> {
+    match state(info, cases, results) {
+        Ok(Some(statement)) => {
+            let shapes: Vec<&str> = statement.shapes.iter().map(|s| s.as_str()).collect();
+            let mut lines = vec![heading(&shapes.join(", "))];
+            lines.extend(statement.lines());
+            lines
+        }
+        Ok(None) => Vec::new(),
+        Err(reason) => vec![format!("Conformance: not stated: {reason}")],
+    }
 }
 
 /// The standing of the `must` cases of `surfaces` over `shapes`.

@@ -239,20 +239,11 @@ fn must_tally(run: &SiteRun) -> (usize, usize) {
 /// The statement's lines, after one naming the revisions it covers: two targets can be stated
 /// over different ones.
 fn conformance_lines(run: &SiteRun) -> Vec<String> {
-    match conformance::state(&run.info, &run.cases, &run.results) {
-        Ok(Some(statement)) => {
-            let shapes: Vec<&str> = statement.shapes.iter().map(|s| s.as_str()).collect();
-            let mut lines = vec![format!("Over {}:", shapes.join(", "))];
-            lines.extend(statement.lines());
-            lines
-        }
-        Ok(None) => Vec::new(),
-        Err(reason) => vec![format!("Conformance: not stated: {reason}")],
-    }
+    conformance::report_lines(&run.info, &run.cases, &run.results, |shapes| {
+        format!("Over {shapes}:")
+    })
 }
 
-/// A run's name on the site: the profile's name (what tells two set-ups of one product apart,
-/// as Hangar's egress and front door), its version, and the product when it is another name.
 /// The run's `Total:` line, with its known failures named beside it: `0 failed` beside a red
 /// badge would read as a contradiction.
 fn results_line(results: &[CaseResult]) -> String {
@@ -271,6 +262,8 @@ fn results_line(results: &[CaseResult]) -> String {
     }
 }
 
+/// A run's name on the site: the profile's name (what tells two set-ups of one product apart,
+/// as Hangar's egress and front door), its version, and the product when it is another name.
 fn product(info: &RunInfo) -> String {
     let mut name = info.target.clone();
     if let Some(version) = &info.target_version {
@@ -595,12 +588,13 @@ fn diff(before: &RunDigest, after: &RunDigest) -> Vec<Moved> {
         .collect()
 }
 
+/// Passing or failing as `compare` reads them (a known failure is a failure); absent is neither.
 fn passing(outcome: Option<Outcome>) -> bool {
-    matches!(outcome, Some(Outcome::Pass | Outcome::Observed))
+    outcome.is_some_and(crate::report::compare::passing)
 }
 
 fn failing(outcome: Option<Outcome>) -> bool {
-    outcome.is_some_and(|o| o.is_failure() || o == Outcome::ExpectedFail)
+    outcome.is_some_and(crate::report::compare::failing)
 }
 
 /// `2 fixed, 1 broken, 30 new, 4 gone, 3 other`, leaving out what is zero. A result that was

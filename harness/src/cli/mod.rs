@@ -222,9 +222,14 @@ fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
 /// A run's header and results, refusing a file of a newer format than this build reads, and
 /// saying on stderr what an interrupted or torn file lacks.
 fn read_results(path: &Path) -> anyhow::Result<(report::RunInfo, Vec<CaseResult>)> {
-    let back =
+    read_run(path).map(|(header, back)| (header, back.results))
+}
+
+/// As [`read_results`], with the rest of the file (its case events among them).
+fn read_run(path: &Path) -> anyhow::Result<(report::RunInfo, report::jsonl::ReadBack)> {
+    let mut back =
         report::jsonl::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let Some(header) = back.header else {
+    let Some(header) = back.header.take() else {
         bail!(
             "{}: no header event: not a relaycheck results file",
             path.display()
@@ -252,7 +257,7 @@ fn read_results(path: &Path) -> anyhow::Result<(report::RunInfo, Vec<CaseResult>
             back.unreadable_lines
         );
     }
-    Ok((header, back.results))
+    Ok((header, back))
 }
 
 /// The command line as a user would type it: `relaycheck` and the arguments, whatever path the

@@ -22,13 +22,11 @@ pub(super) struct Args {
 pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let mut runs = Vec::new();
     for path in &args.results {
-        let back = relaycheck::report::jsonl::read(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let (info, results) = super::read_results(path)?;
+        let (info, back) = super::read_run(path)?;
         runs.push(SiteRun {
             info,
             cases: back.cases,
-            results,
+            results: back.results,
         });
     }
     let out = OutDir::open(&args.out)?;

@@ -55,13 +55,13 @@ impl Comparison {
     }
 }
 
-fn passing(outcome: Outcome) -> bool {
+pub(crate) fn passing(outcome: Outcome) -> bool {
     matches!(outcome, Outcome::Pass | Outcome::Observed)
 }
 
 /// A failure whether or not a baseline expected it: a comparison is of what the target did, not
 /// of the bookkeeping around it.
-fn failing(outcome: Outcome) -> bool {
+pub(crate) fn failing(outcome: Outcome) -> bool {
     outcome.is_failure() || outcome == Outcome::ExpectedFail
 }
 

@@ -26,19 +26,9 @@ impl ReportSet<'_> {
     /// The run's conformance statement as lines for a report: one per level, or one saying why
     /// this run states none; none at all for a run that records no surface classes.
     pub fn conformance(&self) -> Vec<String> {
-        match crate::conformance::state(self.info, self.cases, self.results) {
-            Ok(Some(statement)) => {
-                let shapes: Vec<&str> = statement.shapes.iter().map(|s| s.as_str()).collect();
-                let mut lines = vec![format!(
-                    "Conformance over {} (what each level holds: docs/conformance.md):",
-                    shapes.join(", ")
-                )];
-                lines.extend(statement.lines());
-                lines
-            }
-            Ok(None) => Vec::new(),
-            Err(reason) => vec![format!("Conformance: not stated: {reason}")],
-        }
+        crate::conformance::report_lines(self.info, self.cases, self.results, |shapes| {
+            format!("Conformance over {shapes} (what each level holds: docs/conformance.md):")
+        })
     }
 
     /// summary.md, which the console also prints.
