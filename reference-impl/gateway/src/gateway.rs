@@ -2,8 +2,8 @@
 //! task map and the side channels, plus who is calling and in which shape.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use relaycheck_model::Shape;
@@ -12,6 +12,7 @@ use serde_json::Value;
 use tokio::sync::Mutex;
 
 use crate::audit::Audit;
+use crate::client_requests::Back;
 use crate::config::{Config, IdentityConfig, Limits};
 use crate::continuation::Retention;
 use crate::error::{ServeError, UpstreamError};
@@ -46,6 +47,9 @@ pub struct Caller {
     pub progress: Option<Sink>,
     /// Set when the caller cancels this request (`notifications/cancelled`).
     pub cancel: Option<Arc<Cancel>>,
+    /// The way back to the caller for what an upstream sends it during this request; none on
+    /// the stateless wire, where an upstream asks by answering `input_required` instead.
+    pub back: Option<Back>,
 }
 
 /// A north request's cancellation, fired once the caller sends `notifications/cancelled` for it.
@@ -104,6 +108,9 @@ pub struct Gateway {
     pub tasks: TaskMap,
     pub audit: Audit,
     pub progress: Arc<Progress>,
+    /// The way back to the gateway's only client, when it serves one stdio connection: then
+    /// whatever an upstream sends outside a request's own stream is that client's too.
+    pub sole_client: Arc<OnceLock<Back>>,
     counter: AtomicU64,
 }
 
@@ -133,6 +140,7 @@ impl Gateway {
             config.limits.max_response_bytes
         };
         let timeout = Duration::from_millis(config.limits.call_timeout_ms);
+        let sole_client = Arc::new(OnceLock::new());
         let mut upstreams = Vec::new();
         for cfg in &config.upstreams {
             let up = Upstream::connect(
@@ -140,6 +148,7 @@ impl Gateway {
                 limit,
                 timeout.max(Duration::from_secs(10)),
                 progress.clone(),
+                sole_client.clone(),
                 mutation,
             )
             .await?;
@@ -156,6 +165,7 @@ impl Gateway {
             tasks: TaskMap::default(),
             audit,
             progress,
+            sole_client,
             counter: AtomicU64::new(1),
         });
         // Pin the handshake listing now: a broken upstream shows at start, not at first call.

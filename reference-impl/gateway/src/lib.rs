@@ -6,7 +6,8 @@
 //! one budgeted entry per call with the normalizer's envelope), continuation (`relay_fetch`,
 //! `relay_delete`), `resources/read` of rewritten links and of the upstream's own URIs, task
 //! follow-ups, the listings and `prompts/get`, and what it relays without reading:
-//! completion, log level and resource subscriptions, to the upstream that offers them.
+//! completion, log level and resource subscriptions, to the upstream that offers them, and
+//! the log messages and requests an upstream sends the client during a call.
 
 pub mod audit;
 pub mod batch;
@@ -16,6 +17,7 @@ pub mod batch;
     reason = "the command line of two binaries: `relaycheck-gateway` and `relaycheck gateway`"
 )]
 pub mod cli;
+pub mod client_requests;
 pub mod config;
 pub mod continuation;
 pub mod error;

@@ -106,7 +106,13 @@ pub async fn call(
     }
     let started = Instant::now();
     let ending = up
-        .request_cancellable("tools/call", params, timeout, caller.cancel.as_deref())
+        .request_cancellable(
+            "tools/call",
+            params,
+            timeout,
+            caller.cancel.as_deref(),
+            caller.back.as_ref(),
+        )
         .await;
     drop(registration);
     Called {

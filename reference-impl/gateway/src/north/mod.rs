@@ -16,6 +16,7 @@ use relaycheck_reference::{Identity, json_write};
 use serde_json::{Map, Value, json};
 
 use crate::audit::{RequestLog, now_rfc3339};
+use crate::client_requests::{Back, ClientLink, is_response};
 use crate::gateway::{Answer, Caller, Cancel, Gateway, META_VERSION, rpc_error};
 use crate::mutant::Mutant;
 use crate::progress::Sink;
@@ -26,12 +27,13 @@ pub const HANDSHAKE_VERSIONS: [&str; 3] = ["2025-03-26", "2025-06-18", "2025-11-
 pub const LATEST_HANDSHAKE: &str = "2025-11-25";
 pub const SERVER_NAME: &str = "relaycheck-gateway";
 
-/// What one connection (stdio) or session (HTTP) settled on, and its requests in flight (by
-/// id), which the caller may cancel.
+/// What one connection (stdio) or session (HTTP) settled on, its requests in flight (by
+/// id), which the caller may cancel, and the requests relayed to its client.
 #[derive(Debug, Default)]
 pub struct ConnState {
     negotiated: Mutex<Option<String>>,
     in_flight: Mutex<HashMap<String, Arc<Cancel>>>,
+    pub link: Arc<ClientLink>,
 }
 
 impl ConnState {
@@ -185,18 +187,20 @@ pub fn caller_of(
         transport,
         progress: None,
         cancel: None,
+        back: None,
     }
 }
 
-/// Answers one message; `None` for notifications and responses. Progress notifications for
-/// the request go to `progress`, re-addressed to the caller's token, before the answer is made.
+/// Answers one message; `None` for notifications and responses. What the upstream sends the
+/// caller during the request (progress, re-addressed to the caller's token, log messages and
+/// requests) goes to `stream`, before the answer is made.
 pub async fn handle(
     gw: &Arc<Gateway>,
     msg: Value,
     conn: &ConnState,
     identity: &Identity,
     transport: &'static str,
-    progress: Option<Sink>,
+    stream: Option<Sink>,
 ) -> Option<Value> {
     let started = Instant::now();
     let Some(fields) = msg.as_object() else {
@@ -204,10 +208,20 @@ pub async fn handle(
             json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": "Invalid Request: not a JSON-RPC object"}}),
         );
     };
+    if is_response(&msg) {
+        // The client's answer to a request an upstream made of it.
+        conn.link.answered(&msg);
+        return None;
+    }
     let method = fields.get("method").and_then(Value::as_str)?;
     let params = fields.get("params");
     let mut caller = caller_of(params, conn, identity, transport);
-    caller.progress = progress;
+    if !caller.stateless
+        && let Some(stream) = &stream
+    {
+        caller.back = Some(Back::new(conn.link.clone(), stream.clone(), gw.timeout()));
+    }
+    caller.progress = stream;
     let Some(id) = fields.get("id") else {
         // Notifications need no answer; a cancellation fires its request's token, which ends
         // the request's wait on its upstream and tells the upstream in turn.
@@ -302,6 +316,7 @@ async fn dispatch(
                 LATEST_HANDSHAKE
             };
             conn.negotiate(version);
+            conn.link.declare(params.get("capabilities"));
             let mut capabilities = json!({"tools": {"listChanged": false}, "resources": {}});
             if gw.upstreams.iter().any(|up| up.declares("prompts")) {
                 capabilities["prompts"] = json!({});

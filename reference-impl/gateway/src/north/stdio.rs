@@ -1,6 +1,11 @@
 //! Newline-delimited JSON-RPC on stdin/stdout. `initialize` is handled in order (so the
 //! version settles before the next message is read); every other request runs in its own
 //! task, so a hanging upstream call never holds up the requests behind it.
+//!
+//! Everything written goes through one queue, in the order it was handed over: answers, and
+//! what upstreams send the client (progress, log messages, requests), which is handed over
+//! before the answer it precedes. One connection is one client, the gateway's only one, so
+//! what an upstream sends outside any request's stream is this client's too.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,9 +21,9 @@ use tokio::task::JoinSet;
 
 use super::pieces::{Framed, frame};
 use super::{ConnState, handle};
+use crate::client_requests::Back;
 use crate::error::ServeError;
 use crate::gateway::Gateway;
-use crate::progress;
 
 const TRANSPORT: &str = "stdio";
 
@@ -84,6 +89,26 @@ pub async fn serve(gw: Arc<Gateway>) -> Result<(), ServeError> {
     let out: Arc<Out> = Arc::new(Mutex::new(stdout()));
     let conn = Arc::new(ConnState::default());
     let identity = Identity::new(gw.identity.stdio.clone());
+    let (queue, mut outgoing) = mpsc::unbounded_channel::<Value>();
+    let (closing, mut closed) = tokio::sync::oneshot::channel::<()>();
+    let writer = {
+        let out = out.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    biased;
+                    Some(msg) = outgoing.recv() => write(&out, msg).await,
+                    _ = &mut closed => break,
+                }
+            }
+            while let Ok(msg) = outgoing.try_recv() {
+                write(&out, msg).await;
+            }
+        })
+    };
+    let _ = gw
+        .sole_client
+        .set(Back::new(conn.link.clone(), queue.clone(), gw.timeout()));
 
     let mut lines = BufReader::new(stdin()).lines();
     let mut running = JoinSet::new();
@@ -95,38 +120,17 @@ pub async fn serve(gw: Arc<Gateway>) -> Result<(), ServeError> {
             Ok(v) => v,
             Err(err) => {
                 let answer = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": format!("Parse error: {err}")}});
-                write(&out, answer).await;
+                let _ = queue.send(answer);
                 continue;
             }
         };
         let in_order = msg.get("method").and_then(Value::as_str) == Some("initialize");
-        // A request without a progress token gets no notifications: no queue to set up (most
-        // of a small call's allocations were the queue's and the task's).
-        let wants_progress = progress::asks_for_progress(msg.get("params"));
-        let (gw, conn, identity, out) = (gw.clone(), conn.clone(), identity.clone(), out.clone());
+        let (gw, conn, identity, queue) =
+            (gw.clone(), conn.clone(), identity.clone(), queue.clone());
         let work = async move {
-            let answer = if wants_progress {
-                // Progress for this request is written as it arrives; the upstream reader
-                // routes a notification before it hands over the answer that follows it, so
-                // draining the queue before the answer keeps the upstream's order.
-                let (tx, mut rx) = mpsc::unbounded_channel();
-                let answering = handle(&gw, msg, &conn, &identity, TRANSPORT, Some(tx));
-                tokio::pin!(answering);
-                let answer = loop {
-                    tokio::select! {
-                        answer = &mut answering => break answer,
-                        Some(note) = rx.recv() => write(&out, note).await,
-                    }
-                };
-                while let Ok(note) = rx.try_recv() {
-                    write(&out, note).await;
-                }
-                answer
-            } else {
-                handle(&gw, msg, &conn, &identity, TRANSPORT, None).await
-            };
+            let answer = handle(&gw, msg, &conn, &identity, TRANSPORT, Some(queue.clone())).await;
             if let Some(answer) = answer {
-                write(&out, answer).await;
+                let _ = queue.send(answer);
             }
         };
         if in_order {
@@ -142,6 +146,8 @@ pub async fn serve(gw: Arc<Gateway>) -> Result<(), ServeError> {
         while running.join_next().await.is_some() {}
     })
     .await;
+    let _ = closing.send(());
+    let _ = tokio::time::timeout(grace, writer).await;
     Ok(())
 }
 

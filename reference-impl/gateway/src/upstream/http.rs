@@ -9,9 +9,10 @@ use relaycheck_reference::TransportKind;
 use serde_json::Value;
 
 use super::Ending;
+use crate::client_requests::{self, Back};
 use crate::error::UpstreamError;
 use crate::mutant::{Mutant, Mutation};
-use crate::progress::Progress;
+use crate::progress::{self, Progress};
 
 const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 
@@ -69,15 +70,47 @@ impl HttpConn {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// One request under `id` (from [`HttpConn::reserve_id`]).
-    pub async fn request_as(&self, id: u64, method: &str, params: Value) -> Ending {
+    /// One request under `id` (from [`HttpConn::reserve_id`]); what the upstream sends on
+    /// the request's event stream besides progress goes `back`.
+    pub async fn request_as(
+        &self,
+        id: u64,
+        method: &str,
+        params: Value,
+        back: Option<&Back>,
+    ) -> Ending {
         let msg = super::message(Some(id), method, params);
-        self.post(&msg, Some(id)).await
+        self.post(&msg, Some(id), back).await
     }
 
     pub async fn notify(&self, method: &str, params: Value) {
         let msg = super::message(None, method, params);
-        let _ = self.post(&msg, None).await;
+        let _ = self.post(&msg, None, None).await;
+    }
+
+    /// Answers a request the upstream made on a request's stream, while that stream is still
+    /// read: the client's answer through `back`, or a refusal when the request is no client's.
+    fn answer_upstream(&self, request: Value, back: Option<&Back>) {
+        let back = back.cloned();
+        let http = self.http.clone();
+        let url = self.url.clone();
+        let headers = self.headers(&Value::Null);
+        tokio::spawn(async move {
+            let response = match back {
+                Some(back) => back.ask(request).await,
+                None => client_requests::unattributed(&request),
+            };
+            let mut req = http
+                .post(&url)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .body(response.to_string());
+            for (k, v) in headers {
+                req = req.header(k, v);
+            }
+            // The upstream acknowledges a response with 202 and no body; nothing to read.
+            let _ = req.send().await;
+        });
     }
 
     /// Headers the 2026-07-28 rules require to agree with the body, plus the session.
@@ -125,7 +158,7 @@ impl HttpConn {
         out
     }
 
-    async fn post(&self, msg: &Value, id: Option<u64>) -> Ending {
+    async fn post(&self, msg: &Value, id: Option<u64>, back: Option<&Back>) -> Ending {
         let body = match serde_json::to_vec(msg) {
             Ok(b) => b,
             Err(err) => {
@@ -186,9 +219,16 @@ impl HttpConn {
                         return Ending::Oversized { limit: self.limit };
                     }
                     body.extend_from_slice(&chunk);
-                    if is_sse && let Some(found) = scan_sse(&body, &mut scanned, id, &self.progress)
-                    {
-                        return found;
+                    if is_sse {
+                        let mut asked = Vec::new();
+                        let found =
+                            scan_sse(&body, &mut scanned, id, &self.progress, back, &mut asked);
+                        for request in asked {
+                            self.answer_upstream(request, back);
+                        }
+                        if let Some(found) = found {
+                            return found;
+                        }
                     }
                 }
                 Ok(None) => break,
@@ -205,12 +245,15 @@ impl HttpConn {
         }
         if is_sse {
             body.extend_from_slice(b"\n\n");
-            return scan_sse(&body, &mut scanned, id, &self.progress).unwrap_or(
-                Ending::Transport {
-                    kind: TransportKind::Closed,
-                    detail: format!("the event stream (HTTP {status}) ended without an answer"),
-                },
-            );
+            let mut asked = Vec::new();
+            let found = scan_sse(&body, &mut scanned, id, &self.progress, back, &mut asked);
+            for request in asked {
+                self.answer_upstream(request, back);
+            }
+            return found.unwrap_or(Ending::Transport {
+                kind: TransportKind::Closed,
+                detail: format!("the event stream (HTTP {status}) ended without an answer"),
+            });
         }
         if body.iter().all(u8::is_ascii_whitespace) {
             return Ending::Transport {
@@ -267,8 +310,17 @@ fn classify(bytes: Vec<u8>) -> Ending {
     }
 }
 
-/// Complete events after `scanned`; the answer to `id` once it has arrived.
-fn scan_sse(body: &[u8], scanned: &mut usize, id: u64, progress: &Progress) -> Option<Ending> {
+/// Complete events after `scanned`; the answer to `id` once it has arrived. Progress goes to
+/// its caller, log messages `back`, and the upstream's own requests into `asked`, to be
+/// answered while the stream is read on.
+fn scan_sse(
+    body: &[u8],
+    scanned: &mut usize,
+    id: u64,
+    progress: &Progress,
+    back: Option<&Back>,
+    asked: &mut Vec<Value>,
+) -> Option<Ending> {
     loop {
         let rest = &body[*scanned..];
         let end = find_event_end(rest)?;
@@ -289,13 +341,21 @@ fn scan_sse(body: &[u8], scanned: &mut usize, id: u64, progress: &Progress) -> O
             continue; // priming event
         }
         match serde_json::from_slice::<Value>(&data) {
+            // The upstream's own request: its id is of the upstream's numbering, and may
+            // equal the one this request carries.
+            Ok(msg) if msg.get("method").is_some() && msg.get("id").is_some() => {
+                asked.push(msg);
+            }
             Ok(msg) if msg.get("id").and_then(Value::as_u64) == Some(id) => {
                 return Some(classify(data));
             }
-            Ok(msg) => {
-                // A notification (progress goes to its caller) or a request of the upstream.
+            Ok(msg) if msg.get("method").and_then(Value::as_str) == Some(progress::METHOD) => {
                 progress.route(msg);
-                continue;
+            }
+            Ok(msg) => {
+                if let Some(back) = back {
+                    back.notify(msg);
+                }
             }
             Err(err) => {
                 return Some(Ending::Transport {
@@ -330,7 +390,15 @@ mod tests {
     fn sse_skips_priming_and_notifications() {
         let body = b"data:\n\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{}}\n\n";
         let mut scanned = 0;
-        match scan_sse(body, &mut scanned, 4, &Progress::default()) {
+        let mut asked = Vec::new();
+        match scan_sse(
+            body,
+            &mut scanned,
+            4,
+            &Progress::default(),
+            None,
+            &mut asked,
+        ) {
             Some(Ending::Response { message, .. }) => assert_eq!(message["id"], 4),
             other => panic!("{other:?}"),
         }

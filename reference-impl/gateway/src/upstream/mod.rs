@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 
 use relaycheck_reference::TransportKind;
 use serde_json::{Value, json};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+use crate::client_requests::Back;
 
 use crate::gateway::Cancel;
 use crate::mutant::{Mutant, Mutation};
@@ -83,9 +85,10 @@ pub struct Upstream {
     mutation: Mutation,
 }
 
-/// What the gateway asks an upstream in `initialize`: no client capabilities, since it serves
-/// no requests from upstreams (and declaring one its client never declared would let the
-/// upstream ask that client for what it did not agree to serve).
+/// What the gateway asks an upstream in `initialize`: no client capabilities. The upstream
+/// session is shared by every client, and declaring a capability one of them never declared
+/// would let the upstream ask that client for what it did not agree to serve. Requests an
+/// upstream sends anyway are relayed to a client that declared them (`client_requests`).
 fn initialize_params(mutation: Mutation) -> Value {
     let capabilities = if mutation.is(Mutant::ClientCapabilitiesWidened) {
         json!({"sampling": {}, "roots": {"listChanged": true}})
@@ -106,6 +109,7 @@ impl Upstream {
         max_response_bytes: usize,
         timeout: Duration,
         progress: Arc<Progress>,
+        sole_client: Arc<OnceLock<Back>>,
         mutation: Mutation,
     ) -> Result<Upstream, UpstreamError> {
         let conn = match (&cfg.command, &cfg.url) {
@@ -114,6 +118,7 @@ impl Upstream {
                 argv,
                 max_response_bytes,
                 progress,
+                sole_client,
             )?),
             (None, Some(url)) => Conn::Http(http::HttpConn::new(
                 &cfg.name,
@@ -204,7 +209,7 @@ impl Upstream {
     /// `tokio::time::timeout` would bound it (the request is polled first, then its deadline
     /// `timeout` after it started), by a timer kept from an earlier request (see [`Timers`]).
     pub async fn request(&self, method: &str, params: Value, timeout: Duration) -> Ending {
-        self.request_as(self.reserve_id(), method, params, timeout)
+        self.request_as(self.reserve_id(), method, params, timeout, None)
             .await
     }
 
@@ -215,22 +220,24 @@ impl Upstream {
         }
     }
 
-    /// [`Upstream::request`], given up when `cancel` fires: the upstream is then told with
-    /// `notifications/cancelled` for the request's id, as the caller told the gateway, and the
-    /// request ends without its answer.
+    /// [`Upstream::request`] for a caller: what the upstream sends the caller on the request's
+    /// own stream goes `back`, and the request is given up when `cancel` fires: the upstream
+    /// is then told with `notifications/cancelled` for the request's id, as the caller told
+    /// the gateway, and the request ends without its answer.
     pub async fn request_cancellable(
         &self,
         method: &str,
         params: Value,
         timeout: Duration,
         cancel: Option<&Cancel>,
+        back: Option<&Back>,
     ) -> Ending {
-        let Some(cancel) = cancel else {
-            return self.request(method, params, timeout).await;
-        };
         let id = self.reserve_id();
+        let Some(cancel) = cancel else {
+            return self.request_as(id, method, params, timeout, back).await;
+        };
         tokio::select! {
-            ending = self.request_as(id, method, params, timeout) => ending,
+            ending = self.request_as(id, method, params, timeout, back) => ending,
             () = cancel.wait() => {
                 let reason = "the caller cancelled the request";
                 self.notify("notifications/cancelled", json!({"requestId": id, "reason": reason}))
@@ -243,12 +250,20 @@ impl Upstream {
         }
     }
 
-    async fn request_as(&self, id: u64, method: &str, params: Value, timeout: Duration) -> Ending {
+    async fn request_as(
+        &self,
+        id: u64,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+        back: Option<&Back>,
+    ) -> Ending {
         let started = Instant::now();
         let fut = async {
             match &self.conn {
+                // A line on stdio relates to no request: only the sole client gets it.
                 Conn::Stdio(c) => c.request_as(id, method, params).await,
-                Conn::Http(c) => c.request_as(id, method, params).await,
+                Conn::Http(c) => c.request_as(id, method, params, back).await,
             }
         };
         let mut timer = self.timers.take(deadline(started, timeout));

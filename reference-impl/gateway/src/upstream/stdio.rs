@@ -4,16 +4,17 @@
 use std::collections::HashMap;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use relaycheck_reference::TransportKind;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::{Mutex as AsyncMutex, oneshot};
 
 use super::Ending;
 use super::bounded::sniff_id;
+use crate::client_requests::{self, Back};
 use crate::error::UpstreamError;
 use crate::progress::Progress;
 use relaycheck_reference::json_write;
@@ -38,6 +39,7 @@ impl StdioConn {
         argv: &[String],
         max_response_bytes: usize,
         progress: Arc<Progress>,
+        sole_client: Arc<OnceLock<Back>>,
     ) -> Result<StdioConn, UpstreamError> {
         let (program, args) = argv.split_first().ok_or_else(|| UpstreamError::Handshake {
             name: name.into(),
@@ -76,6 +78,7 @@ impl StdioConn {
             stdin: stdin.clone(),
             limit: max_response_bytes,
             progress,
+            sole_client,
         };
         tokio::spawn(async move {
             reader.run(stdout).await;
@@ -201,6 +204,9 @@ struct Reader {
     stdin: Arc<AsyncMutex<ChildStdin>>,
     limit: usize,
     progress: Arc<Progress>,
+    /// A line on stdio relates to no request, so only the gateway's sole client, when it has
+    /// one, is asked or told what the upstream sends outside its answers.
+    sole_client: Arc<OnceLock<Back>>,
 }
 
 impl Reader {
@@ -309,19 +315,35 @@ impl Reader {
         let id = message.get("id").cloned();
         if has_method {
             match id {
-                // The upstream asks something of the gateway; it serves nothing upstream.
-                Some(id) => {
-                    let answer = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "Method not found: the gateway serves no requests from upstreams"}});
-                    if let Ok(mut line) = serde_json::to_vec(&answer) {
-                        line.push(b'\n');
-                        let mut stdin = self.stdin.lock().await;
-                        let _ = stdin.write_all(&line).await;
-                        let _ = stdin.flush().await;
-                    }
+                // The upstream asks something of the client: the sole client is asked, while
+                // the reader reads on (the answer the upstream waits for may come before it
+                // answers the call).
+                Some(_) => {
+                    let back = self.sole_client.get().cloned();
+                    let stdin = self.stdin.clone();
+                    tokio::spawn(async move {
+                        let answer = match back {
+                            Some(back) => back.ask(message).await,
+                            None => client_requests::unattributed(&message),
+                        };
+                        if let Ok(mut line) = serde_json::to_vec(&answer) {
+                            line.push(b'\n');
+                            let mut stdin = stdin.lock().await;
+                            let _ = stdin.write_all(&line).await;
+                            let _ = stdin.flush().await;
+                        }
+                    });
                 }
-                // Progress goes to the caller it is for; other notifications to nobody.
-                None => {
+                // Progress goes to the caller it is for; log messages to the sole client.
+                None if message.get("method").and_then(Value::as_str)
+                    == Some(crate::progress::METHOD) =>
+                {
                     self.progress.route(message);
+                }
+                None => {
+                    if let Some(back) = self.sole_client.get() {
+                        back.notify(message);
+                    }
                 }
             }
             return;
@@ -369,6 +391,7 @@ impl Reader {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn a_request_line_is_the_message_serialized() {

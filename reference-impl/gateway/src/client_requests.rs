@@ -1,0 +1,285 @@
+//! What an upstream sends its client in the middle of a request: log messages, and requests
+//! of its own (sampling, elicitation, roots), relayed to the client whose request it is.
+//!
+//! The upstream session is the gateway's, shared by its clients, so a message is relayed only
+//! where it is known to be one client's: sent on the event stream of that client's request
+//! (streamable HTTP relates such messages to the request they answer), or sent by any upstream
+//! while the gateway has one client only (one stdio connection). Anything else reaches no
+//! client: a log line goes nowhere, and a request is refused.
+//!
+//! A relayed request goes to the client under an id of the gateway's own, and the client's
+//! answer goes back to the upstream under the upstream's id. The client is asked only for what
+//! it declared in `initialize`; the upstream is refused the rest, as a client would refuse it.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use tokio::sync::oneshot;
+
+use crate::progress::Sink;
+
+/// The notification an upstream logs with; other notifications on a request's stream relate
+/// to no request (progress is routed by its token, elsewhere).
+pub const LOG_METHOD: &str = "notifications/message";
+
+/// One client connection (stdio) or session (HTTP), as an upstream's requests need it: what
+/// the client declared it serves, and the requests relayed to it awaiting its answer.
+#[derive(Debug, Default)]
+pub struct ClientLink {
+    capabilities: Mutex<Value>,
+    waiting: Mutex<HashMap<String, oneshot::Sender<Value>>>,
+    next: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl ClientLink {
+    /// Keeps the capabilities the client declared in `initialize`.
+    pub fn declare(&self, capabilities: Option<&Value>) {
+        *lock(&self.capabilities) = capabilities.cloned().unwrap_or(Value::Null);
+    }
+
+    fn declared(&self, capability: &str) -> bool {
+        lock(&self.capabilities).get(capability).is_some()
+    }
+
+    /// Hands the client's answer to the relayed request it answers; false when it answers
+    /// none (an id the gateway never sent, or one it stopped waiting for).
+    pub fn answered(&self, message: &Value) -> bool {
+        let Some(id) = message.get("id").and_then(Value::as_str) else {
+            return false;
+        };
+        match lock(&self.waiting).remove(id) {
+            Some(tx) => tx.send(message.clone()).is_ok(),
+            None => false,
+        }
+    }
+
+    fn wait_for(&self) -> (String, oneshot::Receiver<Value>) {
+        let id = format!("relay-ask-{}", self.next.fetch_add(1, Ordering::Relaxed));
+        let (tx, rx) = oneshot::channel();
+        lock(&self.waiting).insert(id.clone(), tx);
+        (id, rx)
+    }
+
+    fn give_up(&self, id: &str) {
+        lock(&self.waiting).remove(id);
+    }
+}
+
+/// Whether a message is a JSON-RPC response: an id and a result or error, no method.
+pub fn is_response(message: &Value) -> bool {
+    message.get("method").is_none()
+        && message.get("id").is_some()
+        && (message.get("result").is_some() || message.get("error").is_some())
+}
+
+/// The way back to one client during one of its requests: its connection, and the stream its
+/// request is answered on, which carries what is relayed ahead of the answer.
+#[derive(Debug, Clone)]
+pub struct Back {
+    link: Arc<ClientLink>,
+    stream: Sink,
+    /// How long the client has to answer a relayed request.
+    patience: Duration,
+}
+
+impl Back {
+    pub fn new(link: Arc<ClientLink>, stream: Sink, patience: Duration) -> Back {
+        Back {
+            link,
+            stream,
+            patience,
+        }
+    }
+
+    /// Relays an upstream notification: log messages only.
+    pub fn notify(&self, message: Value) {
+        if message.get("method").and_then(Value::as_str) == Some(LOG_METHOD) {
+            let _ = self.stream.send(message);
+        }
+    }
+
+    /// Relays an upstream request to the client and returns the response to send the upstream:
+    /// the client's answer under the upstream's id, or the gateway's refusal.
+    pub async fn ask(&self, request: Value) -> Value {
+        let upstream_id = request.get("id").cloned().unwrap_or(Value::Null);
+        let method = request
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let method = method.as_str();
+        if method == "ping" {
+            return answer(upstream_id, Ok(json!({})));
+        }
+        let Some(capability) = capability_of(method) else {
+            return refuse(upstream_id, -32601, format!("Method not found: {method}"));
+        };
+        if !self.link.declared(capability) {
+            return refuse(
+                upstream_id,
+                -32601,
+                format!("the client did not declare the `{capability}` capability"),
+            );
+        }
+        let (id, answered) = self.link.wait_for();
+        let mut relayed = request;
+        relayed["id"] = Value::String(id.clone());
+        if self.stream.send(relayed).is_err() {
+            self.link.give_up(&id);
+            return refuse(
+                upstream_id,
+                -32603,
+                "the client's connection is gone".into(),
+            );
+        }
+        match tokio::time::timeout(self.patience, answered).await {
+            Ok(Ok(response)) => readdressed(response, upstream_id),
+            _ => {
+                self.link.give_up(&id);
+                refuse(
+                    upstream_id,
+                    -32603,
+                    format!(
+                        "the client did not answer {method} within {} ms",
+                        self.patience.as_millis()
+                    ),
+                )
+            }
+        }
+    }
+}
+
+/// The client capability an upstream's request needs, for the requests a client serves.
+fn capability_of(method: &str) -> Option<&'static str> {
+    match method {
+        "sampling/createMessage" => Some("sampling"),
+        "elicitation/create" => Some("elicitation"),
+        "roots/list" => Some("roots"),
+        _ => None,
+    }
+}
+
+/// The client's response under the upstream's id, its result or error as the client sent it.
+fn readdressed(response: Value, upstream_id: Value) -> Value {
+    let mut out = Map::with_capacity(3);
+    out.insert("jsonrpc".into(), json!("2.0"));
+    out.insert("id".into(), upstream_id);
+    match response {
+        Value::Object(mut fields) => {
+            if let Some(error) = fields.remove("error") {
+                out.insert("error".into(), error);
+            } else {
+                out.insert(
+                    "result".into(),
+                    fields.remove("result").unwrap_or(Value::Null),
+                );
+            }
+        }
+        _ => {
+            out.insert(
+                "error".into(),
+                json!({"code": -32603, "message": "the client's answer was not a JSON-RPC response"}),
+            );
+        }
+    }
+    Value::Object(out)
+}
+
+fn answer(id: Value, result: Result<Value, (i64, String)>) -> Value {
+    match result {
+        Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        Err((code, message)) => {
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+        }
+    }
+}
+
+/// A request no client is asked: the gateway answers the upstream itself.
+pub fn refuse(id: Value, code: i64, message: String) -> Value {
+    answer(id, Err((code, message)))
+}
+
+/// The gateway's answer to an upstream request that belongs to no client.
+pub fn unattributed(request: &Value) -> Value {
+    let id = request.get("id").cloned().unwrap_or(Value::Null);
+    refuse(
+        id,
+        -32601,
+        "Method not found: the request belongs to no client the gateway can ask".into(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn back(capabilities: Value) -> (Back, tokio::sync::mpsc::UnboundedReceiver<Value>) {
+        let link = Arc::new(ClientLink::default());
+        link.declare(Some(&capabilities));
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let back = Back::new(link, tx, Duration::from_secs(5));
+        (back, rx)
+    }
+
+    #[tokio::test]
+    async fn a_request_reaches_the_client_and_its_answer_the_upstream() {
+        let (back, mut client) = back(json!({"sampling": {}}));
+        let link = back.link.clone();
+        let request = json!({"jsonrpc": "2.0", "id": 7, "method": "sampling/createMessage", "params": {"maxTokens": 5}});
+        let asking = tokio::spawn({
+            let back = back.clone();
+            async move { back.ask(request).await }
+        });
+        let relayed = client.recv().await.unwrap();
+        assert_eq!(relayed["method"], "sampling/createMessage");
+        assert_eq!(relayed["params"], json!({"maxTokens": 5}));
+        let id = relayed["id"].clone();
+        assert!(id.is_string(), "the gateway's own id, not the upstream's");
+        let reply = json!({"jsonrpc": "2.0", "id": id, "result": {"role": "assistant"}});
+        assert!(link.answered(&reply));
+        assert!(!link.answered(&reply), "answered once");
+        let sent = asking.await.unwrap();
+        assert_eq!(
+            sent,
+            json!({"jsonrpc": "2.0", "id": 7, "result": {"role": "assistant"}})
+        );
+    }
+
+    #[tokio::test]
+    async fn a_capability_the_client_did_not_declare_is_refused_unasked() {
+        let (back, mut client) = back(json!({"sampling": {}}));
+        let sent = back
+            .ask(json!({"jsonrpc": "2.0", "id": "e", "method": "elicitation/create", "params": {}}))
+            .await;
+        assert_eq!(sent["id"], "e");
+        assert_eq!(sent["error"]["code"], -32601);
+        assert!(client.try_recv().is_err(), "the client was not asked");
+    }
+
+    #[tokio::test]
+    async fn an_unanswered_request_ends_in_an_error_to_the_upstream() {
+        let (mut back, _client) = back(json!({"roots": {}}));
+        back.patience = Duration::from_millis(20);
+        let sent = back
+            .ask(json!({"jsonrpc": "2.0", "id": 1, "method": "roots/list"}))
+            .await;
+        assert_eq!(sent["error"]["code"], -32603);
+        assert!(back.link.waiting.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn only_log_messages_are_relayed() {
+        let (back, mut client) = back(json!({}));
+        back.notify(json!({"jsonrpc": "2.0", "method": "notifications/resources/list_changed"}));
+        back.notify(json!({"jsonrpc": "2.0", "method": LOG_METHOD, "params": {"level": "info", "data": "x"}}));
+        assert_eq!(client.try_recv().unwrap()["method"], LOG_METHOD);
+        assert!(client.try_recv().is_err());
+    }
+}
