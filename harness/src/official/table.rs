@@ -281,13 +281,21 @@ impl Table {
                 bridged.join("; ")
             );
         }
-        let _ = writeln!(
-            out,
-            "\nWhy the official suite fails on the unmutated `{}`:\n",
-            self.mutants_target
-        );
-        for (scenario, message) in &self.unmutated.failing {
-            let _ = writeln!(out, "- `{scenario}`: {}", first_line(message));
+        if self.unmutated.failing.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nThe unmutated `{}` passes every scenario: a scenario failing on a mutant fails for the mutant's defect.",
+                self.mutants_target
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "\nWhy the official suite fails on the unmutated `{}`:\n",
+                self.mutants_target
+            );
+            for (scenario, message) in &self.unmutated.failing {
+                let _ = writeln!(out, "- `{scenario}`: {}", first_line(message));
+            }
         }
         let _ = writeln!(
             out,
