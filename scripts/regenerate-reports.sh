@@ -101,6 +101,15 @@ $rc official --target direct \
 $rc official --target reference \
   --expected-failures reports/official/reference/expected-failures.yaml \
   --out reports/official/reference || true
+# The suite's pre-release, its 2025-11-25 and 2026-07-28 requirement sets.
+$rc official --suite-version 0.2.0-alpha.12 --spec-version 2025-11-25 --target reference-http \
+  --expected-failures reports/official/alpha-2025-11-25/reference-http/expected-failures.yaml \
+  --out reports/official/alpha-2025-11-25/reference-http || true
+for t in direct-http reference-http; do
+  $rc official --suite-version 0.2.0-alpha.12 --spec-version 2026-07-28 --target "$t" \
+    --expected-failures "reports/official/alpha-2026-07-28/$t/expected-failures.yaml" \
+    --out "reports/official/alpha-2026-07-28/$t" || true
+done
 $rc official table --out reports/official-vs-relaycheck.md
 if ! $skip_bench; then
   {

@@ -126,16 +126,22 @@ fn input_schema(name: &str) -> Value {
             "properties": {"message": string("The message to show the user")},
             "required": ["message"],
         }),
+        // Every keyword family the suite's SEP-2106 checks look for: a reference into `$defs`
+        // with an `$anchor`, composition (`allOf` holding an `anyOf`) and a conditional.
         "json_schema_2020_12_tool" => json!({
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "type": "object",
-            "$defs": {"address": {"type": "object", "properties": {
+            "$defs": {"address": {"$anchor": "address", "type": "object", "properties": {
                 "street": {"type": "string"}, "city": {"type": "string"},
             }}},
             "properties": {
                 "name": {"type": "string"},
                 "address": {"$ref": "#/$defs/address"},
             },
+            "allOf": [{"anyOf": [{"required": ["name"]}, {"required": ["address"]}]}],
+            "if": {"required": ["address"]},
+            "then": {"properties": {"address": {"required": ["city"]}}},
+            "else": {"required": ["name"]},
             "additionalProperties": false,
         }),
         _ => json!({"type": "object", "properties": {}}),

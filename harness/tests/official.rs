@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use relaycheck::baseline::Baseline;
 use relaycheck::official::checks::{self, apply_baseline};
-use relaycheck::official::reports::{run_info, scenario_lines, write_reports};
+use relaycheck::official::reports::{SuiteRun, run_info, scenario_lines, write_reports};
 use relaycheck::official::run::collect;
 use relaycheck::profile::Profile;
 use relaycheck::report::{self, jsonl};
@@ -110,6 +110,7 @@ fn imported_results_are_written_as_every_report_and_read_back() {
     let info = run_info(
         &profile,
         "relaycheck official --target reference-http".into(),
+        &SuiteRun::default(),
     );
     write_reports(&out, &info, &results, 1, &[], Some("bridged")).unwrap();
 

@@ -10,13 +10,13 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use relaycheck::baseline::Baseline;
 use relaycheck::official::checks::{self, BaselineVerdict};
-use relaycheck::official::install::{Install, NODE_VERSION, SUITE_PACKAGE, SUITE_VERSION};
-use relaycheck::official::reports::{run_info, scenario_lines, write_reports};
+use relaycheck::official::install::{Install, NODE_VERSION, SUITE_PACKAGE, SUITE_VERSION, Suite};
+use relaycheck::official::reports::{SuiteRun, run_info, scenario_lines, write_reports};
 use relaycheck::official::run::{self, Plan, Ran};
 use relaycheck::official::table::{self, Table, TableRequest};
 use relaycheck::profile::{Profile, cache_dir};
 use relaycheck::report;
-use relaycheck_model::Outcome;
+use relaycheck_model::{Outcome, Shape};
 
 use super::invocation;
 
@@ -50,12 +50,28 @@ pub(super) struct Args {
     /// Keep the work directory (target logs, the suite's console output).
     #[arg(long)]
     keep_work: bool,
+    #[command(flatten)]
+    suite: SuiteArgs,
+    /// Run exactly the scenarios this revision requires, as the suite froze them at its
+    /// release (2025-11-25 or 2026-07-28; the pre-release suite only). The suite's client
+    /// then speaks that revision, the 2026-07-28 set on the stateless wire.
+    #[arg(long, value_name = "REVISION")]
+    spec_version: Option<String>,
+}
+
+/// Which pinned version of the suite runs.
+#[derive(clap::Args)]
+struct SuiteArgs {
+    /// The official suite's version: one relaycheck pins (0.1.16, the default, or the
+    /// pre-release 0.2.0-alpha.12, which has the 2026-07-28 scenarios and requirement sets).
+    #[arg(long, value_name = "VERSION", default_value = SUITE_VERSION)]
+    suite_version: String,
 }
 
 #[derive(clap::Subcommand)]
 enum Action {
     /// List the official suite's server scenarios.
-    List,
+    List(SuiteArgs),
     /// Both suites side by side against the controls and every mutant of a target.
     Table(TableArgs),
 }
@@ -63,11 +79,21 @@ enum Action {
 pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let canary_cmd = super::canary_command()?;
     let runtime = super::runtime()?;
-    let install = Install::under(&cache_dir());
+    let version = match &args.action {
+        Some(Action::List(suite)) => &suite.suite_version,
+        _ => &args.suite.suite_version,
+    };
+    let suite = Suite::pinned(version).map_err(anyhow::Error::msg)?;
+    if let Some(revision) = &args.spec_version {
+        suite
+            .requirement_set(revision)
+            .map_err(anyhow::Error::msg)?;
+    }
+    let install = Install::under(&cache_dir(), suite);
     let code = runtime.block_on(async {
         ensure_installed(&install).await?;
         match args.action {
-            Some(Action::List) => list(&install).await,
+            Some(Action::List(_)) => list(&install).await,
             Some(Action::Table(table_args)) => {
                 table_command(table_args, &install, canary_cmd).await
             }
@@ -84,7 +110,8 @@ async fn ensure_installed(install: &Install) -> anyhow::Result<()> {
         return Ok(());
     }
     eprintln!(
-        "installing the official MCP conformance suite on first use: {SUITE_PACKAGE}@{SUITE_VERSION} and Node.js {NODE_VERSION} (npm package `node`) into {}",
+        "installing the official MCP conformance suite on first use: {} and Node.js {NODE_VERSION} (npm package `node`) into {}",
+        install.package(),
         install.dir.display()
     );
     install.ensure().await.map_err(anyhow::Error::msg)?;
@@ -103,7 +130,8 @@ async fn list(install: &Install) -> anyhow::Result<ExitCode> {
     let mut stdout = std::io::stdout().lock();
     let _ = writeln!(
         stdout,
-        "Server scenarios of {SUITE_PACKAGE} {SUITE_VERSION} (relaycheck official --scenario NAME):"
+        "Server scenarios of {SUITE_PACKAGE} {} (relaycheck official --scenario NAME):",
+        install.suite.version
     );
     for scenario in &scenarios {
         let _ = writeln!(stdout, "  - {scenario}");
@@ -159,9 +187,22 @@ async fn run_command(
         checks_dir,
         mutant: args.mutant.clone(),
         verbose: args.verbose,
+        requirements: args.spec_version.clone(),
+    };
+    let suite_run = SuiteRun {
+        package: install.package(),
+        shape: args
+            .spec_version
+            .as_deref()
+            .map_or(SuiteRun::default().shape, Shape::from_protocol_version),
     };
     eprintln!(
-        "relaycheck official: {SUITE_PACKAGE} {SUITE_VERSION} against `{}`{}",
+        "relaycheck official: {SUITE_PACKAGE} {}{} against `{}`{}",
+        install.suite.version,
+        args.spec_version
+            .as_deref()
+            .map(|r| format!(" (the {r} requirement set)"))
+            .unwrap_or_default(),
         profile.name,
         args.mutant
             .as_deref()
@@ -185,6 +226,9 @@ async fn run_command(
     } = ran;
     if let Some(note) = &bridge {
         eprintln!("bridge between the suite and the target: {note}");
+    }
+    for result in &mut results {
+        result.shape = suite_run.shape;
     }
     let verdict = baseline
         .as_ref()
@@ -226,7 +270,7 @@ async fn run_command(
         format!("The official suite reached the target through relaycheck's bridge: {b}.")
     });
     if let Some(out) = &args.out {
-        let info = run_info(&profile, invocation());
+        let info = run_info(&profile, invocation(), &suite_run);
         let stale = verdict
             .as_ref()
             .map(|v| v.stale.clone())

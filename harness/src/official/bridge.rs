@@ -3,9 +3,11 @@
 //! wants headers on every request (its bearer token). The suite calls `test_simple_text`; the
 //! profile's flat route says the target serves that tool as `canary.test_simple_text`.
 //!
-//! The bridge changes exactly two things and says so in every report: `params.name` of a
-//! `tools/call` request, filled into the flat route's tool template, and the profile's north
-//! headers, added to each request. Every other byte goes through as it came, both ways,
+//! The bridge changes exactly three things and says so in every report: `params.name` of a
+//! `tools/call` request, filled into the flat route's tool template; the names of the tools a
+//! `tools/list` answer lists under that template, shown as the upstream's names the suite
+//! calls (the suite looks a tool up by name before it reads its schema); and the profile's
+//! north headers, added to each request. Every other byte goes through as it came, both ways,
 //! event streams as they arrive, Host and Origin included (the DNS rebinding scenario sends
 //! a foreign Host on purpose, and the target must see it).
 
@@ -53,12 +55,84 @@ impl Rewrite {
         serde_json::to_vec(&msg).ok()
     }
 
+    /// The suite's name for a tool the target lists as `listed`, when the template made it.
+    pub fn bare<'a>(&self, listed: &'a str) -> Option<&'a str> {
+        let (prefix, suffix) = self.tool_template.split_once("{tool}")?;
+        listed
+            .strip_prefix(prefix)?
+            .strip_suffix(suffix)
+            .filter(|name| !name.is_empty())
+    }
+
+    /// Shows the tools of a `tools/list` answer under the suite's names; other tools (the
+    /// target's own) keep theirs. Says whether anything changed.
+    pub fn listing(&self, answer: &mut Value) -> bool {
+        if self.tool_template == "{tool}" {
+            return false;
+        }
+        let Some(tools) = answer
+            .pointer_mut("/result/tools")
+            .and_then(Value::as_array_mut)
+        else {
+            return false;
+        };
+        let mut changed = false;
+        for tool in tools {
+            let bare = tool
+                .get("name")
+                .and_then(Value::as_str)
+                .and_then(|name| self.bare(name))
+                .map(str::to_string);
+            if let Some(bare) = bare {
+                tool["name"] = Value::String(bare);
+                changed = true;
+            }
+        }
+        changed
+    }
+
+    /// A `tools/list` answer body (JSON, or an event stream of JSON events) with its tools
+    /// shown under the suite's names; `None` when nothing changed.
+    pub fn listing_body(&self, body: &[u8]) -> Option<Vec<u8>> {
+        if let Ok(mut answer) = serde_json::from_slice::<Value>(body) {
+            return self
+                .listing(&mut answer)
+                .then(|| serde_json::to_vec(&answer).ok())
+                .flatten();
+        }
+        let text = std::str::from_utf8(body).ok()?;
+        let mut changed = false;
+        let mut out = String::with_capacity(text.len());
+        for line in text.split_inclusive('\n') {
+            let (content, end) = match line.strip_suffix('\n') {
+                Some(content) => (content, "\n"),
+                None => (line, ""),
+            };
+            let data = content
+                .strip_prefix("data:")
+                .map(|d| d.strip_prefix(' ').unwrap_or(d));
+            let mut answer = data.and_then(|d| serde_json::from_str::<Value>(d).ok());
+            let renamed = answer.as_mut().is_some_and(|a| self.listing(a));
+            match answer {
+                Some(answer) if renamed => {
+                    changed = true;
+                    out.push_str("data: ");
+                    out.push_str(&answer.to_string());
+                    out.push_str(end);
+                }
+                _ => out.push_str(line),
+            }
+        }
+        changed.then(|| out.into_bytes())
+    }
+
     /// One line for reports: what the bridge changes.
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
         if self.tool_template != "{tool}" {
             parts.push(format!(
-                "tools/call `X` is sent as `{}` (the profile's flat route)",
+                "tools/call `X` is sent as `{}` (the profile's flat route), and tools/list shows `{}` as `X`",
+                self.tool("X"),
                 self.tool("X")
             ));
         }
@@ -138,6 +212,12 @@ async fn forward(
     body: Bytes,
 ) -> Response<Body> {
     let _ = uri;
+    let lists_tools = method == Method::POST
+        && serde_json::from_slice::<Value>(&body)
+            .ok()
+            .and_then(|m| m.get("method").and_then(Value::as_str).map(str::to_string))
+            .as_deref()
+            == Some("tools/list");
     let body = match method {
         Method::POST => bridge.rewrite.body(&body).map(Bytes::from).unwrap_or(body),
         _ => body,
@@ -168,11 +248,38 @@ async fn forward(
             response = response.header(name, value);
         }
     }
+    if lists_tools {
+        // A listing is read whole, within a bound, to show its tools under the suite's names.
+        let mut whole = Vec::new();
+        let mut answer = answer;
+        loop {
+            match answer.chunk().await {
+                Ok(Some(chunk)) if whole.len() + chunk.len() <= LISTING_BOUND => {
+                    whole.extend_from_slice(&chunk);
+                }
+                Ok(None) => break,
+                Ok(Some(_)) | Err(_) => {
+                    let mut response = Response::new(Body::from(
+                        "relaycheck bridge: the target's tools/list answer was cut off or too large",
+                    ));
+                    *response.status_mut() = StatusCode::BAD_GATEWAY;
+                    return response;
+                }
+            }
+        }
+        let whole = bridge.rewrite.listing_body(&whole).unwrap_or(whole);
+        return response
+            .body(Body::from(whole))
+            .unwrap_or_else(|_| Response::new(Body::empty()));
+    }
     let stream = answer.bytes_stream().map_err(std::io::Error::other);
     response
         .body(Body::from_stream(stream))
         .unwrap_or_else(|_| Response::new(Body::empty()))
 }
+
+/// The largest `tools/list` answer the bridge reads whole.
+const LISTING_BOUND: usize = 32 * 1024 * 1024;
 
 #[cfg(test)]
 mod tests {
@@ -278,6 +385,41 @@ mod tests {
         assert_eq!(seen["origin"], "http://evil.example.com");
         assert_eq!(seen["authorization"], "Bearer t");
         assert_eq!(seen["body"]["params"]["name"], "canary.test_simple_text");
+    }
+
+    #[test]
+    fn listed_tools_are_shown_under_the_suites_names() {
+        let r = rewrite("canary.{tool}");
+        assert_eq!(r.bare("canary.test_simple_text"), Some("test_simple_text"));
+        assert_eq!(r.bare("relay_batch"), None);
+        assert_eq!(r.bare("canary."), None);
+        let listing = json!({"jsonrpc": "2.0", "id": 3, "result": {"tools": [
+            {"name": "canary.json_schema_2020_12_tool", "inputSchema": {"allOf": []}},
+            {"name": "relay_batch"},
+        ]}});
+        let json = r.listing_body(listing.to_string().as_bytes()).unwrap();
+        let got: Value = serde_json::from_slice(&json).unwrap();
+        assert_eq!(
+            got["result"]["tools"][0]["name"],
+            "json_schema_2020_12_tool"
+        );
+        assert_eq!(
+            got["result"]["tools"][0]["inputSchema"],
+            json!({"allOf": []})
+        );
+        assert_eq!(got["result"]["tools"][1]["name"], "relay_batch");
+        let sse = format!("event: message\ndata: {listing}\n\n");
+        let got = String::from_utf8(r.listing_body(sse.as_bytes()).unwrap()).unwrap();
+        assert!(got.starts_with("event: message\ndata: {"), "{got}");
+        assert!(got.contains("\"json_schema_2020_12_tool\"") && got.ends_with("\n\n"));
+        let other =
+            json!({"jsonrpc": "2.0", "id": 4, "result": {"tools": [{"name": "relay_batch"}]}});
+        assert!(r.listing_body(other.to_string().as_bytes()).is_none());
+        assert!(
+            rewrite("{tool}")
+                .listing_body(listing.to_string().as_bytes())
+                .is_none()
+        );
     }
 
     #[test]

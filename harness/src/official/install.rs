@@ -1,7 +1,8 @@
 //! Installing the official suite on first use: a Node.js newer than the machine's (the npm
 //! package `node`, which brings the platform's binary as a package) and the suite itself,
-//! both pinned exactly, into one npm folder under relaycheck's cache. Nothing is fetched but
-//! those packages from the npm registry, through the machine's own `npm`.
+//! both pinned exactly, into one npm folder per suite version under relaycheck's cache.
+//! Nothing is fetched but those packages from the npm registry, through the machine's own
+//! `npm`.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -10,8 +11,67 @@ use crate::process::{GroupChild, Pipes};
 
 /// The official conformance suite's npm package.
 pub const SUITE_PACKAGE: &str = "@modelcontextprotocol/conformance";
-/// The pinned suite version.
-pub const SUITE_VERSION: &str = "0.1.16";
+/// A suite version relaycheck pins, and the revisions whose requirement set, frozen at the
+/// revision's release, it can run (`conformance server --requirements <revision>`).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Suite {
+    pub version: &'static str,
+    pub requirement_sets: &'static [&'static str],
+}
+
+/// The pinned suite versions: the stable line (npm `latest`, the default) first, then the
+/// newest pre-release, which adds the 2026-07-28 scenarios, wire-schema validation of every
+/// message and a requirement set per revision.
+pub const SUITES: [Suite; 2] = [
+    Suite {
+        version: "0.1.16",
+        requirement_sets: &[],
+    },
+    Suite {
+        version: "0.2.0-alpha.12",
+        requirement_sets: &["2025-11-25", "2026-07-28"],
+    },
+];
+
+/// The default suite version.
+pub const SUITE_VERSION: &str = SUITES[0].version;
+
+impl Suite {
+    /// The pinned suite of `version`; the error lists the pinned ones.
+    pub fn pinned(version: &str) -> Result<&'static Suite, String> {
+        SUITES.iter().find(|s| s.version == version).ok_or_else(|| {
+            let pinned: Vec<&str> = SUITES.iter().map(|s| s.version).collect();
+            format!(
+                "--suite-version `{version}` is not one relaycheck pins (pinned: {})",
+                pinned.join(", ")
+            )
+        })
+    }
+
+    /// Checks that this suite has the requirement set of `revision`.
+    pub fn requirement_set(&self, revision: &str) -> Result<(), String> {
+        if self.requirement_sets.contains(&revision) {
+            return Ok(());
+        }
+        if self.requirement_sets.is_empty() {
+            let with: Vec<&str> = SUITES
+                .iter()
+                .filter(|s| !s.requirement_sets.is_empty())
+                .map(|s| s.version)
+                .collect();
+            return Err(format!(
+                "--spec-version needs a suite with requirement sets ({}); {} has none",
+                with.join(", "),
+                self.version
+            ));
+        }
+        Err(format!(
+            "--spec-version `{revision}` is not a requirement set of {SUITE_PACKAGE} {} (it has {})",
+            self.version,
+            self.requirement_sets.join(", ")
+        ))
+    }
+}
 /// The pinned Node.js (npm package `node`); the suite's dependencies want Node 22 or later.
 pub const NODE_VERSION: &str = "22.23.3";
 
@@ -22,16 +82,24 @@ const INSTALL_TIMEOUT: Duration = Duration::from_secs(600);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Install {
     pub dir: PathBuf,
+    pub suite: &'static Suite,
 }
 
 impl Install {
-    /// The folder under `cache` for the pinned versions.
-    pub fn under(cache: &Path) -> Install {
+    /// The folder under `cache` for `suite` and the pinned Node.js.
+    pub fn under(cache: &Path, suite: &'static Suite) -> Install {
         Install {
             dir: cache.join(format!(
-                "official-conformance-{SUITE_VERSION}-node-{NODE_VERSION}"
+                "official-conformance-{}-node-{NODE_VERSION}",
+                suite.version
             )),
+            suite,
         }
+    }
+
+    /// `@modelcontextprotocol/conformance@<version>`.
+    pub fn package(&self) -> String {
+        format!("{SUITE_PACKAGE}@{}", self.suite.version)
     }
 
     pub fn node(&self) -> PathBuf {
@@ -58,7 +126,7 @@ impl Install {
     /// Installed, and the pinned versions are the ones there.
     pub fn present(&self) -> bool {
         self.installed_versions()
-            .is_some_and(|(node, suite)| node == NODE_VERSION && suite == SUITE_VERSION)
+            .is_some_and(|(node, suite)| node == NODE_VERSION && suite == self.suite.version)
     }
 
     /// The versions of `node` and the suite found in the folder, from their package.json.
@@ -108,7 +176,7 @@ impl Install {
         .chain([
             self.dir.display().to_string(),
             format!("node@{NODE_VERSION}"),
-            format!("{SUITE_PACKAGE}@{SUITE_VERSION}"),
+            self.package(),
         ])
         .collect();
         let log = self.dir.join("install.log");
@@ -147,11 +215,12 @@ impl Install {
             ));
         }
         match self.installed_versions() {
-            Some((node, suite)) if node == NODE_VERSION && suite == SUITE_VERSION => Ok(true),
+            Some((node, suite)) if node == NODE_VERSION && suite == self.suite.version => Ok(true),
             found => Err(format!(
-                "`{}` ran, but {} holds {found:?} instead of node {NODE_VERSION} and {SUITE_PACKAGE} {SUITE_VERSION} (did npm skip the `node` package's install script?); its output ends:\n{}",
+                "`{}` ran, but {} holds {found:?} instead of node {NODE_VERSION} and {SUITE_PACKAGE} {} (did npm skip the `node` package's install script?); its output ends:\n{}",
                 argv.join(" "),
                 self.dir.display(),
+                self.suite.version,
                 tail()
             )),
         }
@@ -165,10 +234,19 @@ mod tests {
     #[test]
     fn the_folder_names_both_pins_and_absence_is_seen() {
         let dir = std::env::temp_dir().join(format!("relaycheck-official-{}", std::process::id()));
-        let install = Install::under(&dir);
+        let install = Install::under(&dir, &SUITES[0]);
         assert!(install.dir.ends_with(format!(
             "official-conformance-{SUITE_VERSION}-node-{NODE_VERSION}"
         )));
+        let alpha = Install::under(&dir, &SUITES[1]);
+        assert_ne!(
+            alpha.dir, install.dir,
+            "each suite version has its own folder"
+        );
+        assert_eq!(
+            alpha.package(),
+            format!("{SUITE_PACKAGE}@{}", SUITES[1].version)
+        );
         assert!(!install.present());
         let argv = install.argv(&["list", "--server"]);
         assert!(argv[0].ends_with("node_modules/node/bin/node"));
@@ -180,7 +258,7 @@ mod tests {
     fn a_wrong_version_is_not_present() {
         let dir =
             std::env::temp_dir().join(format!("relaycheck-official-wrong-{}", std::process::id()));
-        let install = Install::under(&dir);
+        let install = Install::under(&dir, &SUITES[0]);
         let write = |path: PathBuf, text: &str| {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, text).unwrap();
@@ -203,5 +281,25 @@ mod tests {
         );
         assert!(!install.present());
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn only_pinned_versions_and_their_requirement_sets_are_taken() {
+        assert_eq!(Suite::pinned(SUITE_VERSION).unwrap().version, SUITE_VERSION);
+        let err = Suite::pinned("0.1.15").unwrap_err();
+        assert!(
+            err.contains("--suite-version") && err.contains(SUITES[1].version),
+            "{err}"
+        );
+        let stable = Suite::pinned(SUITE_VERSION).unwrap();
+        let err = stable.requirement_set("2026-07-28").unwrap_err();
+        assert!(
+            err.contains("--spec-version") && err.contains("has none"),
+            "{err}"
+        );
+        let alpha = &SUITES[1];
+        assert!(alpha.requirement_set("2026-07-28").is_ok());
+        let err = alpha.requirement_set("2025-06-18").unwrap_err();
+        assert!(err.contains("2025-11-25, 2026-07-28"), "{err}");
     }
 }

@@ -14,21 +14,40 @@ use crate::report::jsonl::CaseEvent;
 use crate::report::out_dir::OutDir;
 use crate::report::{self, ReportSet, RunInfo, RunNotes};
 use crate::result::CaseResult;
+use relaycheck_model::Shape;
+
+/// Which suite ran, and the revision its client spoke.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SuiteRun {
+    /// `@modelcontextprotocol/conformance@<version>`.
+    pub package: String,
+    pub shape: Shape,
+}
+
+impl Default for SuiteRun {
+    /// The pinned stable suite, whose client speaks 2025-11-25.
+    fn default() -> SuiteRun {
+        SuiteRun {
+            package: format!("{SUITE_PACKAGE}@{SUITE_VERSION}"),
+            shape: checks::SHAPE,
+        }
+    }
+}
 
 /// The RunInfo of an official run: one shape, the one the suite's client speaks.
-pub fn run_info(profile: &Profile, command: String) -> RunInfo {
+pub fn run_info(profile: &Profile, command: String, suite: &SuiteRun) -> RunInfo {
     RunInfo {
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         target: profile.name.clone(),
         target_product: profile.product.clone(),
         target_version: profile.version.clone(),
-        shapes: vec![checks::SHAPE],
+        shapes: vec![suite.shape],
         forced: false,
         started: report::now_rfc3339(),
         command,
         format: report::RESULTS_FORMAT,
         provenance: Some(report::Provenance::here(
-            format!("{SUITE_PACKAGE}@{SUITE_VERSION}"),
+            suite.package.clone(),
             profile.commit.clone(),
         )),
         shard: None,
@@ -39,7 +58,11 @@ pub fn run_info(profile: &Profile, command: String) -> RunInfo {
 
 /// A case event per imported check, so every report can show the check's description and
 /// where the requirement comes from.
-pub fn case_events(results: &[CaseResult], source: &BTreeMap<String, String>) -> Vec<CaseEvent> {
+pub fn case_events(
+    results: &[CaseResult],
+    source: &BTreeMap<String, String>,
+    suite: &str,
+) -> Vec<CaseEvent> {
     results
         .iter()
         .map(|r| CaseEvent {
@@ -50,7 +73,11 @@ pub fn case_events(results: &[CaseResult], source: &BTreeMap<String, String>) ->
             source: source
                 .get(&r.case)
                 .cloned()
-                .unwrap_or_else(|| format!("{SUITE_PACKAGE} {SUITE_VERSION}")),
+                .unwrap_or_else(|| match suite.rsplit_once('@') {
+                    // `@scope/name@version` is cited as `@scope/name version`.
+                    Some((name, version)) if !name.is_empty() => format!("{name} {version}"),
+                    _ => suite.to_string(),
+                }),
             routes: vec![checks::ROUTE.to_string()],
             untested_in_seed: None,
             shapes: None,
@@ -69,7 +96,12 @@ pub fn write_reports(
     note: Option<&str>,
 ) -> anyhow::Result<()> {
     let out = OutDir::open(dir)?;
-    let cases = case_events(results, &sources(dir));
+    let suite = info
+        .provenance
+        .as_ref()
+        .map(|p| p.catalogue.clone())
+        .unwrap_or_else(|| SuiteRun::default().package);
+    let cases = case_events(results, &sources(dir), &suite);
     let surfaces = surfaces(results);
     let impact = crate::impact::Impact::default();
     let reports = ReportSet {

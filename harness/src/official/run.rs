@@ -35,6 +35,9 @@ pub struct Plan<'a> {
     pub mutant: Option<String>,
     /// Pass `--verbose` to the suite.
     pub verbose: bool,
+    /// The revision whose frozen requirement set runs (`--requirements`), for a suite that
+    /// has them.
+    pub requirements: Option<String>,
 }
 
 /// What a run did.
@@ -301,6 +304,9 @@ async fn suite_against(
         let mut args = vec!["server", "--url", &url, "-o", &checks_dir];
         if let Some(scenario) = scenario {
             args.extend(["--scenario", scenario]);
+        }
+        if let Some(revision) = &plan.requirements {
+            args.extend(["--requirements", revision]);
         }
         if plan.verbose {
             args.push("--verbose");

@@ -14,7 +14,8 @@
 //! target sends while no POST is open has nowhere to go and is counted in the session's log.
 //!
 //! Besides the transport, the bridge changes only what its [`Rewrite`] names (tool names of
-//! `tools/call`); every message is otherwise written as it came, one JSON value per line.
+//! `tools/call`, and of the tools a `tools/list` answer lists); every message is otherwise
+//! written as it came, one JSON value per line.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -70,6 +71,8 @@ pub fn describe(rewrite: &Rewrite) -> String {
 #[derive(Default)]
 struct Routes {
     pending: HashMap<String, mpsc::UnboundedSender<Value>>,
+    /// The ids of `tools/list` requests, whose answers show tools under the suite's names.
+    listings: std::collections::HashSet<String>,
     streams: Vec<mpsc::UnboundedSender<Value>>,
     /// Messages the target sent while no POST stream was open.
     undelivered: u64,
@@ -315,6 +318,12 @@ async fn post(hub: Arc<Hub>, headers: HeaderMap, body: Bytes) -> Response<Body> 
         for key in &expected {
             routes.pending.insert(key.clone(), tx.clone());
         }
+        for message in messages
+            .iter()
+            .filter(|m| m.get("method").and_then(Value::as_str) == Some("tools/list"))
+        {
+            routes.listings.extend(id_key(message));
+        }
         routes.streams.push(tx);
         Some(rx)
     };
@@ -399,7 +408,12 @@ async fn open(hub: &Arc<Hub>) -> Result<(String, Arc<Link>), String> {
     let mut raw = raw;
     let (stdin, stdout) = raw.take_pipes().ok_or("the target's pipes were taken")?;
     let routes = Arc::new(Mutex::new(Routes::default()));
-    let reader = tokio::spawn(read(stdout, routes.clone(), raw.workdir.clone()));
+    let reader = tokio::spawn(read(
+        stdout,
+        routes.clone(),
+        hub.rewrite.clone(),
+        raw.workdir.clone(),
+    ));
     let link = Arc::new(Link {
         stdin: tokio::sync::Mutex::new(stdin),
         routes,
@@ -418,14 +432,19 @@ async fn open(hub: &Arc<Hub>) -> Result<(String, Arc<Link>), String> {
 /// Reads the target's stdout line by line and routes each message: an answer to the POST that
 /// asked, anything else to the newest open POST stream. When stdout closes, every waiting
 /// stream ends.
-async fn read(stdout: tokio::process::ChildStdout, routes: Arc<Mutex<Routes>>, workdir: PathBuf) {
+async fn read(
+    stdout: tokio::process::ChildStdout,
+    routes: Arc<Mutex<Routes>>,
+    rewrite: Rewrite,
+    workdir: PathBuf,
+) {
     let mut lines = BufReader::new(stdout).lines();
     let mut unreadable = Vec::new();
     while let Ok(Some(line)) = lines.next_line().await {
         if line.trim().is_empty() {
             continue;
         }
-        let Ok(message) = serde_json::from_str::<Value>(&line) else {
+        let Ok(mut message) = serde_json::from_str::<Value>(&line) else {
             unreadable.push(line);
             continue;
         };
@@ -433,7 +452,12 @@ async fn read(stdout: tokio::process::ChildStdout, routes: Arc<Mutex<Routes>>, w
         routes.streams.retain(|tx| !tx.is_closed());
         let answer = message.get("method").is_none();
         let to = match id_key(&message).filter(|_| answer) {
-            Some(key) => routes.pending.remove(&key),
+            Some(key) => {
+                if routes.listings.remove(&key) {
+                    rewrite.listing(&mut message);
+                }
+                routes.pending.remove(&key)
+            }
             None => routes.streams.last().cloned(),
         };
         match to {
@@ -443,6 +467,7 @@ async fn read(stdout: tokio::process::ChildStdout, routes: Arc<Mutex<Routes>>, w
     }
     let mut routes = routes.lock().unwrap_or_else(|p| p.into_inner());
     routes.pending.clear();
+    routes.listings.clear();
     routes.streams.clear();
     let note = format!(
         "target stdout closed; {} message(s) had no open POST stream to go to; {} line(s) were not JSON{}\n",

@@ -13,7 +13,7 @@ use relaycheck_model::Shape;
 use serde::{Deserialize, Serialize};
 
 use super::checks;
-use super::install::{Install, NODE_VERSION, SUITE_PACKAGE, SUITE_VERSION};
+use super::install::{Install, NODE_VERSION};
 use super::run::{self, Plan};
 use crate::catalogue::Catalogue;
 use crate::profile::Profile;
@@ -390,6 +390,7 @@ async fn official_once(
         checks_dir: work.join("official-checks"),
         mutant: mutant.map(str::to_string),
         verbose: false,
+        requirements: None,
     };
     let outcome = run::run(&plan).await;
     let _ = std::fs::remove_dir_all(work);
@@ -534,7 +535,7 @@ pub async fn build(
     let _ = std::fs::remove_dir_all(&root);
     let table = Table {
         command: request.command.clone(),
-        suite: format!("{SUITE_PACKAGE}@{SUITE_VERSION}"),
+        suite: install.package(),
         node: NODE_VERSION.to_string(),
         mutants_target: mutation.target.clone(),
         mutation_command: mutation.command.clone(),
