@@ -349,6 +349,32 @@ struct TableArgs {
     /// Run nothing: write the Markdown again from a table's JSON (after a wording change).
     #[arg(long, conflicts_with_all = ["controls", "mutants"])]
     render_only: Option<PathBuf>,
+    /// A newer suite's requirement set to run beside the stable suite, as
+    /// `<suite-version>:<revision>` (repeatable; `none` for the stable suite alone).
+    #[arg(
+        long = "newer-suite",
+        value_name = "VERSION:REVISION",
+        default_values_t = ["0.2.0-alpha.12:2025-11-25".to_string(), "0.2.0-alpha.12:2026-07-28".to_string()]
+    )]
+    newer_suites: Vec<String>,
+}
+
+/// The suites `--newer-suite` names, installed on first use.
+async fn newer_suites(specs: &[String]) -> anyhow::Result<Vec<(Install, String)>> {
+    let mut out = Vec::new();
+    for spec in specs.iter().filter(|s| s.as_str() != "none") {
+        let Some((version, revision)) = spec.split_once(':') else {
+            bail!("--newer-suite `{spec}`: expected <suite-version>:<revision>");
+        };
+        let suite = Suite::pinned(version).map_err(anyhow::Error::msg)?;
+        suite
+            .requirement_set(revision)
+            .map_err(|err| anyhow::anyhow!("--newer-suite `{spec}`: {err}"))?;
+        let install = Install::under(&cache_dir(), suite);
+        ensure_installed(&install).await?;
+        out.push((install, revision.to_string()));
+    }
+    Ok(out)
 }
 
 /// `relaycheck official table`: builds the table (or reads it back with `--render-only`),
@@ -381,7 +407,8 @@ async fn table_command(
         command: invocation(),
         notices: super::print_notice,
     };
-    let table = table::build(&request, install, canary_cmd, &mut |step| {
+    let newer = newer_suites(&args.newer_suites).await?;
+    let table = table::build(&request, install, &newer, canary_cmd, &mut |step| {
         eprintln!("{step}")
     })
     .await?;

@@ -63,6 +63,10 @@ pub struct OfficialSummary {
     pub failing: Vec<(String, String)>,
     /// The target did not start (a mutant that breaks start-up).
     pub setup_error: Option<String>,
+    /// Every failing check, as `<scenario>:<check-id>`: a newer suite's requirement set is
+    /// compared check by check, since its scenarios can fail on the control already.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failing_checks: Vec<String>,
 }
 
 impl OfficialSummary {
@@ -75,11 +79,32 @@ impl OfficialSummary {
                 failing.push((scenario.clone(), r.message.clone()));
             }
         }
+        let mut failing_checks: Vec<String> = results
+            .iter()
+            .filter(|r| r.outcome.is_failure() || r.message.starts_with("WARNING:"))
+            .filter_map(|r| {
+                let scenario = checks::scenario_of(r)?;
+                let check = r.case.rsplit('/').next()?;
+                Some(format!("{scenario}:{check}"))
+            })
+            .collect();
+        failing_checks.sort();
+        failing_checks.dedup();
         OfficialSummary {
             scenarios: scenarios.len(),
             failing,
             setup_error: None,
+            failing_checks,
         }
+    }
+
+    /// Checks failing here that pass on `control`.
+    pub fn new_failing_checks(&self, control: &OfficialSummary) -> Vec<String> {
+        self.failing_checks
+            .iter()
+            .filter(|c| !control.failing_checks.contains(c))
+            .cloned()
+            .collect()
     }
 
     fn failing_names(&self) -> BTreeSet<&str> {
@@ -139,6 +164,60 @@ pub struct MutantRow {
     pub relaycheck_caught_by: Vec<String>,
 }
 
+/// A newer suite version's requirement set on the same controls, the unmutated target and
+/// every mutant. A mutant is caught when a check fails on it that passes on the unmutated
+/// target, or when it does not start.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NewerSuite {
+    /// `@modelcontextprotocol/conformance@<version>`.
+    pub suite: String,
+    /// The revision whose requirement set ran.
+    pub requirements: String,
+    /// By control target, in the controls' order.
+    pub controls: Vec<(String, OfficialSummary)>,
+    pub unmutated: OfficialSummary,
+    /// By mutant name, in the mutants' order.
+    pub mutants: Vec<(String, OfficialSummary)>,
+}
+
+impl NewerSuite {
+    fn label(&self) -> String {
+        format!("`{}`, {} set", self.suite, self.requirements)
+    }
+
+    fn mutant(&self, name: &str) -> Option<&OfficialSummary> {
+        self.mutants.iter().find(|(n, _)| n == name).map(|(_, s)| s)
+    }
+
+    /// Whether this suite tells the mutant from the unmutated target.
+    pub fn catches(&self, mutant: &str) -> bool {
+        self.mutant(mutant).is_some_and(|m| {
+            m.setup_error.is_some() || !m.new_failing_checks(&self.unmutated).is_empty()
+        })
+    }
+
+    fn cell(&self, mutant: &str) -> String {
+        let Some(m) = self.mutant(mutant) else {
+            return "not run".into();
+        };
+        if let Some(err) = &m.setup_error {
+            return format!("**caught**: did not start ({})", first_line(err));
+        }
+        let new = m.new_failing_checks(&self.unmutated);
+        if new.is_empty() {
+            return "passes".into();
+        }
+        let shown: Vec<String> = new.iter().take(3).map(|c| format!("`{c}`")).collect();
+        let more = new.len().saturating_sub(3);
+        let more = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        format!("**caught**: {}{more} fail", shown.join(", "))
+    }
+}
+
 /// The whole table, also written as JSON.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Table {
@@ -151,6 +230,9 @@ pub struct Table {
     pub controls: Vec<ControlRow>,
     pub unmutated: OfficialSummary,
     pub mutants: Vec<MutantRow>,
+    /// The newer suite's requirement sets, beside the pinned stable suite.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub newer: Vec<NewerSuite>,
 }
 
 /// Counts of the four kinds of mutant.
@@ -217,6 +299,24 @@ impl Table {
             counts.official_only,
             counts.neither
         );
+        for newer in &self.newer {
+            let caught: Vec<&MutantRow> = self
+                .mutants
+                .iter()
+                .filter(|m| newer.catches(&m.name))
+                .collect();
+            let missed_by_relaycheck = caught
+                .iter()
+                .filter(|m| m.relaycheck_caught_by.is_empty())
+                .count();
+            let _ = writeln!(
+                out,
+                "The newer suite {}, catches {} of the {total} mutants, checking each of its checks against the unmutated `{}`; relaycheck misses {missed_by_relaycheck} of those.\n",
+                newer.label(),
+                caught.len(),
+                self.mutants_target
+            );
+        }
         let _ = writeln!(out, "## Controls\n");
         let _ = writeln!(
             out,
@@ -284,8 +384,8 @@ impl Table {
         if self.unmutated.failing.is_empty() {
             let _ = writeln!(
                 out,
-                "\nThe unmutated `{}` passes every scenario: a scenario failing on a mutant fails for the mutant's defect.",
-                self.mutants_target
+                "\nThe unmutated `{}` passes every scenario of `{}`: a scenario failing on a mutant fails for the mutant's defect.",
+                self.mutants_target, self.suite
             );
         } else {
             let _ = writeln!(
@@ -297,16 +397,38 @@ impl Table {
                 let _ = writeln!(out, "- `{scenario}`: {}", first_line(message));
             }
         }
+        for newer in &self.newer {
+            let _ = writeln!(out, "\nThe newer suite {}:\n", newer.label());
+            let _ = writeln!(out, "| target | scenarios | failing or warning checks |");
+            let _ = writeln!(out, "|---|---|---|");
+            for (target, summary) in &newer.controls {
+                let _ = writeln!(
+                    out,
+                    "| `{target}` | {} | {} |",
+                    summary.cell(),
+                    summary.failing_checks.len()
+                );
+            }
+        }
         let _ = writeln!(
             out,
             "\nWhat the two suites look at differs. The official suite's tool scenarios check that a result of the expected kind arrives with its fields present (a text block with some text, an image with data and a MIME type, `isError: true` with a message) and a few fixed values (the audio MIME type, prompt arguments echoed back); none compares what the client received with what the upstream sent. relaycheck's cases do exactly that comparison, on every route and shape, plus the gateway's own envelope and side channels. So a gateway that cuts, rewrites, redacts or strips `_meta` and `structuredContent` passes the first and fails the second."
         );
         let _ = writeln!(out, "\n## Mutants of `{}`\n", self.mutants_target);
+        let newer_heads: String = self
+            .newer
+            .iter()
+            .map(|n| format!(" {} {} set |", n.suite, n.requirements))
+            .collect();
         let _ = writeln!(
             out,
-            "| mutant | surface | defect | official suite | relaycheck |"
+            "| mutant | surface | defect | official suite |{newer_heads} relaycheck |"
         );
-        let _ = writeln!(out, "|---|---|---|---|---|");
+        let _ = writeln!(
+            out,
+            "|---|---|---|---|{}---|",
+            "---|".repeat(self.newer.len())
+        );
         for m in &self.mutants {
             let official = if m.official_catches {
                 if let Some(err) = &m.official.setup_error {
@@ -329,9 +451,14 @@ impl Table {
             } else {
                 format!("**caught** by {} cases", m.relaycheck_caught_by.len())
             };
+            let newer: String = self
+                .newer
+                .iter()
+                .map(|n| format!(" {} |", n.cell(&m.name)))
+                .collect();
             let _ = writeln!(
                 out,
-                "| `{}` | {} | {} | {} | {} |",
+                "| `{}` | {} | {} | {} |{newer} {} |",
                 m.name,
                 m.surface,
                 m.defect.replace('|', "\\|"),
@@ -376,6 +503,7 @@ fn specs_dir(given: Option<PathBuf>) -> PathBuf {
 async fn official_once(
     profile: &Profile,
     install: &Install,
+    requirements: Option<&str>,
     canary_cmd: &[String],
     work: &Path,
     mutant: Option<&str>,
@@ -390,7 +518,7 @@ async fn official_once(
         checks_dir: work.join("official-checks"),
         mutant: mutant.map(str::to_string),
         verbose: false,
-        requirements: None,
+        requirements: requirements.map(str::to_string),
     };
     let outcome = run::run(&plan).await;
     let _ = std::fs::remove_dir_all(work);
@@ -441,11 +569,13 @@ async fn relaycheck_once(
     outcome.map(|_| results)
 }
 
-/// Runs both suites on the controls and the official one on every mutant; `progress` hears
-/// each step as it starts.
+/// Runs both suites on the controls and the official one on every mutant, then each of
+/// `newer` (a suite and the revision whose requirement set runs) on the same; `progress`
+/// hears each step as it starts.
 pub async fn build(
     request: &TableRequest,
     install: &Install,
+    newer: &[(Install, String)],
     canary_cmd: Vec<String>,
     progress: &mut dyn FnMut(String),
 ) -> anyhow::Result<Table> {
@@ -468,6 +598,7 @@ pub async fn build(
         let (official, bridge) = official_once(
             &profile,
             install,
+            None,
             &canary_cmd,
             &root.join(format!("control-{i}")),
             None,
@@ -503,9 +634,16 @@ pub async fn build(
     let unmutated = match unmutated {
         Some(u) => u,
         None => {
-            official_once(&target, install, &canary_cmd, &root.join("unmutated"), None)
-                .await?
-                .0
+            official_once(
+                &target,
+                install,
+                None,
+                &canary_cmd,
+                &root.join("unmutated"),
+                None,
+            )
+            .await?
+            .0
         }
     };
     let mut rows = Vec::new();
@@ -517,6 +655,7 @@ pub async fn build(
         let (official, _) = official_once(
             &target,
             install,
+            None,
             &canary_cmd,
             &root.join(format!("mutant-{}", mutant.name)),
             Some(&mutant.name),
@@ -532,6 +671,53 @@ pub async fn build(
             relaycheck_caught_by: mutant.caught_by.clone(),
         });
     }
+    let mut newer_suites = Vec::new();
+    for (suite, revision) in newer {
+        let label = format!("{} ({revision} set)", suite.package());
+        let mut column = NewerSuite {
+            suite: suite.package(),
+            requirements: revision.clone(),
+            controls: Vec::new(),
+            unmutated: OfficialSummary::default(),
+            mutants: Vec::new(),
+        };
+        let mut unmutated = None;
+        for (i, name) in request.controls.iter().enumerate() {
+            let profile = Profile::load(name)?;
+            progress(format!("control `{}`: {label}", profile.name));
+            let work = root.join(format!("newer-{revision}-control-{i}"));
+            let (summary, _) =
+                official_once(&profile, suite, Some(revision), &canary_cmd, &work, None).await?;
+            if profile.name == mutation.target {
+                unmutated = Some(summary.clone());
+            }
+            column.controls.push((profile.name.clone(), summary));
+        }
+        column.unmutated = match unmutated {
+            Some(u) => u,
+            None => {
+                let work = root.join(format!("newer-{revision}-unmutated"));
+                official_once(&target, suite, Some(revision), &canary_cmd, &work, None)
+                    .await?
+                    .0
+            }
+        };
+        for row in &rows {
+            progress(format!("mutant `{}`: {label}", row.name));
+            let work = root.join(format!("newer-{revision}-mutant-{}", row.name));
+            let (summary, _) = official_once(
+                &target,
+                suite,
+                Some(revision),
+                &canary_cmd,
+                &work,
+                Some(&row.name),
+            )
+            .await?;
+            column.mutants.push((row.name.clone(), summary));
+        }
+        newer_suites.push(column);
+    }
     let _ = std::fs::remove_dir_all(&root);
     let table = Table {
         command: request.command.clone(),
@@ -543,6 +729,7 @@ pub async fn build(
         controls,
         unmutated,
         mutants: rows,
+        newer: newer_suites,
     };
     Ok(table)
 }
@@ -615,6 +802,7 @@ mod tests {
                 row("m3", false, true),
                 row("m4", false, false),
             ],
+            newer: Vec::new(),
         };
         assert_eq!(
             table.counts(),
@@ -635,5 +823,69 @@ mod tests {
             text.contains("| `m2` | s | d \\| e | **caught**: `a` fail | **caught** by 1 cases |"),
             "{text}"
         );
+    }
+    #[test]
+    fn a_newer_suite_catches_by_check_beside_the_stable_one() {
+        let checks = |failing: &[&str]| OfficialSummary {
+            scenarios: 2,
+            failing_checks: failing.iter().map(|c| c.to_string()).collect(),
+            ..OfficialSummary::default()
+        };
+        let newer = NewerSuite {
+            suite: "@modelcontextprotocol/conformance@9.9.9".into(),
+            requirements: "2026-07-28".into(),
+            controls: vec![("reference-http".into(), checks(&["a:x"]))],
+            unmutated: checks(&["a:x"]),
+            mutants: vec![
+                ("same".into(), checks(&["a:x"])),
+                ("broken".into(), checks(&["a:x", "a:y"])),
+            ],
+        };
+        assert!(!newer.catches("same"), "a check failing on the control too");
+        assert!(
+            newer.catches("broken"),
+            "a failing check of an already failing scenario"
+        );
+        assert!(!newer.catches("not-run"));
+        let row = |name: &str| MutantRow {
+            name: name.into(),
+            surface: "s".into(),
+            defect: "d".into(),
+            official: OfficialSummary::default(),
+            official_catches: false,
+            official_new_failures: vec![],
+            relaycheck_caught_by: vec![],
+        };
+        let table = Table {
+            command: "c".into(),
+            suite: "s".into(),
+            node: "n".into(),
+            mutants_target: "reference-http".into(),
+            mutation_command: "m".into(),
+            shapes: vec![Shape::V2025_11_25],
+            controls: vec![],
+            unmutated: OfficialSummary::default(),
+            mutants: vec![row("same"), row("broken")],
+            newer: vec![newer],
+        };
+        let text = table.render();
+        assert!(
+            text.contains("catches 1 of the 2 mutants") && text.contains("relaycheck misses 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| official suite | @modelcontextprotocol/conformance@9.9.9 2026-07-28 set | relaycheck |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| **caught**: `a:y` fail | passes |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| `reference-http` | 2 of 2 scenarios pass | 1 |"),
+            "{text}"
+        );
+        let back: Table = serde_json::from_str(&serde_json::to_string(&table).unwrap()).unwrap();
+        assert_eq!(back.newer.len(), 1);
     }
 }
