@@ -266,12 +266,17 @@ fn a_fresh_init_target_profile_loads_and_smoke_names_its_command() {
 
 /// A stdio profile around `command`, in a scratch directory.
 fn stdio_profile(name: &str, command: &str) -> PathBuf {
+    stdio_profile_waiting(name, command, 3000)
+}
+
+/// A stdio profile whose start waits `timeout_ms` for the first answer.
+fn stdio_profile_waiting(name: &str, command: &str, timeout_ms: u64) -> PathBuf {
     let dir = scratch(name);
     let path = dir.join(format!("{name}.toml"));
     std::fs::write(
         &path,
         format!(
-            "name = \"{name}\"\ndescription = \"d\"\n[start]\ncommand = {command}\nready = \"first-response\"\ntimeout_ms = 3000\n[north]\ntransport = \"stdio\"\n[canary]\ntransport = \"stdio\"\n[routes.flat]\ntool = \"{{tool}}\"\n"
+            "name = \"{name}\"\ndescription = \"d\"\n[start]\ncommand = {command}\nready = \"first-response\"\ntimeout_ms = {timeout_ms}\n[north]\ntransport = \"stdio\"\n[canary]\ntransport = \"stdio\"\n[routes.flat]\ntool = \"{{tool}}\"\n"
         ),
     )
     .unwrap();
@@ -296,7 +301,13 @@ fn a_stdio_target_that_exits_or_speaks_no_mcp_is_told_apart() {
         "stderr not shown:\n{text}"
     );
 
-    let chatty = stdio_profile("chatty", r#"["sh", "-c", "echo starting up; sleep 20"]"#);
+    // Ten seconds for its line to arrive: on a loaded machine three were once not enough for
+    // the shell to start and print it, and the report then had nothing to show.
+    let chatty = stdio_profile_waiting(
+        "chatty",
+        r#"["sh", "-c", "echo starting up; sleep 20"]"#,
+        10_000,
+    );
     let (code, text) = smoke(
         &["--target", chatty.to_str().unwrap()],
         Duration::from_secs(20),

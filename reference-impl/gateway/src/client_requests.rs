@@ -2,10 +2,11 @@
 //! of its own (sampling, elicitation, roots), relayed to the client whose request it is.
 //!
 //! The upstream session is the gateway's, shared by its clients, so a message is relayed only
-//! where it is known to be one client's: sent on the event stream of that client's request
-//! (streamable HTTP relates such messages to the request they answer), or sent by any upstream
-//! while the gateway has one client only (one stdio connection). Anything else reaches no
-//! client: a log line goes nowhere, and a request is refused.
+//! where it is known to be one client's: sent on the event stream of that client's call
+//! (streamable HTTP relates such messages to the request they answer), or sent by a stdio
+//! upstream, whose lines relate to no request, while the gateway has one client only (one
+//! stdio connection). Anything else reaches no client: a log line goes nowhere, and a request
+//! is refused.
 //!
 //! A relayed request goes to the client under an id of the gateway's own, and the client's
 //! answer goes back to the upstream under the upstream's id. The client is asked only for what
@@ -29,7 +30,8 @@ pub const LOG_METHOD: &str = "notifications/message";
 /// the client declared it serves, and the requests relayed to it awaiting its answer.
 #[derive(Debug, Default)]
 pub struct ClientLink {
-    capabilities: Mutex<Value>,
+    /// `None` until the client's `initialize`: a client on the stateless wire never makes one.
+    capabilities: Mutex<Option<Value>>,
     waiting: Mutex<HashMap<String, oneshot::Sender<Value>>>,
     next: AtomicU64,
 }
@@ -41,11 +43,17 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl ClientLink {
     /// Keeps the capabilities the client declared in `initialize`.
     pub fn declare(&self, capabilities: Option<&Value>) {
-        *lock(&self.capabilities) = capabilities.cloned().unwrap_or(Value::Null);
+        *lock(&self.capabilities) = Some(capabilities.cloned().unwrap_or(Value::Null));
+    }
+
+    fn initialized(&self) -> bool {
+        lock(&self.capabilities).is_some()
     }
 
     fn declared(&self, capability: &str) -> bool {
-        lock(&self.capabilities).get(capability).is_some()
+        lock(&self.capabilities)
+            .as_ref()
+            .is_some_and(|c| c.get(capability).is_some())
     }
 
     /// Hands the client's answer to the relayed request it answers; false when it answers
@@ -98,60 +106,117 @@ impl Back {
         }
     }
 
-    /// Relays an upstream notification: log messages only.
+    /// Relays an upstream notification: log messages only, and only to a client that made the
+    /// handshake (a stateless client asks for log messages per request, which is not built).
     pub fn notify(&self, message: Value) {
-        if message.get("method").and_then(Value::as_str) == Some(LOG_METHOD) {
+        if message.get("method").and_then(Value::as_str) == Some(LOG_METHOD)
+            && self.link.initialized()
+        {
             let _ = self.stream.send(message);
         }
     }
 
-    /// Relays an upstream request to the client and returns the response to send the upstream:
-    /// the client's answer under the upstream's id, or the gateway's refusal.
-    pub async fn ask(&self, request: Value) -> Value {
+    /// Relays an upstream request to the client at once, so it keeps its place among what the
+    /// upstream sends; the response for the upstream comes from [`Reply::response`].
+    pub fn relay(&self, request: Value) -> Reply {
         let upstream_id = request.get("id").cloned().unwrap_or(Value::Null);
         let method = request
             .get("method")
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
-        let method = method.as_str();
         if method == "ping" {
-            return answer(upstream_id, Ok(json!({})));
+            return Reply::Ready(answer(upstream_id, Ok(json!({}))));
         }
-        let Some(capability) = capability_of(method) else {
-            return refuse(upstream_id, -32601, format!("Method not found: {method}"));
+        let Some(capability) = capability_of(&method) else {
+            return Reply::Ready(refuse(
+                upstream_id,
+                -32601,
+                format!("Method not found: {method}"),
+            ));
         };
         if !self.link.declared(capability) {
-            return refuse(
+            return Reply::Ready(refuse(
                 upstream_id,
                 -32601,
                 format!("the client did not declare the `{capability}` capability"),
-            );
+            ));
         }
         let (id, answered) = self.link.wait_for();
         let mut relayed = request;
         relayed["id"] = Value::String(id.clone());
         if self.stream.send(relayed).is_err() {
             self.link.give_up(&id);
-            return refuse(
+            return Reply::Ready(refuse(
                 upstream_id,
                 -32603,
                 "the client's connection is gone".into(),
-            );
+            ));
         }
-        match tokio::time::timeout(self.patience, answered).await {
-            Ok(Ok(response)) => readdressed(response, upstream_id),
-            _ => {
-                self.link.give_up(&id);
-                refuse(
-                    upstream_id,
-                    -32603,
-                    format!(
-                        "the client did not answer {method} within {} ms",
-                        self.patience.as_millis()
-                    ),
-                )
-            }
+        Reply::Waiting {
+            link: self.link.clone(),
+            id,
+            answered,
+            upstream_id,
+            method,
+            patience: self.patience,
+        }
+    }
+}
+
+/// The response an upstream request gets: made at once, or the client's answer to come.
+pub enum Reply {
+    Ready(Value),
+    Waiting {
+        link: Arc<ClientLink>,
+        id: String,
+        answered: oneshot::Receiver<Value>,
+        upstream_id: Value,
+        method: String,
+        patience: Duration,
+    },
+}
+
+impl Reply {
+    /// The response for an upstream request that no client can be asked.
+    pub fn unattributed(request: &Value) -> Reply {
+        let id = request.get("id").cloned().unwrap_or(Value::Null);
+        if request.get("method").and_then(Value::as_str) == Some("ping") {
+            return Reply::Ready(answer(id, Ok(json!({}))));
+        }
+        Reply::Ready(refuse(
+            id,
+            -32601,
+            "Method not found: the request belongs to no client the gateway can ask".into(),
+        ))
+    }
+
+    /// The response to send the upstream: the client's answer under the upstream's id, or the
+    /// gateway's refusal when the client does not answer in time.
+    pub async fn response(self) -> Value {
+        match self {
+            Reply::Ready(response) => response,
+            Reply::Waiting {
+                link,
+                id,
+                answered,
+                upstream_id,
+                method,
+                patience,
+            } => match tokio::time::timeout(patience, answered).await {
+                Ok(Ok(response)) => readdressed(response, upstream_id),
+                _ => {
+                    link.give_up(&id);
+                    refuse(
+                        upstream_id,
+                        -32603,
+                        format!(
+                            "the client did not answer {method} within {} ms",
+                            patience.as_millis()
+                        ),
+                    )
+                }
+            },
         }
     }
 }
@@ -206,16 +271,6 @@ pub fn refuse(id: Value, code: i64, message: String) -> Value {
     answer(id, Err((code, message)))
 }
 
-/// The gateway's answer to an upstream request that belongs to no client.
-pub fn unattributed(request: &Value) -> Value {
-    let id = request.get("id").cloned().unwrap_or(Value::Null);
-    refuse(
-        id,
-        -32601,
-        "Method not found: the request belongs to no client the gateway can ask".into(),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,19 +288,16 @@ mod tests {
         let (back, mut client) = back(json!({"sampling": {}}));
         let link = back.link.clone();
         let request = json!({"jsonrpc": "2.0", "id": 7, "method": "sampling/createMessage", "params": {"maxTokens": 5}});
-        let asking = tokio::spawn({
-            let back = back.clone();
-            async move { back.ask(request).await }
-        });
-        let relayed = client.recv().await.unwrap();
+        let pending = back.relay(request);
+        let relayed = client.try_recv().expect("relayed at once, in its place");
         assert_eq!(relayed["method"], "sampling/createMessage");
         assert_eq!(relayed["params"], json!({"maxTokens": 5}));
         let id = relayed["id"].clone();
         assert!(id.is_string(), "the gateway's own id, not the upstream's");
-        let reply = json!({"jsonrpc": "2.0", "id": id, "result": {"role": "assistant"}});
-        assert!(link.answered(&reply));
-        assert!(!link.answered(&reply), "answered once");
-        let sent = asking.await.unwrap();
+        let answer = json!({"jsonrpc": "2.0", "id": id, "result": {"role": "assistant"}});
+        assert!(link.answered(&answer));
+        assert!(!link.answered(&answer), "answered once");
+        let sent = pending.response().await;
         assert_eq!(
             sent,
             json!({"jsonrpc": "2.0", "id": 7, "result": {"role": "assistant"}})
@@ -256,7 +308,10 @@ mod tests {
     async fn a_capability_the_client_did_not_declare_is_refused_unasked() {
         let (back, mut client) = back(json!({"sampling": {}}));
         let sent = back
-            .ask(json!({"jsonrpc": "2.0", "id": "e", "method": "elicitation/create", "params": {}}))
+            .relay(
+                json!({"jsonrpc": "2.0", "id": "e", "method": "elicitation/create", "params": {}}),
+            )
+            .response()
             .await;
         assert_eq!(sent["id"], "e");
         assert_eq!(sent["error"]["code"], -32601);
@@ -268,7 +323,8 @@ mod tests {
         let (mut back, _client) = back(json!({"roots": {}}));
         back.patience = Duration::from_millis(20);
         let sent = back
-            .ask(json!({"jsonrpc": "2.0", "id": 1, "method": "roots/list"}))
+            .relay(json!({"jsonrpc": "2.0", "id": 1, "method": "roots/list"}))
+            .response()
             .await;
         assert_eq!(sent["error"]["code"], -32603);
         assert!(back.link.waiting.lock().unwrap().is_empty());
@@ -281,5 +337,25 @@ mod tests {
         back.notify(json!({"jsonrpc": "2.0", "method": LOG_METHOD, "params": {"level": "info", "data": "x"}}));
         assert_eq!(client.try_recv().unwrap()["method"], LOG_METHOD);
         assert!(client.try_recv().is_err());
+    }
+
+    /// A client that never made the handshake (the stateless wire) gets nothing relayed, and
+    /// a ping no client can be asked is still answered.
+    #[tokio::test]
+    async fn a_client_without_a_handshake_is_told_nothing() {
+        let (tx, mut client) = tokio::sync::mpsc::unbounded_channel();
+        let back = Back::new(Arc::new(ClientLink::default()), tx, Duration::from_secs(5));
+        back.notify(json!({"jsonrpc": "2.0", "method": LOG_METHOD, "params": {"data": "x"}}));
+        let sent = back
+            .relay(json!({"jsonrpc": "2.0", "id": 2, "method": "sampling/createMessage"}))
+            .response()
+            .await;
+        assert_eq!(sent["error"]["code"], -32601);
+        assert!(client.try_recv().is_err());
+        let ping = json!({"jsonrpc": "2.0", "id": 3, "method": "ping"});
+        assert_eq!(
+            Reply::unattributed(&ping).response().await,
+            json!({"jsonrpc": "2.0", "id": 3, "result": {}})
+        );
     }
 }

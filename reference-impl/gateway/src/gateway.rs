@@ -109,7 +109,8 @@ pub struct Gateway {
     pub audit: Audit,
     pub progress: Arc<Progress>,
     /// The way back to the gateway's only client, when it serves one stdio connection: then
-    /// whatever an upstream sends outside a request's own stream is that client's too.
+    /// what a stdio upstream sends besides its answers (its lines relate to no request) is
+    /// that client's too.
     pub sole_client: Arc<OnceLock<Back>>,
     counter: AtomicU64,
 }

@@ -116,7 +116,6 @@ impl Progress {
     }
 }
 
-/// The caller's progress token of a request's params, if it asked for progress.
 /// The counter in a gateway token, for the `progress-to-latest-caller` mutant.
 fn token_number(token: &str) -> u64 {
     token
@@ -126,14 +125,9 @@ fn token_number(token: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// The caller's progress token of a request's params, if it asked for progress.
 pub fn caller_token(params: &Value) -> Option<Value> {
     token_of(params).cloned()
-}
-
-/// Whether a request with these params asked for progress: only then can a notification be
-/// routed to its caller (see [`caller_token`]), so only then does its transport need a sink.
-pub fn asks_for_progress(params: Option<&Value>) -> bool {
-    params.and_then(token_of).is_some()
 }
 
 /// Member by member, not `pointer`: serde_json's `pointer` allocates two strings per step to

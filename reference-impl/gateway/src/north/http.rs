@@ -190,8 +190,9 @@ async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) 
         None => (Arc::new(ConnState::default()), None),
     };
     let identity = app.identity(&headers);
-    // Progress for the request: answered as plain JSON unless a notification comes before the
-    // answer, then as an event stream carrying the notifications and then the answer.
+    // What the upstream sends the caller during the request (progress, log messages, requests):
+    // answered as plain JSON unless such a message comes before the answer, then as an event
+    // stream carrying those messages and then the answer.
     let (tx, mut notes) = mpsc::unbounded_channel();
     let gw = app.gw.clone();
     let answering_conn = conn.clone();

@@ -192,8 +192,8 @@ pub fn caller_of(
 }
 
 /// Answers one message; `None` for notifications and responses. What the upstream sends the
-/// caller during the request (progress, re-addressed to the caller's token, log messages and
-/// requests) goes to `stream`, before the answer is made.
+/// caller before the answer goes to `stream`: progress, re-addressed to the caller's token,
+/// and, during a `tools/call`, log messages and requests.
 pub async fn handle(
     gw: &Arc<Gateway>,
     msg: Value,

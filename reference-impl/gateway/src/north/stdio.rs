@@ -5,7 +5,7 @@
 //! Everything written goes through one queue, in the order it was handed over: answers, and
 //! what upstreams send the client (progress, log messages, requests), which is handed over
 //! before the answer it precedes. One connection is one client, the gateway's only one, so
-//! what an upstream sends outside any request's stream is this client's too.
+//! what a stdio upstream sends besides its answers is this client's too.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -9,12 +9,16 @@ use relaycheck_reference::TransportKind;
 use serde_json::Value;
 
 use super::Ending;
-use crate::client_requests::{self, Back};
+use crate::client_requests::{Back, Reply};
 use crate::error::UpstreamError;
 use crate::mutant::{Mutant, Mutation};
 use crate::progress::{self, Progress};
 
 const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+
+/// How long the upstream may take to take a response the gateway sends it: a hung upstream
+/// must not keep the task that sends it.
+const ANSWER_PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
 
 pub struct HttpConn {
     name: String,
@@ -88,20 +92,18 @@ impl HttpConn {
         let _ = self.post(&msg, None, None).await;
     }
 
-    /// Answers a request the upstream made on a request's stream, while that stream is still
-    /// read: the client's answer through `back`, or a refusal when the request is no client's.
-    fn answer_upstream(&self, request: Value, back: Option<&Back>) {
-        let back = back.cloned();
+    /// Sends the upstream the response to a request it made on a request's stream, once the
+    /// client answers (or the gateway refuses), while that stream is still read.
+    fn answer_upstream(&self, reply: Reply) {
         let http = self.http.clone();
         let url = self.url.clone();
         let headers = self.headers(&Value::Null);
+        let patience = ANSWER_PATIENCE;
         tokio::spawn(async move {
-            let response = match back {
-                Some(back) => back.ask(request).await,
-                None => client_requests::unattributed(&request),
-            };
+            let response = reply.response().await;
             let mut req = http
                 .post(&url)
+                .timeout(patience)
                 .header("content-type", "application/json")
                 .header("accept", "application/json, text/event-stream")
                 .body(response.to_string());
@@ -223,8 +225,8 @@ impl HttpConn {
                         let mut asked = Vec::new();
                         let found =
                             scan_sse(&body, &mut scanned, id, &self.progress, back, &mut asked);
-                        for request in asked {
-                            self.answer_upstream(request, back);
+                        for reply in asked {
+                            self.answer_upstream(reply);
                         }
                         if let Some(found) = found {
                             return found;
@@ -247,8 +249,8 @@ impl HttpConn {
             body.extend_from_slice(b"\n\n");
             let mut asked = Vec::new();
             let found = scan_sse(&body, &mut scanned, id, &self.progress, back, &mut asked);
-            for request in asked {
-                self.answer_upstream(request, back);
+            for reply in asked {
+                self.answer_upstream(reply);
             }
             return found.unwrap_or(Ending::Transport {
                 kind: TransportKind::Closed,
@@ -311,15 +313,15 @@ fn classify(bytes: Vec<u8>) -> Ending {
 }
 
 /// Complete events after `scanned`; the answer to `id` once it has arrived. Progress goes to
-/// its caller, log messages `back`, and the upstream's own requests into `asked`, to be
-/// answered while the stream is read on.
+/// its caller, and log messages and the upstream's own requests `back`, each in its place; the
+/// replies to those requests go into `asked`, to be sent while the stream is read on.
 fn scan_sse(
     body: &[u8],
     scanned: &mut usize,
     id: u64,
     progress: &Progress,
     back: Option<&Back>,
-    asked: &mut Vec<Value>,
+    asked: &mut Vec<Reply>,
 ) -> Option<Ending> {
     loop {
         let rest = &body[*scanned..];
@@ -344,7 +346,10 @@ fn scan_sse(
             // The upstream's own request: its id is of the upstream's numbering, and may
             // equal the one this request carries.
             Ok(msg) if msg.get("method").is_some() && msg.get("id").is_some() => {
-                asked.push(msg);
+                asked.push(match back {
+                    Some(back) => back.relay(msg),
+                    None => Reply::unattributed(&msg),
+                });
             }
             Ok(msg) if msg.get("id").and_then(Value::as_u64) == Some(id) => {
                 return Some(classify(data));

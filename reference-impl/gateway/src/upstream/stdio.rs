@@ -14,12 +14,15 @@ use tokio::sync::{Mutex as AsyncMutex, oneshot};
 
 use super::Ending;
 use super::bounded::sniff_id;
-use crate::client_requests::{self, Back};
+use crate::client_requests::{Back, Reply};
 use crate::error::UpstreamError;
 use crate::progress::Progress;
 use relaycheck_reference::json_write;
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Ending>>>>;
+
+/// How long a response to the upstream's own request may wait to be written.
+const WRITE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// How much of an oversized line is kept to find its id.
 const SNIFF_BYTES: usize = 4096;
@@ -315,23 +318,28 @@ impl Reader {
         let id = message.get("id").cloned();
         if has_method {
             match id {
-                // The upstream asks something of the client: the sole client is asked, while
-                // the reader reads on (the answer the upstream waits for may come before it
-                // answers the call).
+                // The upstream asks something of the client: the sole client is asked at once,
+                // in its place among the upstream's lines, and answered while the reader reads
+                // on.
                 Some(_) => {
-                    let back = self.sole_client.get().cloned();
+                    let reply = match self.sole_client.get() {
+                        Some(back) => back.relay(message),
+                        None => Reply::unattributed(&message),
+                    };
                     let stdin = self.stdin.clone();
                     tokio::spawn(async move {
-                        let answer = match back {
-                            Some(back) => back.ask(message).await,
-                            None => client_requests::unattributed(&message),
+                        let answer = reply.response().await;
+                        let Ok(mut line) = serde_json::to_vec(&answer) else {
+                            return;
                         };
-                        if let Ok(mut line) = serde_json::to_vec(&answer) {
-                            line.push(b'\n');
+                        line.push(b'\n');
+                        // An upstream that stops reading its stdin must not keep this task.
+                        let _ = tokio::time::timeout(WRITE_PATIENCE, async {
                             let mut stdin = stdin.lock().await;
-                            let _ = stdin.write_all(&line).await;
-                            let _ = stdin.flush().await;
-                        }
+                            stdin.write_all(&line).await?;
+                            stdin.flush().await
+                        })
+                        .await;
                     });
                 }
                 // Progress goes to the caller it is for; log messages to the sole client.
