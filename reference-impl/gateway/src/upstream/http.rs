@@ -92,18 +92,34 @@ impl HttpConn {
         let _ = self.post(&msg, None, None).await;
     }
 
+    /// [`scan_sse`] on the event stream read so far, and the upstream's own requests found
+    /// there answered while the stream is read on.
+    fn scan(
+        &self,
+        body: &[u8],
+        scanned: &mut usize,
+        id: u64,
+        back: Option<&Back>,
+    ) -> Option<Ending> {
+        let mut asked = Vec::new();
+        let found = scan_sse(body, scanned, id, &self.progress, back, &mut asked);
+        for reply in asked {
+            self.answer_upstream(reply);
+        }
+        found
+    }
+
     /// Sends the upstream the response to a request it made on a request's stream, once the
     /// client answers (or the gateway refuses), while that stream is still read.
     fn answer_upstream(&self, reply: Reply) {
         let http = self.http.clone();
         let url = self.url.clone();
         let headers = self.headers(&Value::Null);
-        let patience = ANSWER_PATIENCE;
         tokio::spawn(async move {
             let response = reply.response().await;
             let mut req = http
                 .post(&url)
-                .timeout(patience)
+                .timeout(ANSWER_PATIENCE)
                 .header("content-type", "application/json")
                 .header("accept", "application/json, text/event-stream")
                 .body(response.to_string());
@@ -221,16 +237,8 @@ impl HttpConn {
                         return Ending::Oversized { limit: self.limit };
                     }
                     body.extend_from_slice(&chunk);
-                    if is_sse {
-                        let mut asked = Vec::new();
-                        let found =
-                            scan_sse(&body, &mut scanned, id, &self.progress, back, &mut asked);
-                        for reply in asked {
-                            self.answer_upstream(reply);
-                        }
-                        if let Some(found) = found {
-                            return found;
-                        }
+                    if is_sse && let Some(found) = self.scan(&body, &mut scanned, id, back) {
+                        return found;
                     }
                 }
                 Ok(None) => break,
@@ -247,15 +255,12 @@ impl HttpConn {
         }
         if is_sse {
             body.extend_from_slice(b"\n\n");
-            let mut asked = Vec::new();
-            let found = scan_sse(&body, &mut scanned, id, &self.progress, back, &mut asked);
-            for reply in asked {
-                self.answer_upstream(reply);
-            }
-            return found.unwrap_or(Ending::Transport {
-                kind: TransportKind::Closed,
-                detail: format!("the event stream (HTTP {status}) ended without an answer"),
-            });
+            return self
+                .scan(&body, &mut scanned, id, back)
+                .unwrap_or(Ending::Transport {
+                    kind: TransportKind::Closed,
+                    detail: format!("the event stream (HTTP {status}) ended without an answer"),
+                });
         }
         if body.iter().all(u8::is_ascii_whitespace) {
             return Ending::Transport {
