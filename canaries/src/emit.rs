@@ -270,11 +270,11 @@ pub async fn act_out(
                 notifications,
                 then,
             } => {
-                let mut progress_ctx = ctx.clone();
-                progress_ctx.method = Some("notifications/progress".into());
                 for notification in notifications {
+                    let mut notice_ctx = ctx.clone();
+                    notice_ctx.method = notification["method"].as_str().map(str::to_string);
                     let bytes = Bytes::from(notification.to_string());
-                    log.outgoing(transport, &progress_ctx, Sent::of(&bytes, None));
+                    log.outgoing(transport, &notice_ctx, Sent::of(&bytes, None));
                     sink.message(std::iter::once(bytes.clone())).await?;
                 }
                 reply = *then;

@@ -85,10 +85,54 @@ pub fn get_prompt(name: &str, arguments: &Value) -> Option<Result<Value, String>
     let Some(topic) = arguments.get("topic").and_then(Value::as_str) else {
         return Some(Err("Missing required argument: topic".into()));
     };
+    let tone = arguments
+        .get("tone")
+        .and_then(Value::as_str)
+        .unwrap_or("plain");
     Some(Ok(json!({
         "description": "A brief for the canary",
-        "messages": [{"role": "user", "content": {"type": "text", "text": format!("Write a brief on {topic}.")}}],
+        "messages": [
+            {"role": "user", "content": {"type": "text", "text": format!("Write a brief on {topic}, in a {tone} tone.")}},
+            {"role": "assistant", "content": {"type": "text", "text": "Here is the brief:", "annotations": {"audience": ["user"]}}},
+        ],
+        "_meta": {"dev.relaycheck/prompt": {"topic": topic, "tone": tone}},
     })))
+}
+
+/// The topics the canary completes the prompt's `topic` argument from.
+const TOPICS: [&str; 5] = ["relay", "relays", "release", "redaction", "routing"];
+
+/// `completion/complete` for the canary prompt's `topic` argument: the topics that start with
+/// what the client typed. Another reference or argument is `Err` with the message of an
+/// invalid-params error.
+pub fn complete(params: Option<&Value>) -> Result<Value, String> {
+    let reference = params.and_then(|p| p.get("ref"));
+    let prompt = reference
+        .filter(|r| r.get("type").and_then(Value::as_str) == Some("ref/prompt"))
+        .and_then(|r| r.get("name"))
+        .and_then(Value::as_str);
+    if prompt != Some(PROMPT) {
+        return Err(format!(
+            "Nothing to complete for {}",
+            reference.cloned().unwrap_or_default()
+        ));
+    }
+    let argument = params.and_then(|p| p.get("argument"));
+    if argument.and_then(|a| a.get("name")).and_then(Value::as_str) != Some("topic") {
+        return Err("Only the argument `topic` completes".into());
+    }
+    let typed = argument
+        .and_then(|a| a.get("value"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let values: Vec<&str> = TOPICS
+        .iter()
+        .copied()
+        .filter(|t| t.starts_with(typed))
+        .collect();
+    // `total` counts more than are listed and `hasMore` is set, so a relay that rebuilds the
+    // answer from the values alone is seen.
+    Ok(json!({"completion": {"values": values, "total": values.len() + 7, "hasMore": true}}))
 }
 
 /// The entries the canary lists for `method`, under `member` of the result (`resources`,
@@ -114,6 +158,19 @@ mod tests {
             let (_, new) = items(method, Shape::V2025_11_25).unwrap();
             assert!(new[0].get("icons").is_some(), "{method}");
         }
+    }
+
+    #[test]
+    fn the_topic_completes_from_its_prefix() {
+        let params = json!({"ref": {"type": "ref/prompt", "name": PROMPT}, "argument": {"name": "topic", "value": "rel"}});
+        let got = complete(Some(&params)).unwrap();
+        assert_eq!(
+            got["completion"]["values"],
+            json!(["relay", "relays", "release"])
+        );
+        assert_eq!(got["completion"]["hasMore"], json!(true));
+        let other = json!({"ref": {"type": "ref/prompt", "name": "other"}, "argument": {"name": "topic", "value": ""}});
+        assert!(complete(Some(&other)).is_err());
     }
 
     #[test]

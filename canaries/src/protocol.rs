@@ -260,6 +260,17 @@ impl Canary {
                 .and_then(|a| a.get(NONCE_ARG))
                 .and_then(Value::as_str)
                 .map(str::to_string);
+        } else if let Some(arguments) = match method {
+            Some("prompts/get") => params.and_then(|p| p.get("arguments")),
+            Some("completion/complete") => params.and_then(|p| p.pointer("/context/arguments")),
+            _ => None,
+        } {
+            // A prompt's arguments (or those a completion is asked in the context of) carry the
+            // nonce as a call's do, so the request a case relays is found like its call.
+            ctx.nonce = arguments
+                .get(NONCE_ARG)
+                .and_then(Value::as_str)
+                .map(str::to_string);
         } else if method.is_some_and(|m| m.starts_with("tasks/")) {
             let task_id = params.and_then(|p| p.get("taskId")).and_then(Value::as_str);
             if let Some(task) = task_id.and_then(|id| self.tasks.find(id)) {
@@ -378,6 +389,13 @@ impl Canary {
                 plain(json!({ "resourceTemplates": listings::templates(shape) }))
             }
             "prompts/list" => plain(json!({ "prompts": listings::prompts(shape) })),
+            "completion/complete" => {
+                plain(listings::complete(params).map_err(|message| rpc_error(-32602, message))?)
+            }
+            "logging/setLevel" => {
+                param_str(params, "level")?;
+                plain(json!({}))
+            }
             "prompts/get" => {
                 let name = param_str(params, "name")?;
                 let arguments = params
@@ -511,6 +529,8 @@ impl Canary {
                 "tools": {"listChanged": false},
                 "resources": {},
                 "prompts": {},
+                "completions": {},
+                "logging": {},
                 "extensions": { TASKS_EXTENSION: {} },
             },
             "serverInfo": server_info(),
@@ -656,6 +676,29 @@ impl Canary {
                     then: Box::new(self.respond(&progress.then, call)),
                 }
             }
+            Respond::Log(log) => {
+                let notifications = log
+                    .messages
+                    .iter()
+                    .map(|message| {
+                        let mut data = message.data.clone();
+                        if let Some(nonce) = &call.nonce {
+                            data.insert(NONCE_ARG.into(), json!(nonce));
+                        }
+                        let mut params = Map::new();
+                        params.insert("level".into(), json!(message.level));
+                        if let Some(logger) = &message.logger {
+                            params.insert("logger".into(), json!(logger));
+                        }
+                        params.insert("data".into(), Value::Object(data));
+                        json!({"jsonrpc": "2.0", "method": "notifications/message", "params": params})
+                    })
+                    .collect();
+                Reply::Progress {
+                    notifications,
+                    then: Box::new(self.respond(&log.then, call)),
+                }
+            }
             Respond::Task(script) if !call.asked_task => {
                 // A server creates a task only for a request that asks for one; any other call
                 // of the tool runs to completion, as it would on a server without tasks.
@@ -773,6 +816,8 @@ fn initialize(params: Option<&Value>, session: &Session) -> Value {
         "tools": {"listChanged": false},
         "resources": {},
         "prompts": {},
+        "completions": {},
+        "logging": {},
     });
     if version == "2025-11-25" {
         capabilities["tasks"] = json!({

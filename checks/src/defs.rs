@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{Evidence, Verdict, envelope, eval, follow, listing, reach, relay};
+use super::{Evidence, Verdict, envelope, eval, follow, listing, methods, reach, relay};
 
 /// The kind of value a parameter takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,6 +114,9 @@ pub enum Gathers {
     /// The call cancelled by the runner (`notifications/cancelled`) once the upstream has it,
     /// and the cancellations the upstream then got.
     Cancellation,
+    /// After the call, the request its `method` and `params` name, with the call's nonce among
+    /// the arguments and a prompt named as the target lists it (after a `prompts/list`).
+    RelayedRequest,
 }
 
 impl Gathers {
@@ -644,5 +647,28 @@ pub const CHECKS: &[CheckDef] = &[
         reads: Reads::Fault,
         gathers: &[Gathers::Cancellation],
         run: relay::cancellation_relayed,
+    },
+    CheckDef {
+        name: "request-relayed",
+        asserts: "the `method` request the runner sends with `params` after the call (prompts/get or completion/complete, naming the prompt as the target lists it) reaches the upstream with the client's params (the prompt's name and `_meta` aside) and the upstream's answer reaches the client unchanged (`_meta` keys of the gateway's own and each leg's `resultType` aside); not applicable where the target serves no such method or lists no prompt of the upstream's",
+        params: &[
+            (
+                "method",
+                ParamKind::Word(&["prompts/get", "completion/complete"]),
+                true,
+            ),
+            ("params", ParamKind::AnyJson, true),
+        ],
+        reads: Reads::Evidence,
+        gathers: &[Gathers::RelayedRequest],
+        run: methods::request_relayed,
+    },
+    CheckDef {
+        name: "log-relayed",
+        asserts: "each log message (notifications/message) the upstream sent while it worked on the call reached the client on the call's own stream before the result, with its level and data; a logger name of the target's own is noted; not applicable where the target declares no `logging` capability",
+        params: &[],
+        reads: Reads::Reply,
+        gathers: &[],
+        run: methods::log_relayed,
     },
 ];

@@ -13,6 +13,7 @@ pub mod exchange;
 mod follow;
 pub mod lines;
 mod listing;
+mod methods;
 mod reach;
 mod relay;
 pub mod upstream;

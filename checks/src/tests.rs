@@ -1812,3 +1812,152 @@ fn a_null_value_in_a_verdict_reads_back_as_null() {
     assert_eq!(back.actual, None);
     assert_eq!(back, verdict);
 }
+
+/// A fixture whose runner relayed a `prompts/get` after the call: the client sent
+/// `client_params`, the upstream got `upstream_params` and answered `upstream_result`, the
+/// client got `north` back.
+fn prompt_relayed(
+    client_params: Value,
+    upstream_params: Option<Value>,
+    upstream_result: Value,
+    north: Value,
+) -> Fixture {
+    let mut fixture = Fixture::results(json!({"content": []}), json!({"content": []}));
+    if let Some(params) = upstream_params {
+        let mut asked = observation(Direction::In, Some(params), None);
+        asked.method = Some("prompts/get".into());
+        let mut answered = observation(
+            Direction::Out,
+            None,
+            Some(json!({"jsonrpc": "2.0", "id": 4, "result": upstream_result})),
+        );
+        answered.method = Some("prompts/get".into());
+        fixture.upstream.extend([asked, answered]);
+    }
+    fixture.follow("prompts/get", north);
+    fixture.follow_ups[0].request = json!({"method": "prompts/get", "params": client_params});
+    fixture
+}
+
+#[test]
+fn request_relayed_holds_the_arguments_and_the_answer() {
+    let params = json!({"method": "prompts/get", "params": {"name": "p", "arguments": {}}});
+    let client = json!({"name": "canary.p", "arguments": {"topic": "t", "nonce": "n"}});
+    let upstream = json!({"name": "p", "arguments": {"topic": "t", "nonce": "n"}, "_meta": {"progressToken": 1}});
+    let prompt = json!({"description": "d", "messages": [{"role": "user", "content": text("hi")}], "_meta": {"k": 1}});
+    // The name and `_meta` are the gateway's; a `_meta` key of its own may be added.
+    let mut relayed = prompt.clone();
+    relayed["_meta"]["gateway"] = json!(true);
+    let whole = prompt_relayed(
+        client.clone(),
+        Some(upstream.clone()),
+        prompt.clone(),
+        json!({"jsonrpc": "2.0", "id": 9, "result": relayed}),
+    );
+    passes(&whole, "request-relayed", params.clone());
+
+    let mut changed = prompt.clone();
+    changed["messages"] = json!([]);
+    let rewritten = prompt_relayed(
+        client.clone(),
+        Some(upstream.clone()),
+        prompt.clone(),
+        json!({"jsonrpc": "2.0", "id": 9, "result": changed}),
+    );
+    let verdict = fails(&rewritten, "request-relayed", params.clone());
+    assert!(
+        verdict.message.contains("`messages` changed"),
+        "{}",
+        verdict.message
+    );
+
+    let mut no_tone = upstream.clone();
+    no_tone["arguments"] = json!({"nonce": "n"});
+    let dropped = prompt_relayed(
+        client.clone(),
+        Some(no_tone),
+        prompt.clone(),
+        json!({"jsonrpc": "2.0", "id": 9, "result": prompt}),
+    );
+    let verdict = fails(&dropped, "request-relayed", params.clone());
+    assert!(
+        verdict.message.contains("`arguments` changed"),
+        "{}",
+        verdict.message
+    );
+
+    let never = prompt_relayed(
+        client,
+        None,
+        json!({}),
+        json!({"jsonrpc": "2.0", "id": 9, "error": {"code": -32602, "message": "no"}}),
+    );
+    let verdict = fails(&never, "request-relayed", params.clone());
+    assert!(
+        verdict
+            .message
+            .contains("no prompts/get with the client's arguments"),
+        "{}",
+        verdict.message
+    );
+
+    let unserved = prompt_relayed(
+        json!({}),
+        None,
+        json!({}),
+        json!({"jsonrpc": "2.0", "id": 9, "error": {"code": -32601, "message": "no such method"}}),
+    );
+    assert!(!unserved.check("request-relayed", params).applicable);
+}
+
+#[test]
+fn log_relayed_wants_each_message_with_its_level_and_data() {
+    let sent = json!({"level": "warning", "logger": "up", "data": {"text": "t", "nonce": "n"}});
+    let with_notifications = |notifications: Vec<Value>| {
+        let mut fixture = Fixture::results(json!({"content": []}), json!({"content": []}));
+        let mut logged = observation(
+            Direction::Out,
+            None,
+            Some(json!({"jsonrpc": "2.0", "method": "notifications/message", "params": sent})),
+        );
+        logged.method = Some("notifications/message".into());
+        fixture.upstream.insert(1, logged);
+        if let Exchange::Reply(reply) = &mut fixture.exchange {
+            reply.notifications = notifications;
+        }
+        fixture
+    };
+    let notice = |params: Value| json!({"jsonrpc": "2.0", "method": "notifications/message", "params": params});
+    passes(
+        &with_notifications(vec![notice(sent.clone())]),
+        "log-relayed",
+        json!({}),
+    );
+    // A logger of the gateway's own is noted, not failed.
+    let mut renamed = sent.clone();
+    renamed["logger"] = json!("gateway/up");
+    let verdict = with_notifications(vec![notice(renamed)]).check("log-relayed", json!({}));
+    assert!(
+        verdict.passed && verdict.message.contains("logger name"),
+        "{}",
+        verdict.message
+    );
+
+    let verdict = fails(&with_notifications(Vec::new()), "log-relayed", json!({}));
+    assert!(
+        verdict.message.contains("none reached the client"),
+        "{}",
+        verdict.message
+    );
+    let mut lowered = sent.clone();
+    lowered["level"] = json!("info");
+    fails(
+        &with_notifications(vec![notice(lowered)]),
+        "log-relayed",
+        json!({}),
+    );
+
+    let mut silent = with_notifications(Vec::new());
+    silent.handshake = Some(("2025-06-18".into(), json!({"capabilities": {"tools": {}}})));
+    assert!(!silent.check("log-relayed", json!({})).applicable);
+}

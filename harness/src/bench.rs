@@ -146,6 +146,7 @@ pub async fn measure(
                 timeout,
                 listings: 0,
                 other_listings: &[],
+                relayed_requests: &[],
             };
             let started = Instant::now();
             let done = drive(profile, route, &running.session, request).await;

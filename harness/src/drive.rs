@@ -40,6 +40,8 @@ pub struct Request<'a> {
     pub listings: usize,
     /// Other listings to take after the call (`resources/list`, `prompts/list`, ...).
     pub other_listings: &'a [&'a str],
+    /// Requests other than tool calls to relay after the call: method and params.
+    pub relayed_requests: &'a [(&'a str, &'a Value)],
 }
 
 pub async fn drive(
@@ -55,6 +57,7 @@ pub async fn drive(
         timeout,
         listings,
         other_listings,
+        relayed_requests,
     } = request;
     let (route, first_route, params) =
         first_call(profile, route_name, tool, arguments, extra_params);
@@ -77,6 +80,10 @@ pub async fn drive(
         if let Some((member, _)) = relaycheck_canary::listings::items(method, session.shape()) {
             list_items(session, &mut drive, method, member, timeout).await;
         }
+    }
+    let nonce = arguments.get(relaycheck_model::NONCE_ARG);
+    for (method, params) in relayed_requests {
+        relay_request(session, &mut drive, method, params, nonce, timeout).await;
     }
     if drive.exchange.reply().is_none() {
         return drive;
@@ -350,6 +357,61 @@ pub async fn list_items(
         }
         drive.follow_ups.push(page);
     }
+}
+
+/// Sends `method` with `params` as a client would after reading the target's prompts: the
+/// prompt (of `prompts/get`, or of a completion's `ref/prompt`) is named as the target lists
+/// the upstream's (found by a `prompts/list`, kept as a step), and the call's nonce is put
+/// among the arguments so the upstream's side of the request is found in its log. A target
+/// that lists no such prompt is not asked.
+async fn relay_request(
+    session: &Session,
+    drive: &mut Drive,
+    method: &str,
+    params: &Value,
+    nonce: Option<&Value>,
+    timeout: Duration,
+) {
+    let mut params = params.clone();
+    let (name_at, arguments_at) = match method {
+        "prompts/get" => ("/name", "/arguments"),
+        _ => ("/ref/name", "/context/arguments"),
+    };
+    if let Some(upstream_name) = params.pointer(name_at).and_then(Value::as_str) {
+        let upstream_name = upstream_name.to_string();
+        list_items(session, drive, "prompts/list", "prompts", timeout).await;
+        let names: Vec<&str> = drive
+            .follow_ups
+            .last()
+            .and_then(|step| step.view.result.as_ref())
+            .and_then(|r| r.get("prompts"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p.get("name").and_then(Value::as_str))
+            .collect();
+        // The upstream's own name, else one the gateway made of it (a prefix of its own).
+        let listed = names
+            .iter()
+            .find(|listed| **listed == upstream_name)
+            .or_else(|| names.iter().find(|listed| listed.ends_with(&upstream_name)))
+            .map(|name| name.to_string());
+        let Some(listed) = listed else {
+            return;
+        };
+        if let Some(slot) = params.pointer_mut(name_at) {
+            *slot = Value::String(listed);
+        }
+    }
+    if let Some(nonce) = nonce
+        && let Some(Value::Object(arguments)) = params.pointer_mut(arguments_at)
+    {
+        arguments.insert(relaycheck_model::NONCE_ARG.into(), nonce.clone());
+    }
+    let plain = Route::default();
+    drive
+        .follow_ups
+        .push(step(session, method, method, params, &plain, timeout).await);
 }
 
 async fn resources(session: &Session, drive: &mut Drive, timeout: Duration) {

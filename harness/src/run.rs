@@ -797,6 +797,16 @@ pub async fn run_one(
         })
         .filter_map(|e| e.params.get("method").and_then(Value::as_str))
         .collect();
+    let relayed_requests: Vec<(&str, &Value)> = case
+        .spec
+        .expect
+        .iter()
+        .filter(|e| {
+            checks::CheckDef::named(&e.check)
+                .is_some_and(|def| def.gathers.contains(&Gathers::RelayedRequest))
+        })
+        .filter_map(|e| Some((e.params.get("method")?.as_str()?, e.params.get("params")?)))
+        .collect();
     let request = Request {
         tool: &tool_name,
         arguments: &arguments,
@@ -807,6 +817,7 @@ pub async fn run_one(
             .filter(|g| checks::gathers(&case.spec.expect, *g))
             .count(),
         other_listings: &other_listings,
+        relayed_requests: &relayed_requests,
     };
     let meant_for = case
         .spec
@@ -840,6 +851,7 @@ pub async fn run_one(
             timeout,
             listings: 0,
             other_listings: &[],
+            relayed_requests: &[],
         };
         let _ = drive(&routed, route, &target.session, first).await;
         let _ = log.settle(&first_nonce, Duration::from_millis(1000)).await;
@@ -887,6 +899,7 @@ pub async fn run_one(
             timeout,
             listings: 0,
             other_listings: &[],
+            relayed_requests: &[],
         };
         let (own, other) = tokio::join!(
             drive(&routed, route, &target.session, request),

@@ -687,6 +687,7 @@ async fn relay(
             timeout,
             listings: 0,
             other_listings: &[],
+            relayed_requests: &[],
         },
     )
     .await;

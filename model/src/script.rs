@@ -107,6 +107,8 @@ pub enum Respond {
     Oversized(Oversized),
     /// `notifications/progress` messages before the answer, when the call has a progress token.
     Progress(Progress),
+    /// `notifications/message` log messages before the answer, on the call's own stream.
+    Log(LogMessages),
     /// A generated table of rows (legacy form, rendered into the shape), for cases about
     /// cutting large structured results without writing them out.
     Rows(Rows),
@@ -204,6 +206,39 @@ pub struct Oversized {
 pub struct Progress {
     pub steps: u32,
     pub then: Box<Respond>,
+}
+
+/// Log messages an upstream sends while it works on a call, then its answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogMessages {
+    pub messages: Vec<LogMessage>,
+    pub then: Box<Respond>,
+}
+
+/// One `notifications/message`. The canary adds the call's nonce to `data` (an object), so a
+/// client that reads one stream for many calls can tell which call a message belongs to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogMessage {
+    pub level: LogLevel,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logger: Option<String>,
+    pub data: Map<String, Value>,
+}
+
+/// MCP's logging levels: the severities of RFC 5424 section 6.2.1, by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Notice,
+    Warning,
+    Error,
+    Critical,
+    Alert,
+    Emergency,
 }
 
 /// The handle form a task is announced in.

@@ -130,6 +130,7 @@ pub async fn run(r: &Retention<'_>) -> Result<Measured, String> {
             timeout: CALL_TIMEOUT,
             listings: 0,
             other_listings: &[],
+            relayed_requests: &[],
         };
         let done = drive(&routed, "batch", &target.session, request).await;
         // A cut answer is what this bench wants, so no size is asked of the result.

@@ -243,6 +243,7 @@ pub async fn overhead(
                         timeout: Duration::from_secs(10),
                         listings: 0,
                         other_listings: &[],
+                        relayed_requests: &[],
                     };
                     let started = Instant::now();
                     let done = drive(profile, "flat", &target.session, request).await;

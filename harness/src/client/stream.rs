@@ -33,6 +33,9 @@ struct Pending {
     reply_to: oneshot::Sender<Exchange>,
     notifications: Vec<Value>,
     notifications_dropped: u64,
+    /// The nonce in the call's arguments: the canary names it in the data of the log messages
+    /// it sends for the call, which carry no progress token.
+    nonce: Option<String>,
     /// [`State::unsolicited`] when the request was sent.
     unsolicited_before: u64,
 }
@@ -140,6 +143,13 @@ impl StreamClient {
                     reply_to: tx,
                     notifications: Vec::new(),
                     notifications_dropped: 0,
+                    nonce: message
+                        .pointer(&format!(
+                            "/params/arguments/{}",
+                            relaycheck_model::NONCE_ARG
+                        ))
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
                     unsolicited_before,
                 },
             );
@@ -352,8 +362,11 @@ fn dispatch(state: &std::sync::Mutex<State>, raw: Vec<u8>) {
         if message.get("method").is_some() && !is_response {
             // A notification for a pending request (progress), or a request to the client,
             // which the harness does not serve.
-            if let Some(token) = message.pointer("/params/progressToken")
-                && let Some(request) = state.tokens.get(&id_key(token)).cloned()
+            let request = match message.pointer("/params/progressToken") {
+                Some(token) => state.tokens.get(&id_key(token)).cloned(),
+                None => naming_a_nonce(&state, &raw),
+            };
+            if let Some(request) = request
                 && let Some(pending) = state.pending.get_mut(&request)
             {
                 if pending.notifications.len() < super::MAX_NOTIFICATIONS {
@@ -391,6 +404,29 @@ fn dispatch(state: &std::sync::Mutex<State>, raw: Vec<u8>) {
     keep_stray(&mut state, StrayKind::Unsolicited, raw);
 }
 
+/// The pending call whose nonce a message names anywhere, as a JSON string of its own (the
+/// canary puts it in a log message's data) or inside one (a gateway that re-encodes the data as
+/// text keeps it there): the message is that call's, to be judged by what it carries.
+fn naming_a_nonce(state: &State, raw: &[u8]) -> Option<String> {
+    state
+        .pending
+        .iter()
+        .find(|(_, pending)| {
+            pending.nonce.as_ref().is_some_and(|nonce| {
+                [format!("\"{nonce}\""), format!("\\\"{nonce}\\\"")]
+                    .iter()
+                    .any(|quoted| contains(raw, quoted.as_bytes()))
+            })
+        })
+        .map(|(request, _)| request.clone())
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|window| window == needle)
+}
+
 fn keep_stray(state: &mut State, kind: StrayKind, mut raw: Vec<u8>) {
     if kind == StrayKind::Unsolicited {
         state.unsolicited += 1;
@@ -407,6 +443,29 @@ fn keep_stray(state: &mut State, kind: StrayKind, mut raw: Vec<u8>) {
 #[cfg(test)]
 mod stray_tests {
     use super::*;
+
+    #[test]
+    fn a_log_message_is_the_call_whose_nonce_it_names_even_re_encoded() {
+        let mut state = State::default();
+        let (reply_to, _rx) = oneshot::channel();
+        state.pending.insert(
+            "1".into(),
+            Pending {
+                id: Value::from(1),
+                reply_to,
+                notifications: Vec::new(),
+                notifications_dropped: 0,
+                nonce: Some("rc-7-1".into()),
+                unsolicited_before: 0,
+            },
+        );
+        let plain = br#"{"method":"notifications/message","params":{"data":{"nonce":"rc-7-1"}}}"#;
+        let text = br#"{"method":"notifications/message","params":{"data":{"msg":"{\"nonce\": \"rc-7-1\"}"}}}"#;
+        let other = br#"{"method":"notifications/message","params":{"data":{"nonce":"rc-7-10"}}}"#;
+        assert_eq!(naming_a_nonce(&state, plain).as_deref(), Some("1"));
+        assert_eq!(naming_a_nonce(&state, text).as_deref(), Some("1"));
+        assert_eq!(naming_a_nonce(&state, other), None);
+    }
 
     #[test]
     fn a_flood_of_strays_keeps_a_bounded_sample_and_a_count() {

@@ -95,6 +95,8 @@ pub struct Back {
     stream: Sink,
     /// How long the client has to answer a relayed request.
     patience: Duration,
+    /// Whether log messages are dropped (the `log-messages-dropped` mutant).
+    drops_logs: bool,
 }
 
 impl Back {
@@ -103,6 +105,15 @@ impl Back {
             link,
             stream,
             patience,
+            drops_logs: false,
+        }
+    }
+
+    /// The way back to a client of `gw`: the client has the gateway's call timeout to answer.
+    pub fn of(gw: &crate::gateway::Gateway, link: Arc<ClientLink>, stream: Sink) -> Back {
+        Back {
+            drops_logs: gw.mutation.is(crate::mutant::Mutant::LogMessagesDropped),
+            ..Back::new(link, stream, gw.timeout())
         }
     }
 
@@ -111,6 +122,7 @@ impl Back {
     pub fn notify(&self, message: Value) {
         if message.get("method").and_then(Value::as_str) == Some(LOG_METHOD)
             && self.link.initialized()
+            && !self.drops_logs
         {
             let _ = self.stream.send(message);
         }

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::gateway::{Answer, Caller, Gateway, rpc_error};
 use crate::links::parse_relay_uri;
+use crate::mutant::Mutant;
 use crate::upstream::{Ending, Upstream};
 
 /// The upstream's answer as the caller's: its result or its error, unchanged; a failure to
@@ -176,11 +177,19 @@ pub async fn complete(gw: &Gateway, caller: &Caller, params: &Value) -> Answer {
             "Invalid params: no upstream that offers completions owns this reference",
         );
     };
-    answer(
+    let answered = answer(
         &up,
         up.request("completion/complete", forwarded, gw.timeout())
             .await,
-    )
+    );
+    match answered {
+        Answer::Relayed(mut result) if gw.mutation.is(Mutant::CompletionRebuilt) => {
+            let values = result.pointer("/completion/values").cloned();
+            result["completion"] = json!({"values": values.unwrap_or_else(|| json!([]))});
+            Answer::Relayed(result)
+        }
+        other => other,
+    }
 }
 
 /// `logging/setLevel`, sent to every upstream that logs: the level is the client's for the

@@ -84,7 +84,12 @@ pub async fn get(gw: &Gateway, caller: &Caller, params: &Value) -> Answer {
     let Some(up) = prompt_owner(gw, caller, name, serving).await else {
         return rpc_error(-32602, format!("Unknown prompt: {name}"));
     };
-    let forwarded = crate::forward::with_caller_meta(params, caller);
+    let mut forwarded = crate::forward::with_caller_meta(params, caller);
+    if gw.mutation.is(Mutant::PromptArgumentsDropped)
+        && let Some(fields) = forwarded.as_object_mut()
+    {
+        fields.remove("arguments");
+    }
     let ending = up.request("prompts/get", forwarded, gw.timeout()).await;
     crate::forward::answer(&up, ending)
 }

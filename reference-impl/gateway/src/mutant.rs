@@ -75,10 +75,31 @@ pub enum Mutant {
     UpstreamHeadersDropped,
     ListedItemsTyped,
     CancelNotForwarded,
+    PromptArgumentsDropped,
+    CompletionRebuilt,
+    LogMessagesDropped,
 }
 
 /// (mutant, name, surface, defect)
 const TABLE: &[(Mutant, &str, &str, &str)] = &[
+    (
+        Mutant::PromptArgumentsDropped,
+        "prompt-arguments-dropped",
+        "server-features",
+        "prompts/get is forwarded with the prompt's name alone: the client's arguments never reach the upstream",
+    ),
+    (
+        Mutant::CompletionRebuilt,
+        "completion-rebuilt",
+        "server-features",
+        "a completion is rebuilt from its values alone, as a typed model that knows only `values` would: the upstream's `total` and `hasMore` are lost",
+    ),
+    (
+        Mutant::LogMessagesDropped,
+        "log-messages-dropped",
+        "server-features",
+        "log messages (notifications/message) an upstream sends during a call are dropped, though the gateway declares `logging`",
+    ),
     (
         Mutant::CancelNotForwarded,
         "cancel-not-forwarded",
@@ -560,9 +581,9 @@ mod tests {
             assert_eq!(m.name().parse::<Mutant>(), Ok(m));
             assert!(!m.defect().is_empty());
         }
-        assert_eq!(Mutant::all().count(), 67);
+        assert_eq!(Mutant::all().count(), 70);
         let err = "nope".parse::<Mutant>().unwrap_err().to_string();
         assert!(err.contains("meta-cut-apart"), "{err}");
-        assert_eq!(Mutant::listing().lines().count(), 67);
+        assert_eq!(Mutant::listing().lines().count(), 70);
     }
 }

@@ -219,7 +219,7 @@ pub async fn handle(
     if !caller.stateless
         && let Some(stream) = &stream
     {
-        caller.back = Some(Back::new(conn.link.clone(), stream.clone(), gw.timeout()));
+        caller.back = Some(Back::of(gw, conn.link.clone(), stream.clone()));
     }
     caller.progress = stream;
     let Some(id) = fields.get("id") else {

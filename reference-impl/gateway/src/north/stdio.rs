@@ -108,7 +108,7 @@ pub async fn serve(gw: Arc<Gateway>) -> Result<(), ServeError> {
     };
     let _ = gw
         .sole_client
-        .set(Back::new(conn.link.clone(), queue.clone(), gw.timeout()));
+        .set(Back::of(&gw, conn.link.clone(), queue.clone()));
 
     let mut lines = BufReader::new(stdin()).lines();
     let mut running = JoinSet::new();
