@@ -29,6 +29,15 @@ pub struct Cli {
     /// conformance suite's tools, resources and prompts (`relaycheck official`).
     #[arg(long, global = true, env = "CANARY_FIXTURES", value_enum)]
     fixtures: Option<crate::fixtures::Fixtures>,
+    /// Capabilities not to offer (comma-separated): not declared, their methods unknown.
+    #[arg(
+        long,
+        global = true,
+        env = "CANARY_WITHHOLD",
+        value_enum,
+        value_delimiter = ','
+    )]
+    withhold: Vec<crate::protocol::Withheld>,
     #[command(subcommand)]
     pub transport: Transport,
 }
@@ -58,7 +67,11 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         None => CanaryScript::default(),
     };
     let log = Arc::new(ObsLog::open(cli.log.as_deref())?);
-    let canary = Arc::new(Canary::new(script, cli.force_shape).with_fixtures(cli.fixtures));
+    let canary = Arc::new(
+        Canary::new(script, cli.force_shape)
+            .with_fixtures(cli.fixtures)
+            .withholding(cli.withhold),
+    );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

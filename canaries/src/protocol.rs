@@ -140,9 +140,35 @@ pub struct Canary {
     tasks: TaskStore,
     /// Extra fixtures served besides the named canaries (`--fixtures`).
     fixtures: Option<Fixtures>,
+    /// Capabilities the canary does not offer (`--withhold`): not declared, and their methods
+    /// unknown, so a gateway in front is seen to declare only what its upstream offers.
+    withheld: Vec<Withheld>,
     /// Requests sent to clients, waiting for their answers, by JSON-RPC id.
     asks: Mutex<std::collections::HashMap<String, tokio::sync::oneshot::Sender<Value>>>,
     next_ask: std::sync::atomic::AtomicU64,
+}
+
+/// A capability the canary can be told not to offer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Withheld {
+    Completions,
+    Logging,
+}
+
+impl Withheld {
+    fn capability(self) -> &'static str {
+        match self {
+            Withheld::Completions => "completions",
+            Withheld::Logging => "logging",
+        }
+    }
+
+    fn method(self) -> &'static str {
+        match self {
+            Withheld::Completions => "completion/complete",
+            Withheld::Logging => "logging/setLevel",
+        }
+    }
 }
 
 /// Everything about a `tools/call` that shapes its answer.
@@ -188,6 +214,7 @@ impl Canary {
             force,
             tasks: TaskStore::default(),
             fixtures: None,
+            withheld: Vec::new(),
             asks: Mutex::default(),
             next_ask: std::sync::atomic::AtomicU64::new(1),
         }
@@ -235,6 +262,23 @@ impl Canary {
     pub fn with_fixtures(mut self, fixtures: Option<Fixtures>) -> Canary {
         self.fixtures = fixtures;
         self
+    }
+
+    pub fn withholding(mut self, withheld: Vec<Withheld>) -> Canary {
+        self.withheld = withheld;
+        self
+    }
+
+    fn withholds(&self, method: &str) -> bool {
+        self.withheld.iter().any(|w| w.method() == method)
+    }
+
+    fn withhold_capabilities(&self, capabilities: &mut Value) {
+        if let Some(capabilities) = capabilities.as_object_mut() {
+            for withheld in &self.withheld {
+                capabilities.shift_remove(withheld.capability());
+            }
+        }
     }
 
     /// What to log for a message as it arrives, before it is handled: method, id, and the
@@ -355,6 +399,9 @@ impl Canary {
         shape: Shape,
     ) -> Result<Reply, RpcError> {
         let plain = |result: Value| Ok(Reply::Json(response(id, complete(result, shape))));
+        if self.withholds(method) {
+            return Err(rpc_error(-32601, format!("Method not found: {method}")));
+        }
         if self.fixtures.is_some()
             && let Some(reply) = self.fixture_request(method, id, params, shape)
         {
@@ -366,6 +413,7 @@ impl Canary {
                 if self.fixtures.is_some() {
                     fixtures::add_capabilities(&mut result["capabilities"]);
                 }
+                self.withhold_capabilities(&mut result["capabilities"]);
                 Ok(Reply::Json(response(id, result)))
             }
             "ping" => plain(json!({})),
@@ -516,6 +564,12 @@ impl Canary {
     }
 
     fn discover(&self) -> Value {
+        let mut discovered = self.discovered();
+        self.withhold_capabilities(&mut discovered["capabilities"]);
+        discovered
+    }
+
+    fn discovered(&self) -> Value {
         let mut versions: Vec<&str> = HANDSHAKE_VERSIONS.to_vec();
         versions.push("2026-07-28");
         // SEP-3279 is a draft: offered only when a run forces it, so a gateway that picks the

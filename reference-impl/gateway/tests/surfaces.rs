@@ -205,7 +205,10 @@ fn completion_logging_and_subscriptions_reach_the_upstream_that_offers_them() {
 
 #[test]
 fn what_no_upstream_offers_is_neither_declared_nor_answered() {
-    let mut gw = Gateway::start(Options::default());
+    let mut gw = Gateway::start(Options {
+        withhold: Some("completions,logging"),
+        ..Options::default()
+    });
     let init = gw.initialize("2025-11-25");
     let caps = &init["result"]["capabilities"];
     assert!(

@@ -90,6 +90,8 @@ pub(crate) struct Options {
     /// The canary serves the official suite's fixtures too (completion, logging,
     /// subscriptions).
     pub official_fixtures: bool,
+    /// Capabilities the canary does not offer (its `--withhold`).
+    pub withhold: Option<&'static str>,
 }
 
 impl Default for Options {
@@ -100,6 +102,7 @@ impl Default for Options {
             max_response_bytes: 100_000,
             batch_budget_bytes: 20_000,
             official_fixtures: false,
+            withhold: None,
         }
     }
 }
@@ -158,6 +161,9 @@ impl Gateway {
         ];
         if opts.official_fixtures {
             canary.extend(["--fixtures".into(), "official".into()]);
+        }
+        if let Some(withheld) = opts.withhold {
+            canary.extend(["--withhold".into(), withheld.into()]);
         }
         canary.push("stdio".into());
         let config = format!(
