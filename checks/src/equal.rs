@@ -21,6 +21,8 @@
 //! is read as the nearest double on both sides, so two such literals that round to the same
 //! double compare equal.
 
+use relaycheck_model::Shape;
+use relaycheck_model::catalogue::{Catalogue, ShapeSpec};
 use serde_json::{Map, Number, Value};
 
 /// What a shape says about the values of a result that the wire does not show.
@@ -59,6 +61,30 @@ impl Equivalence {
     pub fn same_result(&self, expected: &Value, actual: &Value) -> bool {
         same(&self.canonical(expected), &self.canonical(actual))
     }
+}
+
+impl From<&ShapeSpec> for Equivalence {
+    fn from(spec: &ShapeSpec) -> Equivalence {
+        Equivalence {
+            defaults: spec
+                .defaults
+                .iter()
+                .map(|d| (d.member.clone(), d.value.clone()))
+                .collect(),
+            own_meta: spec.own_meta.iter().map(|m| m.key.clone()).collect(),
+        }
+    }
+}
+
+/// How values compare in `shape`: its defaults and answering-server keys. A catalogue
+/// without the shape's file compares strictly.
+pub fn rules(catalogue: &Catalogue, shape: Shape) -> Equivalence {
+    catalogue
+        .shapes
+        .iter()
+        .find(|spec| spec.id == shape)
+        .map(Equivalence::from)
+        .unwrap_or_default()
 }
 
 /// Whether two JSON values are the same value: numbers by exact value, objects as unordered

@@ -31,12 +31,13 @@ use crate::lines::ChannelLines;
 use relaycheck_model::route::View;
 
 pub use defs::{CHECKS, CheckDef, CheckFn, Gathers, ParamKind, Reads};
-pub use equal::{Equivalence, form_changes, same, same_number, same_opt};
+pub use equal::{Equivalence, form_changes, rules, same, same_number, same_opt};
 pub use follow::collect_links;
 pub use relay::{
     CapabilityProbe, Handshake, OtherCall, PROBED_CAPABILITIES, probe_params, probe_refusal,
     upstream_progress,
 };
+pub use relaycheck_model::verdict::Verdict;
 
 /// One follow-up request of a multi-step route (a continuation fetch, a task poll, a link
 /// read) and its answer.
@@ -155,102 +156,6 @@ impl Evidence<'_> {
             .iter()
             .filter(|o| o.direction == Direction::In && o.method.as_deref() == Some("tools/call"))
             .collect()
-    }
-}
-
-/// The verdict of one check.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
-pub struct Verdict {
-    /// The check's name.
-    pub check: String,
-    /// Whether it held; meaningless when not `applicable`.
-    pub passed: bool,
-    /// False when the target does not show what the check needs: the case is then
-    /// not applicable to it, never passed.
-    #[serde(default = "yes", skip_serializing_if = "is_true")]
-    pub applicable: bool,
-    /// Why, in a sentence a vendor can check against the evidence.
-    pub message: String,
-    /// What the check wanted to see (the upstream's value, for a comparison).
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub expected: Option<Value>,
-    /// What the client got.
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub actual: Option<Value>,
-    /// Where in the result `expected` and `actual` were read, for a check of one member (a
-    /// JSON pointer); absent when they are the whole result or error.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub at: Option<String>,
-}
-
-/// A member that is there is `Some`, `null` included: a `null` the upstream sent is evidence,
-/// and reading results.jsonl back must not turn it into nothing at all.
-fn present<'de, D: serde::Deserializer<'de>>(from: D) -> Result<Option<Value>, D::Error> {
-    <Value as serde::Deserialize>::deserialize(from).map(Some)
-}
-
-fn yes() -> bool {
-    true
-}
-
-fn is_true(value: &bool) -> bool {
-    *value
-}
-
-impl Verdict {
-    /// The target does not show what the check needs: neither a pass nor a failure.
-    pub fn not_applicable(check: &str, message: impl Into<String>) -> Verdict {
-        Verdict {
-            applicable: false,
-            ..Verdict::pass(check, message)
-        }
-    }
-
-    /// The check held.
-    pub fn pass(check: &str, message: impl Into<String>) -> Verdict {
-        Verdict {
-            check: check.into(),
-            applicable: true,
-            passed: true,
-            message: message.into(),
-            expected: None,
-            actual: None,
-            at: None,
-        }
-    }
-
-    /// The check did not hold.
-    pub fn fail(check: &str, message: impl Into<String>) -> Verdict {
-        Verdict {
-            check: check.into(),
-            applicable: true,
-            passed: false,
-            message: message.into(),
-            expected: None,
-            actual: None,
-            at: None,
-        }
-    }
-
-    /// The same verdict with the values it compared, for the report to show side by side.
-    pub fn compared(mut self, expected: Option<Value>, actual: Option<Value>) -> Verdict {
-        self.expected = expected;
-        self.actual = actual;
-        self
-    }
-
-    /// Says where in the result the compared values were read.
-    pub fn at(mut self, pointer: &str) -> Verdict {
-        self.at = Some(pointer.to_string());
-        self
     }
 }
 

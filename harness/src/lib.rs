@@ -1,45 +1,36 @@
 //! relaycheck: a conformance suite for the places an MCP gateway reads or rewrites the result
 //! of a `tools/call`.
 //!
-//! The library does the work (loading cases, starting targets, driving calls, judging them,
-//! rendering reports); the `relaycheck` binary and the `suite` test entry only wire it up.
+//! This package is the command line (`src/main.rs`, one file per subcommand under `src/cli/`)
+//! and two features of it: `bench` (what a gateway costs) and `official` (the official MCP
+//! conformance suite run against the same deployment). The work is in the crates below; they
+//! are re-exported under the names the command line and the integration tests use.
+//!
+//! - `relaycheck-model`: the vocabulary (cases, shapes, scripts, routes, the report model);
+//! - `relaycheck-checks`: every check, a pure function from evidence to verdict;
+//! - `relaycheck-runner`: the catalogue, profiles, targets, transports and the run;
+//! - `relaycheck-report`: every report made from a run's results.
 
-pub mod baseline;
-pub mod baseline_draft;
 #[cfg(feature = "bench")]
 pub mod bench;
-pub mod catalogue;
-pub mod cause;
-pub mod conformance;
-pub use relaycheck_checks as checks;
-pub mod client;
-pub mod discover;
-pub mod drive;
-pub mod glob;
-pub mod impact;
-pub mod init_target;
-pub mod mutation;
-pub mod observe;
 #[cfg(feature = "official")]
 pub mod official;
-pub mod process;
-pub mod profile;
-pub mod provision;
-pub mod reaper;
-pub mod report;
-pub mod restart;
-pub mod result;
+
+pub use relaycheck_checks as checks;
+pub use relaycheck_model::impact;
 pub use relaycheck_model::route as routes;
-pub mod run;
-pub mod schema;
-pub mod session;
-pub mod setup;
-pub mod shapes;
-pub mod shard;
-pub mod side_channel;
-pub mod site;
-pub mod smoke;
-pub mod sources;
-pub mod suite;
-pub mod target;
-pub mod target_time;
+pub use relaycheck_report as report;
+pub use relaycheck_report::{
+    baseline, baseline_draft, cause, conformance, mutation, shard, site, sources,
+};
+pub use relaycheck_runner::{
+    TOOL_COMMIT, catalogue, client, discover, drive, glob, init_target, observe, process, profile,
+    provision, reaper, restart, run, schema, session, setup, shapes, side_channel, smoke, suite,
+    target, target_time,
+};
+
+/// The result of one case, and the bounds a report keeps its messages within.
+pub mod result {
+    pub use relaycheck_model::results::*;
+    pub use relaycheck_report::diff::json_diff;
+}

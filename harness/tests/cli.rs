@@ -566,7 +566,7 @@ fn one_job_starts_the_cases_in_catalogue_order() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let catalogue = relaycheck::catalogue::Catalogue::load(&repo().join("specs")).unwrap();
+    let catalogue = relaycheck::catalogue::load(&repo().join("specs")).unwrap();
     let profile = relaycheck::profile::Profile::load("direct").unwrap();
     let isolated: std::collections::BTreeSet<&str> = catalogue
         .cases

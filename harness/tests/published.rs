@@ -6,7 +6,6 @@
 
 use std::path::{Path, PathBuf};
 
-use relaycheck::catalogue::Catalogue;
 use relaycheck::checks::same;
 use relaycheck::report::{ReportSet, RunNotes, jsonl};
 use relaycheck_model::render::read_task_handle;
@@ -42,7 +41,8 @@ fn whole(value: &Value) -> bool {
 
 #[test]
 fn no_published_failure_is_only_a_difference_of_form() {
-    let catalogue = Catalogue::load(&repo().join("specs")).unwrap_or_else(|e| panic!("{e}"));
+    let catalogue =
+        relaycheck::catalogue::load(&repo().join("specs")).unwrap_or_else(|e| panic!("{e}"));
     let runs = published();
     assert!(runs.len() >= 6, "the published runs are there: {runs:?}");
     let mut judged = 0;
@@ -52,7 +52,7 @@ fn no_published_failure_is_only_a_difference_of_form() {
             if !matches!(result.outcome, Outcome::Fail | Outcome::ExpectedFail) {
                 continue;
             }
-            let rules = catalogue.rules(result.shape);
+            let rules = relaycheck::checks::rules(&catalogue, result.shape);
             for verdict in result.checks.iter().filter(|v| v.applicable && !v.passed) {
                 let (Some(expected), Some(actual)) = (&verdict.expected, &verdict.actual) else {
                     continue;
@@ -83,7 +83,8 @@ fn no_published_failure_is_only_a_difference_of_form() {
 
 #[test]
 fn published_task_results_were_asked_for_as_their_shape_says() {
-    let catalogue = Catalogue::load(&repo().join("specs")).unwrap_or_else(|e| panic!("{e}"));
+    let catalogue =
+        relaycheck::catalogue::load(&repo().join("specs")).unwrap_or_else(|e| panic!("{e}"));
     let mut asked = 0;
     for path in published() {
         let back = jsonl::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -161,7 +162,7 @@ fn every_baseline_entry_of_a_published_run_is_a_failure_it_shows() {
 /// regenerated.
 #[test]
 fn published_reports_render_again_unchanged() {
-    let catalogue = Catalogue::load(&repo().join("specs")).unwrap();
+    let catalogue = relaycheck::catalogue::load(&repo().join("specs")).unwrap();
     let mut checked = 0;
     for path in published() {
         let dir = path.parent().unwrap();
@@ -250,5 +251,20 @@ fn published_reports_render_again_unchanged() {
     assert!(
         checked > 5,
         "only {checked} published runs were rendered again"
+    );
+}
+
+/// The committed conformance page is what the catalogue makes: a surface moved between
+/// classes, or a case added, shows here until the page is generated again.
+#[test]
+fn docs_conformance_md_is_current() {
+    const COMMAND: &str = "relaycheck catalogue --conformance-out docs/conformance.md";
+    let catalogue =
+        relaycheck::catalogue::load(&repo().join("specs")).unwrap_or_else(|e| panic!("{e}"));
+    let page = relaycheck::report::levels::render(&catalogue, COMMAND);
+    let committed = std::fs::read_to_string(repo().join("docs/conformance.md")).unwrap_or_default();
+    assert!(
+        committed == page,
+        "docs/conformance.md is out of date: run `{COMMAND}`"
     );
 }

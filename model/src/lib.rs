@@ -5,12 +5,16 @@
 //! bytes on both sides. Nothing here does I/O, so every type can be tested in isolation.
 
 pub mod case;
+pub mod catalogue;
+pub mod impact;
 pub mod observation;
 pub mod outcome;
 pub mod render;
+pub mod results;
 pub mod route;
 pub mod script;
 pub mod shape;
+pub mod verdict;
 
 pub use outcome::{Level, Outcome};
 pub use shape::Shape;

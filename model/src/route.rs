@@ -8,8 +8,70 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-/// Every route a case can name. A target profile declares the ones it has.
-pub const KNOWN_ROUTES: [&str; 5] = ["flat", "batch", "continuation", "tasks", "resources-read"];
+/// Every route a case can name; a target profile declares the ones it has. What the runner does
+/// for each is one `match` in its driver, so a route added here is a compile error there until
+/// it is driven.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RouteName {
+    /// The north tool stands for the upstream tool (a projected name).
+    Flat,
+    /// A meta tool carries the upstream call in its arguments.
+    Batch,
+    /// Fetching a retained full result by the handle a cut answer gave.
+    Continuation,
+    /// Polling a task the answer created to its end.
+    Tasks,
+    /// Reading the links the answer handed out.
+    ResourcesRead,
+}
+
+impl RouteName {
+    pub const ALL: [RouteName; 5] = [
+        RouteName::Flat,
+        RouteName::Batch,
+        RouteName::Continuation,
+        RouteName::Tasks,
+        RouteName::ResourcesRead,
+    ];
+
+    /// The name profiles, cases and reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            RouteName::Flat => "flat",
+            RouteName::Batch => "batch",
+            RouteName::Continuation => "continuation",
+            RouteName::Tasks => "tasks",
+            RouteName::ResourcesRead => "resources-read",
+        }
+    }
+
+    pub fn named(name: &str) -> Option<RouteName> {
+        RouteName::ALL.into_iter().find(|kind| kind.name() == name)
+    }
+
+    /// Whether the route follows up the answer of another route (its `via`) instead of making
+    /// the first call of a case.
+    pub fn follows_up(self) -> bool {
+        matches!(
+            self,
+            RouteName::Continuation | RouteName::Tasks | RouteName::ResourcesRead
+        )
+    }
+
+    /// Whether the route calls a north tool of its own, which its table names (`tool`, or
+    /// `discover` to find it).
+    pub fn calls_a_tool(self) -> bool {
+        matches!(
+            self,
+            RouteName::Flat | RouteName::Batch | RouteName::Continuation
+        )
+    }
+
+    /// Every route's name, for an error that lists them.
+    pub fn known() -> String {
+        RouteName::ALL.map(RouteName::name).join(", ")
+    }
+}
 
 /// How a call reaches an upstream tool through the target.
 ///

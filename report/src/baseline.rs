@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use relaycheck_model::Outcome;
 use serde::Deserialize;
 
-use crate::result::CaseResult;
+use relaycheck_model::results::CaseResult;
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -12,8 +12,8 @@ use std::path::Path;
 
 use relaycheck_model::{Outcome, Shape};
 
-use crate::report::jsonl;
-use crate::result::CaseResult;
+use crate::jsonl;
+use relaycheck_model::results::CaseResult;
 
 /// Whether a result counts as failing for the baseline: a failure now, or one an earlier
 /// baseline already expected.

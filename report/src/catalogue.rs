@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::catalogue::Catalogue;
+use relaycheck_model::catalogue::Catalogue;
 
 /// A source with each reference a link a reader can follow (relative to `reports/`), escaped
 /// for a table cell.

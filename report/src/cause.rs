@@ -14,8 +14,8 @@ use std::fmt::Write as _;
 use relaycheck_model::{Outcome, Shape};
 use serde_json::Value;
 
-use crate::checks::{Equivalence, same, same_number};
-use crate::result::CaseResult;
+use relaycheck_checks::{Equivalence, same, same_number};
+use relaycheck_model::results::CaseResult;
 
 /// Members MCP names in results, content blocks, errors and tasks: a difference at one of them
 /// is named in a signature. Any other member was chosen by the case.
@@ -97,7 +97,7 @@ pub fn of(result: &CaseResult, rules: &Equivalence) -> Option<String> {
     // `answered-as` says only how the call ended; a more specific check that failed beside it
     // (`protocol-error`: "the client got a result, not a JSON-RPC error") names the same defect
     // as the cases without `answered-as` do, so the one defect reads as one cause.
-    let failed: Vec<&crate::checks::Verdict> = result
+    let failed: Vec<&relaycheck_checks::Verdict> = result
         .checks
         .iter()
         .filter(|v| v.applicable && !v.passed)
@@ -542,7 +542,7 @@ pub fn listing(results: &[CaseResult], cause: Option<usize>, all: bool) -> Resul
             let _ = writeln!(
                 out,
                 "cause {number}: {}",
-                crate::report::terminal_line(&group.signature)
+                crate::terminal_line(&group.signature)
             );
             // Each result with its evidence (the diff of what its failing check compared), so
             // the list can be judged without opening the report; what a target sent is shown
@@ -555,11 +555,11 @@ pub fn listing(results: &[CaseResult], cause: Option<usize>, all: bool) -> Resul
                     result.shape,
                     result.route,
                     result.outcome,
-                    crate::report::terminal_line(result.message.lines().next().unwrap_or_default())
+                    crate::terminal_line(result.message.lines().next().unwrap_or_default())
                 );
                 let diff = result.diff.as_deref().unwrap_or_default();
                 for line in diff.lines().take(DIFF_LINES) {
-                    let _ = writeln!(out, "    {}", crate::report::terminal_line(line));
+                    let _ = writeln!(out, "    {}", crate::terminal_line(line));
                 }
                 if diff.lines().count() > DIFF_LINES {
                     let _ = writeln!(out, "    … (the whole diff is in the report)");
@@ -579,7 +579,7 @@ pub fn listing(results: &[CaseResult], cause: Option<usize>, all: bool) -> Resul
                     format!("{}.", index + 1),
                     group.results.len(),
                     group.cases().len(),
-                    crate::report::terminal_line(&group.signature)
+                    crate::terminal_line(&group.signature)
                 );
             }
             if groups.is_empty() {
@@ -618,8 +618,8 @@ pub fn markdown(results: &[CaseResult]) -> String {
             "| {} | {} | {} | {} | {} |",
             group.results.len(),
             group.known(),
-            crate::report::markdown_inline(&group.signature),
-            crate::report::markdown_inline(&cell),
+            crate::markdown_inline(&group.signature),
+            crate::markdown_inline(&cell),
             shapes.join(", ")
         );
     }
@@ -630,7 +630,7 @@ pub fn markdown(results: &[CaseResult]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checks::Verdict;
+    use relaycheck_checks::Verdict;
     use relaycheck_model::Level;
     use serde_json::json;
 

@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use relaycheck_model::{Outcome, Shape};
 
-use crate::result::CaseResult;
+use relaycheck_model::results::CaseResult;
 
 type Key = (String, String, Shape);
 

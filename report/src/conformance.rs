@@ -10,23 +10,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+pub use relaycheck_model::results::SurfaceClass;
 use relaycheck_model::{Outcome, Shape};
-use serde::{Deserialize, Serialize};
 
-use crate::catalogue::{Catalogue, Conformance};
-use crate::report::RunInfo;
-use crate::report::jsonl::CaseEvent;
-use crate::result::CaseResult;
-
-/// A surface's class as the run met it: recorded in the run's header, so the statement can be
-/// made again from results.jsonl alone, whatever the catalogue has become since.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct SurfaceClass {
-    pub id: String,
-    pub conformance: Conformance,
-    /// Whether the target's profile claims the surface (see `Profile::claims_surface`).
-    pub claimed: bool,
-}
+use crate::RunInfo;
+use crate::jsonl::CaseEvent;
+use relaycheck_model::catalogue::{Catalogue, Conformance};
+use relaycheck_model::results::CaseResult;
 
 /// Every surface of `catalogue`, with whether `claims` says the target has it.
 pub fn classes(catalogue: &Catalogue, claims: impl Fn(&str, bool) -> bool) -> Vec<SurfaceClass> {
@@ -279,7 +269,7 @@ fn standing(
         let commonest = why_not
             .iter()
             .max_by_key(|(_, n)| **n)
-            .map(|(message, _)| crate::result::capped_line(message, 160));
+            .map(|(message, _)| relaycheck_model::results::capped_line(message, 160));
         Some(match commonest {
             Some(message) => {
                 format!("no must result applied to the target (most often: {message})")

@@ -11,8 +11,8 @@ use std::fmt::Write;
 use relaycheck_model::Outcome;
 
 use super::terminal_line;
-use crate::catalogue::LoadedCase;
-use crate::result::CaseResult;
+use relaycheck_model::catalogue::LoadedCase;
+use relaycheck_model::results::CaseResult;
 
 /// The one-character mark of an outcome on the progress line.
 pub fn mark(outcome: Outcome) -> char {

@@ -11,9 +11,9 @@ use serde_json::json;
 use super::jsonl::CaseEvent;
 use super::summary::{MOVES, surface_matrix};
 use super::{RunInfo, RunNotes, total_line};
-use crate::impact::Impact;
-use crate::restart::TargetEvent;
-use crate::result::CaseResult;
+use relaycheck_model::impact::Impact;
+use relaycheck_model::results::CaseResult;
+use relaycheck_model::results::TargetEvent;
 
 pub fn render(
     info: &RunInfo,
@@ -254,7 +254,7 @@ fn causes(results: &[CaseResult]) -> String {
 
 /// The shapes the target does not speak, each with its answer; nothing when it spoke them all.
 fn refusals(results: &[CaseResult]) -> String {
-    let refused = crate::result::refused_shapes(results);
+    let refused = relaycheck_model::results::refused_shapes(results);
     if refused.is_empty() {
         return String::new();
     }
@@ -310,7 +310,7 @@ fn restarts(events: &[TargetEvent]) -> String {
     out
 }
 
-fn strays(strays: &[crate::restart::StrayLines]) -> String {
+fn strays(strays: &[relaycheck_model::results::StrayLines]) -> String {
     if strays.is_empty() {
         return String::new();
     }

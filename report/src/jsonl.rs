@@ -6,67 +6,8 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
-
-use super::RunInfo;
-use crate::catalogue::LoadedCase;
-use crate::result::CaseResult;
-
-/// One line of the stream.
-#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "event", rename_all = "kebab-case")]
-pub enum Event {
-    Header(RunInfo),
-    Case(CaseEvent),
-    Result(Box<CaseResult>),
-    Footer(Footer),
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct CaseEvent {
-    pub id: String,
-    pub surface: String,
-    pub level: String,
-    pub requirement: String,
-    pub source: String,
-    pub routes: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub untested_in_seed: Option<String>,
-    /// The shapes the case runs in, when not all of them: a run has no result of the case in
-    /// any other, and that is no gap. Absent in runs recorded before it was kept.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shapes: Option<Vec<relaycheck_model::Shape>>,
-}
-
-impl CaseEvent {
-    pub fn of(case: &LoadedCase) -> CaseEvent {
-        CaseEvent {
-            id: case.spec.id.clone(),
-            surface: case.surface.clone(),
-            level: case.spec.level.as_str().to_string(),
-            requirement: case.spec.requirement.clone(),
-            source: case.spec.source.clone(),
-            routes: case.spec.routes.clone(),
-            untested_in_seed: case.spec.untested_in_seed.clone(),
-            shapes: case.spec.shapes.clone(),
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Footer {
-    pub finished: String,
-    pub counts: std::collections::BTreeMap<String, usize>,
-    pub exit_code: i32,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub stale_baseline: Vec<String>,
-    /// Targets that died mid-run, and whether they were restarted (see `restart`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub target_events: Vec<crate::restart::TargetEvent>,
-    /// Lines the targets wrote that answered no call (see `restart::StrayLines`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub stray_lines: Vec<crate::restart::StrayLines>,
-}
+pub use relaycheck_model::results::{CaseEvent, Event, Footer};
+use relaycheck_model::results::{CaseResult, RunInfo};
 
 pub struct JsonlWriter {
     file: File,

@@ -7,7 +7,7 @@ use std::fmt::Write;
 use relaycheck_model::Outcome;
 
 use super::{RunInfo, RunNotes};
-use crate::result::CaseResult;
+use relaycheck_model::results::CaseResult;
 
 pub fn render(info: &RunInfo, results: &[CaseResult]) -> String {
     render_with(info, results, &RunNotes::default())

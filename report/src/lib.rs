@@ -1,134 +1,51 @@
-//! Reports of a run: the event stream (`results.jsonl`), JUnit XML, the Markdown summary and
-//! the console. Each renderer is a pure function of the run's data, apart from the stream
-//! writer, which appends as results arrive so a run killed half-way keeps what it did.
+//! Every report of a run, from its results: the event stream (`results.jsonl`), JUnit XML, the
+//! Markdown summary, the HTML page, the console, the catalogue and conformance pages, the
+//! comparison of two runs, the site, and the baseline of known failures. Each renderer is a
+//! pure function of the run's data; [`ReportSet`] writes them all, and the stream writer
+//! appends as results arrive so a run killed half-way keeps what it did.
+//!
+//! The run's data is [`relaycheck_model::results`]; this crate reads it and never runs
+//! anything, so a report can be made again from a committed results.jsonl alone.
 
+pub mod baseline;
+pub mod baseline_draft;
 pub mod catalogue;
+pub mod cause;
 pub mod compare;
+pub mod conformance;
 pub mod console;
+pub mod diff;
 pub mod html;
 pub mod jsonl;
 pub mod junit;
 pub mod levels;
 pub mod matrix;
+pub mod mutation;
 pub mod out_dir;
 mod set;
+pub mod shard;
+pub mod site;
+pub mod sources;
 pub mod summary;
 
-pub use set::ReportSet;
+pub use relaycheck_model::results::{Machine, Provenance, RESULTS_FORMAT, RunInfo};
+pub use set::{FORMATS, Format, RESULTS_FILE, ReportSet};
 
+/// The shortest value masked as a secret: a shorter one would mask ordinary text.
+pub const MIN_SECRET_BYTES: usize = 4;
+
+use relaycheck_model::Outcome;
 use std::collections::BTreeMap;
 
-use relaycheck_model::{Outcome, Shape};
-use serde::{Deserialize, Serialize};
-
-use crate::result::CaseResult;
-
-/// The results.jsonl format this build writes. A header without `format` is of the first.
-pub const RESULTS_FORMAT: u32 = 1;
-
-fn first_format() -> u32 {
-    1
-}
-
-/// What every report says about the run as a whole.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct RunInfo {
-    /// The results.jsonl format ([`RESULTS_FORMAT`] when written by this build).
-    #[serde(default = "first_format")]
-    pub format: u32,
-    pub tool_version: String,
-    pub target: String,
-    pub target_product: Option<String>,
-    pub target_version: Option<String>,
-    pub shapes: Vec<Shape>,
-    pub forced: bool,
-    pub started: String,
-    /// The command line that reproduces the run.
-    pub command: String,
-    /// What produced the run: absent in runs recorded before it was kept.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provenance: Option<Provenance>,
-    /// The part of the cases the run ran (`I/N`, from `run --shard`), so that `merge` can tell
-    /// a missing part from a whole.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<String>,
-    /// Each surface's conformance class and whether the target claims it, so the run's
-    /// conformance statement ([`crate::conformance::state`]) can be made from the file alone.
-    /// Empty in runs recorded before levels were kept, and in official-suite runs.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub surface_classes: Vec<crate::conformance::SurfaceClass>,
-}
-
-/// What produced a run, so two runs can be told apart by more than their date: the build of
-/// relaycheck, the catalogue it read, the target's own commit and the machine.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Provenance {
-    /// The git commit relaycheck was built from, when it was built from a checkout.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_commit: Option<String>,
-    /// The catalogue's digest ([`crate::catalogue::Catalogue::digest`]), or the suite's
-    /// package for an official run.
-    pub catalogue: String,
-    /// The target's commit, as its profile says (`commit`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target_commit: Option<String>,
-    /// The machine the run was made on.
-    pub machine: Machine,
-}
-
-/// The machine a run was made on: what its timings and timeouts depend on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Machine {
-    pub cores: usize,
-    pub os: String,
-    pub arch: String,
-}
-
-impl Provenance {
-    /// This build, on this machine, for a run of `catalogue` against a target at
-    /// `target_commit`.
-    pub fn here(catalogue: String, target_commit: Option<String>) -> Provenance {
-        Provenance {
-            tool_commit: option_env!("RELAYCHECK_COMMIT").map(str::to_string),
-            catalogue,
-            target_commit,
-            machine: Machine {
-                cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-                os: std::env::consts::OS.to_string(),
-                arch: std::env::consts::ARCH.to_string(),
-            },
-        }
-    }
-
-    /// One line for a report: `relaycheck commit …, catalogue …, target commit …, 2 cores,
-    /// linux x86_64`.
-    pub fn describe(&self) -> String {
-        let mut parts = Vec::new();
-        if let Some(commit) = &self.tool_commit {
-            parts.push(format!("relaycheck commit {commit}"));
-        }
-        parts.push(format!("catalogue {}", self.catalogue));
-        if let Some(commit) = &self.target_commit {
-            parts.push(format!("target commit {commit}"));
-        }
-        parts.push(format!(
-            "{} core{}, {} {}",
-            self.machine.cores,
-            if self.machine.cores == 1 { "" } else { "s" },
-            self.machine.os,
-            self.machine.arch
-        ));
-        parts.join(", ")
-    }
-}
+use relaycheck_model::results::CaseResult;
 
 /// What a run says beside its results: the target's deaths, the lines it wrote that answered
 /// no call, and the baseline's stale entries. The footer of results.jsonl, summary.md and
 /// report.html all show them, so a reader of any one of them learns the same.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RunNotes<'a> {
-    pub target_events: &'a [crate::restart::TargetEvent],
-    pub strays: &'a [crate::restart::StrayLines],
+    pub target_events: &'a [relaycheck_model::results::TargetEvent],
+    pub strays: &'a [relaycheck_model::results::StrayLines],
     /// Expected-failures entries that pass now.
     pub stale: &'a [String],
     /// The run's conformance statement, a line per level ([`ReportSet`] fills it in from the
@@ -307,7 +224,7 @@ fn mask_cut_secrets(text: &str, secrets: &[String]) -> String {
         let cut = secrets
             .iter()
             .filter_map(|secret| {
-                (crate::profile::MIN_SECRET_BYTES..secret.len())
+                (crate::MIN_SECRET_BYTES..secret.len())
                     .rev()
                     .filter(|len| secret.is_char_boundary(*len))
                     .find(|len| before.ends_with(&secret[..*len]))
@@ -366,14 +283,14 @@ fn mask_value(value: &mut serde_json::Value, secrets: &[String]) {
 /// error, timeout or setup failure is made again from the masked message, and a failure's is
 /// masked as written and in its generalised form.
 /// A record of stray lines quotes the target; it is masked like a result.
-pub fn mask_strays(strays: &mut crate::restart::StrayLines, secrets: &[String]) {
+pub fn mask_strays(strays: &mut relaycheck_model::results::StrayLines, secrets: &[String]) {
     for line in &mut strays.sample {
         *line = mask_text(line, secrets);
     }
 }
 
 /// A target event quotes what the target printed as it died; it is masked like a result.
-pub fn mask_event(event: &mut crate::restart::TargetEvent, secrets: &[String]) {
+pub fn mask_event(event: &mut relaycheck_model::results::TargetEvent, secrets: &[String]) {
     if secrets.is_empty() {
         return;
     }
@@ -427,12 +344,12 @@ pub fn mask(result: &mut CaseResult, secrets: &[String]) {
             );
         if remade {
             // These causes are made from the message alone; no shape rule enters them.
-            result.cause = crate::cause::of(result, &crate::checks::Equivalence::default());
+            result.cause = crate::cause::of(result, &relaycheck_checks::Equivalence::default());
         }
         let generalized: Vec<String> = secrets
             .iter()
             .map(|secret| crate::cause::generalize_message(secret))
-            .filter(|g| g.len() >= crate::profile::MIN_SECRET_BYTES && !secrets.contains(g))
+            .filter(|g| g.len() >= crate::MIN_SECRET_BYTES && !secrets.contains(g))
             .chain(secrets.iter().cloned())
             .collect();
         if let Some(cause) = &mut result.cause {
@@ -532,14 +449,15 @@ mod tests {
 
     #[test]
     fn a_target_event_is_masked_like_a_result() {
-        let mut event: crate::restart::TargetEvent = serde_json::from_value(serde_json::json!({
-            "target": "leaky",
-            "shape": "2025-11-25",
-            "cause": "the target process exited with code 3; its stderr ends: token tok-abc123",
-            "restarted": false,
-            "restart_failed": "the restarted target printed tok-abc123",
-        }))
-        .unwrap();
+        let mut event: relaycheck_model::results::TargetEvent =
+            serde_json::from_value(serde_json::json!({
+                "target": "leaky",
+                "shape": "2025-11-25",
+                "cause": "the target process exited with code 3; its stderr ends: token tok-abc123",
+                "restarted": false,
+                "restart_failed": "the restarted target printed tok-abc123",
+            }))
+            .unwrap();
         mask_event(&mut event, &["tok-abc123".to_string()]);
         let all = serde_json::to_string(&event).unwrap();
         assert!(!all.contains("tok-abc"), "{all}");

@@ -9,8 +9,8 @@ use tabled::builder::Builder;
 use tabled::settings::Style;
 
 use super::summary::{Cell, MOVES, surface_matrix};
-use crate::impact::Impact;
-use crate::result::CaseResult;
+use relaycheck_model::impact::Impact;
+use relaycheck_model::results::CaseResult;
 
 /// One run's results under the name of its target.
 pub struct Run<'a> {

@@ -9,8 +9,8 @@ use relaycheck_model::Outcome;
 use tabled::builder::Builder;
 use tabled::settings::Style;
 
-use crate::catalogue::Catalogue;
-use crate::result::CaseResult;
+use relaycheck_model::catalogue::Catalogue;
+use relaycheck_model::results::CaseResult;
 
 /// A mutant as the target lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]

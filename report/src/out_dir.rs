@@ -7,7 +7,7 @@
 //!   kernel's, so a run killed outright leaves the file behind but not the lock; a run that
 //!   ends removes the file.
 //! - No writing through a link: the directory itself and each report name
-//!   ([`REPORTS`]) are refused, naming the path, when they are symbolic links. relaycheck makes
+//!   ([`reports`]) are refused, naming the path, when they are symbolic links. relaycheck makes
 //!   none, so any there was planted.
 //! - `results.jsonl` is streamed, not renamed at the end, so an interrupted run keeps every
 //!   result it reported: an existing file of that name is removed and a new one created with
@@ -32,8 +32,10 @@ use super::jsonl::JsonlWriter;
 /// The lock file of a directory a run writes into.
 pub const LOCK_FILE: &str = ".relaycheck.lock";
 
-/// The reports a run writes into its `--out` directory.
-pub const REPORTS: [&str; 4] = ["results.jsonl", "summary.md", "junit.xml", "report.html"];
+/// The reports a run writes into its `--out` directory: the results stream and every format.
+pub fn reports() -> impl Iterator<Item = &'static str> {
+    std::iter::once(crate::set::RESULTS_FILE).chain(crate::set::FORMATS.iter().map(|f| f.file))
+}
 
 /// An `--out` directory held by this run: locked until the value is dropped.
 #[derive(Debug)]
@@ -61,7 +63,7 @@ impl OutDir {
         }
         let lock_path = dir.join(LOCK_FILE);
         let lock = take_lock(&dir, &lock_path)?;
-        for name in REPORTS {
+        for name in reports() {
             refuse_link(&dir.join(name), "write")?;
         }
         Ok(OutDir {
@@ -266,7 +268,7 @@ mod tests {
         std::fs::write(&victim, "keep me").unwrap();
         let out = dir.join("out");
         std::fs::create_dir_all(&out).unwrap();
-        for name in REPORTS {
+        for name in reports() {
             let planted = out.join(name);
             std::os::unix::fs::symlink(&victim, &planted).unwrap();
             let err = OutDir::open(&out).unwrap_err().to_string();

@@ -5,8 +5,44 @@ use std::path::Path;
 
 use super::jsonl::{CaseEvent, Event, Footer, JsonlWriter};
 use super::{RunInfo, RunNotes, counts, html, junit, now_rfc3339, out_dir, summary};
-use crate::impact::Impact;
-use crate::result::CaseResult;
+use relaycheck_model::impact::Impact;
+use relaycheck_model::results::CaseResult;
+
+/// A report a run writes whole once its results are in: the file it is written to and how it
+/// is rendered from the run's data and notes (the notes with the conformance statement in).
+pub struct Format {
+    pub file: &'static str,
+    pub render: fn(&ReportSet<'_>, &RunNotes<'_>) -> String,
+}
+
+/// Every report written beside results.jsonl. A format added here is written by every command
+/// that runs cases and recognised in every `--out` directory.
+pub const FORMATS: &[Format] = &[
+    Format {
+        file: "junit.xml",
+        render: |set, _| junit::render_with(set.info, set.results, &set.notes),
+    },
+    Format {
+        file: "summary.md",
+        render: |set, _| set.summary(),
+    },
+    Format {
+        file: "report.html",
+        render: |set, notes| {
+            html::render_with(
+                set.info,
+                set.results,
+                set.cases,
+                set.surfaces,
+                set.impact,
+                notes,
+            )
+        },
+    },
+];
+
+/// The results stream, which a run writes as it goes rather than through [`FORMATS`].
+pub const RESULTS_FILE: &str = "results.jsonl";
 
 /// What every report of a run is rendered from.
 pub struct ReportSet<'a> {
@@ -58,31 +94,19 @@ impl ReportSet<'_> {
         }
     }
 
-    /// Writes junit.xml, summary.md and report.html into `dir`, each through a rename so a
-    /// reader never sees half of one. results.jsonl is the run's own: streamed as results
-    /// arrive ([`JsonlWriter`]), or whole with [`ReportSet::write_results`].
+    /// Writes every report of [`FORMATS`] into `dir`, each through a rename so a reader never
+    /// sees half of one. results.jsonl is the run's own: streamed as results arrive
+    /// ([`JsonlWriter`]), or whole with [`ReportSet::write_results`].
     pub fn write(&self, dir: &Path) -> anyhow::Result<()> {
         let conformance = self.conformance();
         let notes = RunNotes {
             conformance: &conformance,
             ..self.notes
         };
-        out_dir::write_atomic(
-            &dir.join("junit.xml"),
-            &junit::render_with(self.info, self.results, &self.notes),
-        )?;
-        out_dir::write_atomic(&dir.join("summary.md"), &self.summary())?;
-        out_dir::write_atomic(
-            &dir.join("report.html"),
-            &html::render_with(
-                self.info,
-                self.results,
-                self.cases,
-                self.surfaces,
-                self.impact,
-                &notes,
-            ),
-        )
+        for format in FORMATS {
+            out_dir::write_atomic(&dir.join(format.file), &(format.render)(self, &notes))?;
+        }
+        Ok(())
     }
 
     /// Writes a whole results.jsonl (header, cases, results, footer) with `writer`, for a run

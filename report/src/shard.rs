@@ -10,10 +10,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
-use crate::report::RunInfo;
-use crate::report::jsonl::{CaseEvent, Footer, ReadBack};
-use crate::restart::{StrayLines, TargetEvent};
-use crate::result::CaseResult;
+use crate::RunInfo;
+use crate::jsonl::{CaseEvent, Footer, ReadBack};
+use relaycheck_model::results::CaseResult;
+use relaycheck_model::results::{StrayLines, TargetEvent};
 
 /// More shards than any catalogue has cases.
 pub const MAX_SHARDS: usize = 10_000;
@@ -214,7 +214,7 @@ pub fn merge(shards: Vec<(String, ReadBack)>, command: String) -> Result<Merged,
             merged = Some(Merged {
                 info: RunInfo {
                     command: command.clone(),
-                    format: crate::report::RESULTS_FORMAT,
+                    format: crate::RESULTS_FORMAT,
                     shard: None,
                     ..info
                 },

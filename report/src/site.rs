@@ -15,11 +15,11 @@ use relaycheck_model::{Level, Outcome, Shape};
 use serde::{Deserialize, Serialize};
 
 use crate::conformance;
-use crate::report::html::escape;
-use crate::report::jsonl::CaseEvent;
-use crate::report::summary::Cell;
-use crate::report::{Provenance, RunInfo};
-use crate::result::CaseResult;
+use crate::html::escape;
+use crate::jsonl::CaseEvent;
+use crate::summary::Cell;
+use crate::{Provenance, RunInfo};
+use relaycheck_model::results::CaseResult;
 
 /// A run as the site reads it: what results.jsonl holds.
 pub struct SiteRun {
@@ -251,7 +251,7 @@ fn results_line(results: &[CaseResult]) -> String {
         .iter()
         .filter(|r| r.outcome == Outcome::ExpectedFail)
         .count();
-    let line = crate::report::total_line(results);
+    let line = crate::total_line(results);
     if known == 0 {
         line
     } else {
@@ -590,11 +590,11 @@ fn diff(before: &RunDigest, after: &RunDigest) -> Vec<Moved> {
 
 /// Passing or failing as `compare` reads them (a known failure is a failure); absent is neither.
 fn passing(outcome: Option<Outcome>) -> bool {
-    outcome.is_some_and(crate::report::compare::passing)
+    outcome.is_some_and(crate::compare::passing)
 }
 
 fn failing(outcome: Option<Outcome>) -> bool {
-    outcome.is_some_and(crate::report::compare::failing)
+    outcome.is_some_and(crate::compare::failing)
 }
 
 /// `2 fixed, 1 broken, 30 new, 4 gone, 3 other`, leaving out what is zero. A result that was
@@ -882,8 +882,8 @@ ul.failures li{margin:4px 0}.req{font-style:italic}.src{color:#555}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalogue::Conformance;
-    use crate::conformance::SurfaceClass;
+    use relaycheck_model::catalogue::Conformance;
+    use relaycheck_model::results::SurfaceClass;
 
     fn info(target: &str, version: &str, started: &str) -> RunInfo {
         RunInfo {
@@ -1069,7 +1069,7 @@ mod tests {
             tool_commit: Some("abc".into()),
             catalogue: catalogue.into(),
             target_commit: None,
-            machine: crate::report::Machine {
+            machine: crate::Machine {
                 cores: 2,
                 os: "linux".into(),
                 arch: "x86_64".into(),

@@ -343,7 +343,7 @@ pub fn parse_locator(text: &str) -> Result<Reference, String> {
         let status = &c[2];
         return match sep_status(number) {
             None => Err(format!(
-                "`{text}`: SEP-{number} is not in relaycheck's table of SEPs and their status (harness/src/sources.rs)"
+                "`{text}`: SEP-{number} is not in relaycheck's table of SEPs and their status (report/src/sources.rs)"
             )),
             Some(known) if known != status => {
                 Err(format!("`{text}`: SEP-{number} is {known}, not {status}"))

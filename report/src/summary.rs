@@ -14,8 +14,8 @@ use tabled::builder::Builder;
 use tabled::settings::Style;
 
 use super::{RunInfo, RunNotes, counts, markdown_inline, total_line};
-use crate::impact::Impact;
-use crate::result::CaseResult;
+use relaycheck_model::impact::Impact;
+use relaycheck_model::results::CaseResult;
 
 /// Passed of applicable for one cell of a matrix.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -164,7 +164,7 @@ pub fn render_with(
         }
     }
 
-    let refused = crate::result::refused_shapes(results);
+    let refused = relaycheck_model::results::refused_shapes(results);
     if !refused.is_empty() {
         let _ = writeln!(out, "## Shapes the target does not speak\n");
         let _ = writeln!(
@@ -237,10 +237,9 @@ pub fn render_with(
     out
 }
 
-/// The "Target restarts" section, as [`crate::restart::markdown`] writes it, each event's
-/// sentence made inert: it quotes why the target died and why its restart failed, which the
+/// The "Target restarts" section, each event's sentence made inert: it quotes why the target died and why its restart failed, which the
 /// target's own output can say.
-fn restarts(events: &[crate::restart::TargetEvent]) -> String {
+fn restarts(events: &[relaycheck_model::results::TargetEvent]) -> String {
     if events.is_empty() {
         return String::new();
     }
@@ -251,7 +250,7 @@ fn restarts(events: &[crate::restart::TargetEvent]) -> String {
     out
 }
 
-fn strays(strays: &[crate::restart::StrayLines]) -> String {
+fn strays(strays: &[relaycheck_model::results::StrayLines]) -> String {
     if strays.is_empty() {
         return String::new();
     }
@@ -334,9 +333,12 @@ mod tests {
         let refused = result(
             "is-error/c",
             Outcome::NotApplicable,
-            &format!("{}2026-07-28: {HOSTILE}", crate::result::SHAPE_REFUSED),
+            &format!(
+                "{}2026-07-28: {HOSTILE}",
+                relaycheck_model::results::SHAPE_REFUSED
+            ),
         );
-        let events = [crate::restart::TargetEvent {
+        let events = [relaycheck_model::results::TargetEvent {
             target: "t".into(),
             shape: Shape::V2025_11_25,
             cause: HOSTILE.into(),

@@ -8,12 +8,13 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use relaycheck_model::Shape;
-use relaycheck_model::case::{CaseFile, CaseSpec};
-use relaycheck_model::script::{CanaryScript, NAMED_CANARIES};
+use relaycheck_model::case::CaseFile;
+pub use relaycheck_model::catalogue::{Catalogue, Conformance, LoadedCase, Surface};
+use relaycheck_model::script::NAMED_CANARIES;
 use serde::Deserialize;
 
-use crate::checks;
-use crate::routes::KNOWN_ROUTES;
+use relaycheck_checks as checks;
+use relaycheck_model::route::RouteName;
 
 /// One problem in a spec file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,270 +51,153 @@ impl fmt::Display for SpecErrors {
 
 impl std::error::Error for SpecErrors {}
 
-/// A surface as `specs/surfaces.yaml` describes it.
-#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct Surface {
-    pub id: String,
-    pub title: String,
-    pub source: String,
-    #[serde(default)]
-    pub reads: Vec<String>,
-    #[serde(default)]
-    pub writes: Vec<String>,
-    #[serde(default)]
-    pub observed: Vec<String>,
-    #[serde(default)]
-    pub description: Option<String>,
-    /// `core` (the default): a duty of every relay, run on every target unless its profile
-    /// names other surfaces. `extended`: a feature a gateway offers (truncation, batch packing,
-    /// redaction, audit export, ...), run only where the profile claims it by name.
-    #[serde(default)]
-    pub conformance: Conformance,
-}
-
-/// Whether a surface is every relay's duty or a feature a gateway claims.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum Conformance {
-    #[default]
-    Core,
-    Extended,
-}
-
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SurfacesFile {
     surfaces: Vec<Surface>,
 }
 
-/// A case together with where it was written.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LoadedCase {
-    pub spec: CaseSpec,
-    pub surface: String,
-    /// Whether the case's surface is an extended one ([`Conformance::Extended`]): a feature
-    /// that runs only where the profile claims it.
-    pub extended: bool,
-    pub file: PathBuf,
-    pub line: Option<usize>,
+/// Loads and lints `specs_dir` (`surfaces.yaml` and `cases/*.yaml`).
+pub fn load(specs_dir: &Path) -> Result<Catalogue, SpecErrors> {
+    let mut errors = Vec::new();
+    let surfaces = load_surfaces(&specs_dir.join("surfaces.yaml"), &mut errors);
+    let shapes = crate::shapes::load_shapes(&specs_dir.join("shapes"), &mut errors);
+    let cases_dir = specs_dir.join("cases");
+    let mut files: Vec<PathBuf> = match std::fs::read_dir(&cases_dir) {
+        Ok(entries) => entries
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|path| path.extension().is_some_and(|ext| ext == "yaml"))
+            .collect(),
+        Err(err) => {
+            errors.push(SpecError {
+                file: cases_dir.clone(),
+                line: None,
+                message: format!("cannot read the case directory: {err}"),
+            });
+            Vec::new()
+        }
+    };
+    files.sort();
+    let mut read: Vec<PathBuf> = vec![specs_dir.join("surfaces.yaml")];
+    read.extend(
+        Shape::ALL
+            .iter()
+            .map(|shape| specs_dir.join(format!("shapes/{}.yaml", shape.as_str()))),
+    );
+    read.extend(files.iter().cloned());
+    let mut cases: Vec<LoadedCase> = Vec::new();
+    for file in files {
+        match std::fs::read_to_string(&file) {
+            Ok(text) => cases.extend(parse_case_file(&file, &text, &mut errors)),
+            Err(err) => errors.push(SpecError {
+                file: file.clone(),
+                line: None,
+                message: format!("cannot read: {err}"),
+            }),
+        }
+    }
+    for case in &mut cases {
+        case.extended = surfaces
+            .iter()
+            .any(|s| s.id == case.surface && s.conformance == Conformance::Extended);
+    }
+    let requirements_path = specs_dir.join("../docs/requirements.md");
+    let requirements = match relaycheck_report::sources::RequirementsPage::load(&requirements_path)
+    {
+        Ok(page) => page,
+        Err(problem) => {
+            errors.push(SpecError {
+                file: requirements_path.clone(),
+                line: None,
+                message: problem,
+            });
+            relaycheck_report::sources::RequirementsPage::default()
+        }
+    };
+    let catalogue = Catalogue {
+        surfaces,
+        shapes,
+        cases,
+        digest: digest_of(specs_dir, &read),
+    };
+    lint(&catalogue, &mut errors);
+    lint_sources(&catalogue, specs_dir, &requirements, &mut errors);
+    if errors.is_empty() {
+        Ok(catalogue)
+    } else {
+        Err(SpecErrors(errors))
+    }
 }
 
-/// The whole catalogue, in file order then case order.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Catalogue {
-    pub surfaces: Vec<Surface>,
-    pub shapes: Vec<crate::shapes::ShapeSpec>,
-    pub cases: Vec<LoadedCase>,
-    /// `sha256:` and the first 16 hex digits of a digest over every file the catalogue was
-    /// read from (surfaces, shapes, case files; each path relative to the specs directory and
-    /// its bytes), so two runs can say whether they ran the same catalogue.
-    pub digest: String,
-}
-
-impl Catalogue {
-    /// Loads and lints `specs_dir` (`surfaces.yaml` and `cases/*.yaml`).
-    pub fn load(specs_dir: &Path) -> Result<Catalogue, SpecErrors> {
-        let mut errors = Vec::new();
-        let surfaces = load_surfaces(&specs_dir.join("surfaces.yaml"), &mut errors);
-        let shapes = crate::shapes::load_shapes(&specs_dir.join("shapes"), &mut errors);
-        let cases_dir = specs_dir.join("cases");
-        let mut files: Vec<PathBuf> = match std::fs::read_dir(&cases_dir) {
-            Ok(entries) => entries
-                .filter_map(|entry| entry.ok().map(|e| e.path()))
-                .filter(|path| path.extension().is_some_and(|ext| ext == "yaml"))
-                .collect(),
-            Err(err) => {
-                errors.push(SpecError {
-                    file: cases_dir.clone(),
-                    line: None,
-                    message: format!("cannot read the case directory: {err}"),
-                });
-                Vec::new()
-            }
+fn lint(catalogue: &Catalogue, errors: &mut Vec<SpecError>) {
+    let mut seen: BTreeMap<&str, &LoadedCase> = BTreeMap::new();
+    let known_surfaces: Vec<&str> = catalogue.surfaces.iter().map(|s| s.id.as_str()).collect();
+    for case in &catalogue.cases {
+        let mut report = |message: String| {
+            errors.push(SpecError {
+                file: case.file.clone(),
+                line: case.line,
+                message: format!("case `{}`: {message}", case.spec.id),
+            })
         };
-        files.sort();
-        let mut read: Vec<PathBuf> = vec![specs_dir.join("surfaces.yaml")];
-        read.extend(
-            Shape::ALL
-                .iter()
-                .map(|shape| specs_dir.join(format!("shapes/{}.yaml", shape.as_str()))),
-        );
-        read.extend(files.iter().cloned());
-        let mut cases: Vec<LoadedCase> = Vec::new();
-        for file in files {
-            match std::fs::read_to_string(&file) {
-                Ok(text) => cases.extend(parse_case_file(&file, &text, &mut errors)),
-                Err(err) => errors.push(SpecError {
+        if let Some(first) = seen.insert(&case.spec.id, case) {
+            report(format!(
+                "duplicate id (first at {}:{})",
+                first.file.display(),
+                first.line.unwrap_or(0)
+            ));
+        }
+        for problem in lint_case(case, &known_surfaces) {
+            report(problem);
+        }
+    }
+}
+
+/// Every source (of cases, surfaces, shapes and their defaults) is one a reader can open,
+/// and every case's level is no stronger than what it rests on.
+fn lint_sources(
+    catalogue: &Catalogue,
+    specs_dir: &Path,
+    requirements: &relaycheck_report::sources::RequirementsPage,
+    errors: &mut Vec<SpecError>,
+) {
+    for case in &catalogue.cases {
+        for problem in relaycheck_report::sources::lint_case_source(
+            &case.spec.source,
+            case.spec.level,
+            case.spec.shapes.as_deref(),
+            requirements,
+        ) {
+            errors.push(SpecError {
+                file: case.file.clone(),
+                line: case.line,
+                message: format!("case `{}`: {problem}", case.spec.id),
+            });
+        }
+    }
+    let surfaces_file = specs_dir.join("surfaces.yaml");
+    for surface in &catalogue.surfaces {
+        if let Err(problem) = relaycheck_report::sources::parse(&surface.source) {
+            errors.push(SpecError {
+                file: surfaces_file.clone(),
+                line: None,
+                message: format!("surface `{}`: source: {problem}", surface.id),
+            });
+        }
+    }
+    for shape in &catalogue.shapes {
+        let file = specs_dir.join("shapes").join(format!("{}.yaml", shape.id));
+        let sources = std::iter::once(&shape.source)
+            .chain(shape.defaults.iter().map(|d| &d.source))
+            .chain(shape.own_meta.iter().map(|m| &m.source));
+        for source in sources {
+            if let Err(problem) = relaycheck_report::sources::parse(source) {
+                errors.push(SpecError {
                     file: file.clone(),
                     line: None,
-                    message: format!("cannot read: {err}"),
-                }),
-            }
-        }
-        for case in &mut cases {
-            case.extended = surfaces
-                .iter()
-                .any(|s| s.id == case.surface && s.conformance == Conformance::Extended);
-        }
-        let requirements_path = specs_dir.join("../docs/requirements.md");
-        let requirements = match crate::sources::RequirementsPage::load(&requirements_path) {
-            Ok(page) => page,
-            Err(problem) => {
-                errors.push(SpecError {
-                    file: requirements_path.clone(),
-                    line: None,
-                    message: problem,
-                });
-                crate::sources::RequirementsPage::default()
-            }
-        };
-        let catalogue = Catalogue {
-            surfaces,
-            shapes,
-            cases,
-            digest: digest_of(specs_dir, &read),
-        };
-        catalogue.lint(&mut errors);
-        catalogue.lint_sources(specs_dir, &requirements, &mut errors);
-        if errors.is_empty() {
-            Ok(catalogue)
-        } else {
-            Err(SpecErrors(errors))
-        }
-    }
-
-    fn lint(&self, errors: &mut Vec<SpecError>) {
-        let mut seen: BTreeMap<&str, &LoadedCase> = BTreeMap::new();
-        let known_surfaces: Vec<&str> = self.surfaces.iter().map(|s| s.id.as_str()).collect();
-        for case in &self.cases {
-            let mut report = |message: String| {
-                errors.push(SpecError {
-                    file: case.file.clone(),
-                    line: case.line,
-                    message: format!("case `{}`: {message}", case.spec.id),
-                })
-            };
-            if let Some(first) = seen.insert(&case.spec.id, case) {
-                report(format!(
-                    "duplicate id (first at {}:{})",
-                    first.file.display(),
-                    first.line.unwrap_or(0)
-                ));
-            }
-            for problem in lint_case(case, &known_surfaces) {
-                report(problem);
-            }
-        }
-    }
-
-    /// Every source (of cases, surfaces, shapes and their defaults) is one a reader can open,
-    /// and every case's level is no stronger than what it rests on.
-    fn lint_sources(
-        &self,
-        specs_dir: &Path,
-        requirements: &crate::sources::RequirementsPage,
-        errors: &mut Vec<SpecError>,
-    ) {
-        for case in &self.cases {
-            for problem in crate::sources::lint_case_source(
-                &case.spec.source,
-                case.spec.level,
-                case.spec.shapes.as_deref(),
-                requirements,
-            ) {
-                errors.push(SpecError {
-                    file: case.file.clone(),
-                    line: case.line,
-                    message: format!("case `{}`: {problem}", case.spec.id),
+                    message: format!("source: {problem}"),
                 });
             }
-        }
-        let surfaces_file = specs_dir.join("surfaces.yaml");
-        for surface in &self.surfaces {
-            if let Err(problem) = crate::sources::parse(&surface.source) {
-                errors.push(SpecError {
-                    file: surfaces_file.clone(),
-                    line: None,
-                    message: format!("surface `{}`: source: {problem}", surface.id),
-                });
-            }
-        }
-        for shape in &self.shapes {
-            let file = specs_dir.join("shapes").join(format!("{}.yaml", shape.id));
-            let sources = std::iter::once(&shape.source)
-                .chain(shape.defaults.iter().map(|d| &d.source))
-                .chain(shape.own_meta.iter().map(|m| &m.source));
-            for source in sources {
-                if let Err(problem) = crate::sources::parse(source) {
-                    errors.push(SpecError {
-                        file: file.clone(),
-                        line: None,
-                        message: format!("source: {problem}"),
-                    });
-                }
-            }
-        }
-    }
-
-    /// How values compare in `shape`: its defaults and answering-server keys. A catalogue
-    /// without the shape's file compares strictly.
-    pub fn rules(&self, shape: relaycheck_model::Shape) -> crate::checks::Equivalence {
-        self.shapes
-            .iter()
-            .find(|spec| spec.id == shape)
-            .map(crate::shapes::ShapeSpec::equivalence)
-            .unwrap_or_default()
-    }
-
-    /// The static impact of each shape on each surface.
-    pub fn impact(&self) -> crate::impact::Impact {
-        crate::impact::Impact::new(&self.surfaces, &self.shapes)
-    }
-
-    pub fn surface_ids(&self) -> Vec<String> {
-        self.surfaces.iter().map(|s| s.id.clone()).collect()
-    }
-
-    pub fn surface(&self, id: &str) -> Option<&Surface> {
-        self.surfaces.iter().find(|s| s.id == id)
-    }
-
-    /// The surfaces `profile` claims that the catalogue does not have, as an error naming the
-    /// profile and the field: a misspelt claim would make every case of the surface not
-    /// applicable without a word.
-    pub fn check_claims(&self, profile: &crate::profile::Profile) -> Result<(), String> {
-        let known: Vec<&str> = self.surfaces.iter().map(|s| s.id.as_str()).collect();
-        let unknown = profile.unknown_surfaces(&known);
-        if unknown.is_empty() {
-            return Ok(());
-        }
-        let file = profile
-            .origin
-            .as_ref()
-            .map_or(profile.name.clone(), |p| p.display().to_string());
-        Err(format!(
-            "{file}: `claims.surfaces` names {}, which the catalogue does not have (its surfaces: {}, or `*` for all)",
-            unknown
-                .iter()
-                .map(|s| format!("`{s}`"))
-                .collect::<Vec<_>>()
-                .join(", "),
-            known.join(", ")
-        ))
-    }
-
-    /// The script the canary serves for this catalogue: one tool per inline case tool.
-    pub fn canary_script(&self) -> CanaryScript {
-        CanaryScript {
-            tools: self
-                .cases
-                .iter()
-                .filter_map(|case| case.spec.tool_script())
-                .collect(),
-            list_page_size: None,
         }
     }
 }
@@ -520,10 +404,10 @@ fn lint_case(case: &LoadedCase, known_surfaces: &[&str]) -> Vec<String> {
         problems.push("routes is empty".into());
     }
     for route in &spec.routes {
-        if !KNOWN_ROUTES.contains(&route.as_str()) {
+        if RouteName::named(route).is_none() {
             problems.push(format!(
                 "unknown route `{route}` (known: {})",
-                KNOWN_ROUTES.join(", ")
+                RouteName::known()
             ));
         }
     }
@@ -658,7 +542,7 @@ mod tests {
     #[test]
     fn the_repository_catalogue_lints_clean() {
         let specs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs");
-        if let Err(errors) = Catalogue::load(&specs) {
+        if let Err(errors) = load(&specs) {
             panic!("{errors}");
         }
     }

@@ -7,11 +7,11 @@ use relaycheck_model::render::read_task_handle;
 use relaycheck_model::script::HandleForm;
 use serde_json::{Map, Value, json};
 
-use crate::checks::{FollowUp, collect_links};
 use crate::client::Exchange;
 use crate::profile::{Profile, Route};
-use crate::routes::{View, call_params, handle_params};
 use crate::session::Session;
+use relaycheck_checks::{FollowUp, collect_links};
+use relaycheck_model::route::{RouteName, View, call_params, handle_params};
 
 /// Everything a route produced for one call.
 pub struct Drive {
@@ -88,11 +88,14 @@ pub async fn drive(
     if drive.exchange.reply().is_none() {
         return drive;
     }
-    match route_name {
-        "continuation" => continuation(profile, &route, session, &mut drive, timeout).await,
-        "tasks" => tasks(session, &mut drive, timeout).await,
-        "resources-read" => resources(session, &mut drive, timeout).await,
-        _ => {}
+    match RouteName::named(route_name) {
+        Some(RouteName::Continuation) => {
+            continuation(profile, &route, session, &mut drive, timeout).await
+        }
+        Some(RouteName::Tasks) => tasks(session, &mut drive, timeout).await,
+        Some(RouteName::ResourcesRead) => resources(session, &mut drive, timeout).await,
+        // The first call is all these routes make.
+        Some(RouteName::Flat | RouteName::Batch) | None => {}
     }
     drive
 }

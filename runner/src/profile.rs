@@ -6,6 +6,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use relaycheck_model::Shape;
+use relaycheck_model::route::RouteName;
 pub use relaycheck_model::route::{Discover, ENTRY_FIELDS, RecordMatch, Route, RouteKind};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -13,12 +14,18 @@ use serde_json::Value;
 
 /// Profiles shipped inside the binary, so `--target direct` works from any directory.
 const BUILTIN: &[(&str, &str)] = &[
-    ("direct", include_str!("../targets/direct.toml")),
-    ("direct-http", include_str!("../targets/direct-http.toml")),
-    ("reference", include_str!("../targets/reference.toml")),
+    ("direct", include_str!("../../harness/targets/direct.toml")),
+    (
+        "direct-http",
+        include_str!("../../harness/targets/direct-http.toml"),
+    ),
+    (
+        "reference",
+        include_str!("../../harness/targets/reference.toml"),
+    ),
     (
         "reference-http",
-        include_str!("../targets/reference-http.toml"),
+        include_str!("../../harness/targets/reference-http.toml"),
     ),
 ];
 
@@ -28,7 +35,7 @@ const BUILTIN: &[(&str, &str)] = &[
 fn shipped_dirs() -> Vec<PathBuf> {
     let mut dirs = vec![PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/targets"
+        "/../harness/targets"
     ))];
     dirs.push(PathBuf::from("harness/targets"));
     dirs.into_iter().filter(|dir| dir.is_dir()).collect()
@@ -690,8 +697,13 @@ impl Profile {
             ));
         }
         for (name, route) in &self.routes {
-            let follow_up = matches!(name.as_str(), "continuation" | "tasks" | "resources-read");
-            if follow_up {
+            let Some(kind) = RouteName::named(name) else {
+                return Err(invalid(
+                    &format!("routes.{name}"),
+                    &format!("unknown route (known: {})", RouteName::known()),
+                ));
+            };
+            if kind.follows_up() {
                 match &route.via {
                     Some(via) if self.routes.contains_key(via) && via != name => {}
                     Some(via) => {
@@ -708,10 +720,7 @@ impl Profile {
                     }
                 }
             }
-            if (!follow_up || name == "continuation")
-                && route.tool.is_none()
-                && route.discover.is_none()
-            {
+            if kind.calls_a_tool() && route.tool.is_none() && route.discover.is_none() {
                 return Err(invalid(&format!("routes.{name}.tool"), "is required"));
             }
             for field in route.fields.keys() {
@@ -722,15 +731,6 @@ impl Profile {
                     ));
                 }
             }
-            if !crate::routes::KNOWN_ROUTES.contains(&name.as_str()) {
-                return Err(invalid(
-                    &format!("routes.{name}"),
-                    &format!(
-                        "unknown route (known: {})",
-                        crate::routes::KNOWN_ROUTES.join(", ")
-                    ),
-                ));
-            }
             let pointers = route
                 .pick
                 .iter()
@@ -739,7 +739,7 @@ impl Profile {
                 .chain(route.entry.iter().map(|p| ("entry", p)));
             for (key, pointer) in pointers {
                 if key != "entry"
-                    && let Err(message) = crate::routes::Pick::parse(pointer)
+                    && let Err(message) = relaycheck_model::route::Pick::parse(pointer)
                 {
                     return Err(invalid(&format!("routes.{name}.{key}"), &message));
                 }
@@ -921,7 +921,7 @@ impl Profile {
         for (name, route) in &self.routes {
             for (key, text) in [("tool", &route.tool), ("delete_tool", &route.delete_tool)] {
                 if let Some(text) = text
-                    && let Err(message) = crate::routes::check_tool_transforms(text)
+                    && let Err(message) = relaycheck_model::route::check_tool_transforms(text)
                 {
                     return Err(invalid(&format!("routes.{name}.{key}"), &message));
                 }
@@ -1240,6 +1240,31 @@ impl Profile {
             .any(|s| s == surface || s == "*")
     }
 
+    /// The surfaces the profile claims that the catalogue does not have, as an error naming the
+    /// profile and the field: a misspelt claim would make every case of the surface not
+    /// applicable without a word.
+    pub fn check_claims(&self, catalogue: &crate::catalogue::Catalogue) -> Result<(), String> {
+        let profile = self;
+        let known: Vec<&str> = catalogue.surfaces.iter().map(|s| s.id.as_str()).collect();
+        let unknown = profile.unknown_surfaces(&known);
+        if unknown.is_empty() {
+            return Ok(());
+        }
+        let file = profile
+            .origin
+            .as_ref()
+            .map_or(profile.name.clone(), |p| p.display().to_string());
+        Err(format!(
+            "{file}: `claims.surfaces` names {}, which the catalogue does not have (its surfaces: {}, or `*` for all)",
+            unknown
+                .iter()
+                .map(|s| format!("`{s}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            known.join(", ")
+        ))
+    }
+
     /// The claimed surfaces the catalogue does not know, for an error naming the field.
     pub fn unknown_surfaces<'a>(&'a self, known: &[&str]) -> Vec<&'a str> {
         self.claims
@@ -1259,8 +1284,7 @@ impl Profile {
     }
 }
 
-/// The shortest value masked as a secret: a shorter one would mask ordinary text.
-pub const MIN_SECRET_BYTES: usize = 4;
+pub use relaycheck_report::MIN_SECRET_BYTES;
 
 /// Query parameter names (and parts of names, split at `-`, `_` and `.`) whose values are
 /// secrets: `api_key`, `X-Amz-Signature`, `access_token`.
@@ -1892,11 +1916,11 @@ impl Vars {
 const BUILTIN_TEMPLATES: &[(&str, &str)] = &[
     (
         "reference.config.toml",
-        include_str!("../targets/reference.config.toml"),
+        include_str!("../../harness/targets/reference.config.toml"),
     ),
     (
         "reference-http.config.toml",
-        include_str!("../targets/reference-http.config.toml"),
+        include_str!("../../harness/targets/reference-http.config.toml"),
     ),
 ];
 
@@ -2229,7 +2253,7 @@ mod shipped {
     /// installed would otherwise first fail in CI's provisioned runs.
     #[test]
     fn every_shipped_profile_loads_with_its_files() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("targets");
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../harness/targets");
         let mut loaded = 0;
         for entry in std::fs::read_dir(&dir).unwrap().flatten() {
             let path = entry.path();

@@ -10,13 +10,13 @@
 use std::path::Path;
 use std::sync::Arc;
 
+pub use relaycheck_model::results::{StrayLines, TargetEvent};
 use relaycheck_model::{Outcome, Shape};
-use serde::{Deserialize, Serialize};
 
 use crate::catalogue::LoadedCase;
-use crate::result::CaseResult;
 use crate::run::{RunPlan, drive_items, start_dir};
 use crate::target::{self, Launch};
+use relaycheck_model::results::CaseResult;
 
 /// How many times one batch's target is started again after it died.
 pub const RESTARTS: usize = 1;
@@ -29,192 +29,47 @@ pub struct TargetLog {
     pub strays: Vec<StrayLines>,
 }
 
-/// The lines one start of a target wrote on its stdout that answered no call: not JSON-RPC,
-/// responses under ids no call had, and answers to calls that had timed out. Matching is by
-/// id alone, so these are what the report shows instead of blaming them on a case.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct StrayLines {
-    pub target: String,
-    pub shape: Shape,
-    /// Lines that were not JSON-RPC, or responses under an id no call had.
-    pub unsolicited: u64,
-    /// Answers to calls that had already timed out.
-    pub late: u64,
-    /// Notifications and requests for no pending call (the harness serves none).
-    #[serde(default)]
-    pub messages: u64,
-    /// Lines past the kept sample, not counted by kind.
-    #[serde(default)]
-    pub more: u64,
-    /// The first distinct unsolicited and late lines, each cut short.
-    pub sample: Vec<String>,
-    /// The one case the start ran, when it ran one (a case on a target of its own): the lines
-    /// are its doing.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub case: Option<String>,
-    /// Where the lines came: `stdout`, or the `event stream` of the legacy HTTP+SSE transport.
-    #[serde(default = "stdout")]
-    pub stream: String,
-}
-
-fn stdout() -> String {
-    "stdout".to_string()
-}
-
-impl StrayLines {
-    /// How many lines of the sample a report keeps.
-    pub const SAMPLE: usize = 5;
-
-    /// The record of `strays` (and `dropped` more), or `None` when none was unsolicited or
-    /// late.
-    pub fn of(
-        target: &str,
-        shape: Shape,
-        strays: &[crate::client::stream::Stray],
-        dropped: u64,
-    ) -> Option<StrayLines> {
-        use crate::client::stream::StrayKind;
-        let count = |kind| strays.iter().filter(|s| s.kind == kind).count() as u64;
-        let (unsolicited, late) = (count(StrayKind::Unsolicited), count(StrayKind::Late));
-        if unsolicited + late == 0 && dropped == 0 {
-            return None;
-        }
-        let mut sample: Vec<String> = Vec::new();
-        for stray in strays.iter().filter(|s| s.kind != StrayKind::Message) {
-            let shown = crate::session::preview(&stray.raw);
-            let shown = if stray.len > stray.raw.len() && !shown.ends_with(" bytes)") {
-                format!("{shown}… ({} bytes)", stray.len)
-            } else {
-                shown
-            };
-            // Distinct lines: a target repeating one line says it once.
-            if !sample.contains(&shown) {
-                sample.push(shown);
-            }
-            if sample.len() == Self::SAMPLE {
-                break;
-            }
-        }
-        Some(StrayLines {
-            target: target.to_string(),
-            shape,
-            unsolicited,
-            late,
-            messages: count(StrayKind::Message),
-            more: dropped,
-            sample,
-            case: None,
-            stream: stdout(),
-        })
+/// The record of `strays` (and `dropped` more), or `None` when none was unsolicited or
+/// late.
+pub fn stray_lines(
+    target: &str,
+    shape: Shape,
+    strays: &[crate::client::stream::Stray],
+    dropped: u64,
+) -> Option<StrayLines> {
+    use crate::client::stream::StrayKind;
+    let count = |kind| strays.iter().filter(|s| s.kind == kind).count() as u64;
+    let (unsolicited, late) = (count(StrayKind::Unsolicited), count(StrayKind::Late));
+    if unsolicited + late == 0 && dropped == 0 {
+        return None;
     }
-
-    /// One line for a person.
-    pub fn describe(&self) -> String {
-        let mut parts = Vec::new();
-        if self.unsolicited > 0 {
-            parts.push(format!(
-                "{} line(s) that answer no call (not JSON-RPC, or under an id no call had)",
-                self.unsolicited
-            ));
-        }
-        if self.late > 0 {
-            parts.push(format!(
-                "{} answer(s) to calls that had timed out",
-                self.late
-            ));
-        }
-        if self.more > 0 {
-            parts.push(format!("{} more line(s) past the sample", self.more));
-        }
-        format!(
-            "target `{}` [{}] wrote {} on its {}{}",
-            self.target,
-            self.shape,
-            parts.join(", "),
-            self.stream,
-            self.case
-                .as_ref()
-                .map(|case| format!(", while it ran `{case}` alone"))
-                .unwrap_or_default()
-        )
-    }
-}
-
-/// One death of a target during a run, and what the runner did about it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct TargetEvent {
-    pub target: String,
-    pub shape: Shape,
-    /// Why the target could serve no more calls ("the target process exited with code 3").
-    pub cause: String,
-    /// The cases whose calls were in flight when it died; they got `error`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub touched: Vec<String>,
-    /// Whether it was started again for the cases it had not reached.
-    pub restarted: bool,
-    /// Cases not reached, ended as `error` without running (after a second death, or when
-    /// the restart failed).
-    #[serde(default)]
-    pub not_run: usize,
-    /// Why the restart failed, when it did.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub restart_failed: Option<String>,
-    /// Cases whose calls failed alike after the target broke (its upstream gone, its process
-    /// alive): run again on the fresh start, their results saying what they got before.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub collateral: Vec<String>,
-}
-
-impl TargetEvent {
-    /// One line for a person.
-    pub fn describe(&self) -> String {
-        let at = match self.touched.as_slice() {
-            [] => "between cases".to_string(),
-            [one] => format!("at case `{one}`"),
-            [first, rest @ ..] => format!("at case `{first}` (and {} more in flight)", rest.len()),
-        };
-        let then = if self.restarted {
-            "restarted once; the run went on".to_string()
-        } else if let Some(err) = &self.restart_failed {
-            format!(
-                "the restart failed ({}); {} case(s) not run, reported as error",
-                first_line(err),
-                self.not_run
-            )
+    let mut sample: Vec<String> = Vec::new();
+    for stray in strays.iter().filter(|s| s.kind != StrayKind::Message) {
+        let shown = crate::session::preview(&stray.raw);
+        let shown = if stray.len > stray.raw.len() && !shown.ends_with(" bytes)") {
+            format!("{shown}… ({} bytes)", stray.len)
         } else {
-            format!(
-                "already restarted once, so not again; {} case(s) not run, reported as error",
-                self.not_run
-            )
+            shown
         };
-        let collateral = match self.collateral.len() {
-            0 => String::new(),
-            n => format!(
-                "; {n} case(s) that failed after it ran again on the fresh start: {}",
-                self.collateral.join(", ")
-            ),
-        };
-        format!(
-            "target `{}` [{}]: {} {at}; {then}{collateral}",
-            self.target, self.shape, self.cause
-        )
+        // Distinct lines: a target repeating one line says it once.
+        if !sample.contains(&shown) {
+            sample.push(shown);
+        }
+        if sample.len() == StrayLines::SAMPLE {
+            break;
+        }
     }
-}
-
-/// A markdown section on the targets that died, or nothing when none did.
-pub fn markdown(events: &[TargetEvent]) -> String {
-    if events.is_empty() {
-        return String::new();
-    }
-    let mut out = String::from("\n## Target restarts\n\n");
-    for event in events {
-        out.push_str(&format!("- {}\n", event.describe()));
-    }
-    out
-}
-
-fn first_line(text: &str) -> &str {
-    text.lines().next().unwrap_or_default()
+    Some(StrayLines {
+        target: target.to_string(),
+        shape,
+        unsolicited,
+        late,
+        messages: count(StrayKind::Message),
+        more: dropped,
+        sample,
+        case: None,
+        stream: "stdout".to_string(),
+    })
 }
 
 /// What driving a list of cases on one start of a target came to.
@@ -301,7 +156,7 @@ fn report_refused(
     items: Vec<(&LoadedCase, String)>,
     report: &mut dyn FnMut(CaseResult),
 ) {
-    let message = format!("{}{shape}: {why}", crate::result::SHAPE_REFUSED);
+    let message = format!("{}{shape}: {why}", relaycheck_model::results::SHAPE_REFUSED);
     // A version the profile names in `[claims] shapes` is one the target supports, so the
     // lifecycle's rule holds: asked for it, the target answers with it. A shape no profile
     // field claims is only one the target may not speak, never a failure.
@@ -318,7 +173,7 @@ fn report_refused(
                     "version-echoed: the profile claims {shape} (`[claims] shapes`), yet {why}"
                 ),
             );
-            result.checks.push(crate::checks::Verdict::fail(
+            result.checks.push(relaycheck_checks::Verdict::fail(
                 "version-echoed",
                 format!("the profile claims {shape}, yet {why}"),
             ));
@@ -380,15 +235,13 @@ pub(crate) async fn run_batch(
                 let (outcome, message) = match events.last_mut() {
                     Some(event) if deaths > 0 => {
                         event.restarted = false;
-                        event.restart_failed = Some(crate::result::capped_message(&err));
+                        event.restart_failed =
+                            Some(relaycheck_model::results::capped_message(&err));
                         event.not_run = items.len();
                         say(plan, &event.describe());
                         (
                             Outcome::Error,
-                            format!(
-                                "not run: {}; the restart failed: {err}",
-                                event.describe_cause()
-                            ),
+                            format!("not run: {}; the restart failed: {err}", cause_of(event)),
                         )
                     }
                     _ => (
@@ -435,7 +288,7 @@ pub(crate) async fn run_batch(
         let gone = target.gone_settled().await;
         let (strays, dropped) = target.session.strays();
         log.strays.extend(
-            StrayLines::of(&plan.profile.name, shape, &strays, dropped).map(|mut lines| {
+            stray_lines(&plan.profile.name, shape, &strays, dropped).map(|mut lines| {
                 lines.case = only_case;
                 lines.stream = match plan.profile.north.transport {
                     crate::profile::Transport::Sse => "event stream".into(),
@@ -531,7 +384,7 @@ pub(crate) async fn run_batch(
         say(plan, &event.describe());
         let message = format!(
             "not run: {}; it had been restarted once already, so the rest of its cases end here",
-            event.describe_cause()
+            cause_of(&event)
         );
         events.push(event);
         for (case, route) in driven.untouched {
@@ -550,17 +403,15 @@ pub(crate) async fn run_batch(
 /// A target's death told to the run's notices as it happens, before the reports, with the
 /// profile's secrets masked (a printer shows its controls as escapes, as every report does).
 fn say(plan: &RunPlan<'_>, line: &str) {
-    let masked = crate::report::mask_text(line, &plan.profile.secrets());
+    let masked = relaycheck_report::mask_text(line, &plan.profile.secrets());
     (plan.notices)(&masked);
 }
 
-impl TargetEvent {
-    /// The death alone, for the message of a case it kept from running.
-    fn describe_cause(&self) -> String {
-        match self.touched.first() {
-            Some(case) => format!("{} at case `{case}`", self.cause),
-            None => self.cause.clone(),
-        }
+/// The death alone, for the message of a case it kept from running.
+fn cause_of(event: &TargetEvent) -> String {
+    match event.touched.first() {
+        Some(case) => format!("{} at case `{case}`", event.cause),
+        None => event.cause.clone(),
     }
 }
 
@@ -595,8 +446,6 @@ mod tests {
                 .describe()
                 .contains("the restart failed (no LISTENING line)")
         );
-        assert!(markdown(&[]).is_empty());
-        assert!(markdown(&[event(true, 0)]).contains("## Target restarts"));
     }
 
     #[test]

@@ -14,15 +14,16 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinError;
 
 use crate::catalogue::{Catalogue, LoadedCase};
-use crate::checks::lines::ChannelLines;
-use crate::checks::{self, Evidence, Gathers, Reach};
 use crate::client::Exchange;
 use crate::drive::{Request, drive};
 use crate::profile::Profile;
 use crate::restart::{Driven, Refused, Shared, Starting, TargetLog, note_death, run_batch};
-use crate::result::{CaseResult, json_diff};
 use crate::session::preview;
 use crate::target::Target;
+use relaycheck_checks::lines::ChannelLines;
+use relaycheck_checks::{self as checks, Evidence, Gathers, Reach};
+use relaycheck_model::results::CaseResult;
+use relaycheck_report::diff::json_diff;
 
 /// What to run, and with what.
 pub struct RunPlan<'a> {
@@ -101,16 +102,16 @@ pub async fn run(
     let rules: HashMap<Shape, checks::Equivalence> = plan
         .shapes
         .iter()
-        .map(|shape| (*shape, plan.catalogue.rules(*shape)))
+        .map(|shape| (*shape, relaycheck_checks::rules(plan.catalogue, *shape)))
         .collect();
     let mut report = |mut result: CaseResult| {
         // Every message within its bounds, whichever path made it: a setup failure quoting a
         // target's 50 MB answer is copied into every result of the start.
-        result.message = crate::result::capped_message(&result.message);
+        result.message = relaycheck_model::results::capped_message(&result.message);
         if result.cause.is_none()
             && let Some(rules) = rules.get(&result.shape)
         {
-            result.cause = crate::cause::of(&result, rules);
+            result.cause = relaycheck_report::cause::of(&result, rules);
         }
         report(result)
     };
@@ -326,7 +327,7 @@ pub(crate) async fn drive_items<'c>(
     items: Vec<(&'c LoadedCase, String)>,
     report: &mut dyn FnMut(CaseResult),
 ) -> Driven<'c> {
-    let rules = Arc::new(plan.catalogue.rules(shape));
+    let rules = Arc::new(relaycheck_checks::rules(plan.catalogue, shape));
     let run_case =
         move |case: LoadedCase, route: String, profile: Profile, target: Arc<Target>, timeout| {
             let rules = rules.clone();
@@ -609,25 +610,7 @@ async fn second_session(
     target: &Target,
     timeout: Duration,
 ) -> Result<Option<crate::session::Session>, String> {
-    let north = if let Some((url, headers)) = target.session.http_endpoint() {
-        let client = crate::client::http::HttpClient::new(url).map_err(|err| err.to_string())?;
-        crate::session::North::Http {
-            client,
-            session_id: std::sync::Mutex::new(None),
-            headers: headers.to_vec(),
-        }
-    } else if let Some((url, headers)) = target.session.sse_endpoint() {
-        crate::session::North::Sse {
-            client: crate::client::legacy::connect(url, headers, timeout).await?,
-            url: url.to_string(),
-            headers: headers.to_vec(),
-        }
-    } else {
-        return Ok(None);
-    };
-    crate::session::Session::open(north, target.session.shape(), timeout)
-        .await
-        .map(Some)
+    target.session.another(timeout).await
 }
 
 /// What the target answers when each capability it declared is used, for a case that asks.
@@ -1059,7 +1042,7 @@ pub async fn run_one(
     result.follow_ups = drive
         .follow_ups
         .iter()
-        .map(|follow| crate::result::Exchanged {
+        .map(|follow| relaycheck_model::results::Exchanged {
             step: follow.step.clone(),
             request: kept_for_report(&follow.request),
             answer: north_value(&follow.exchange).map(|v| kept_for_report(&v)),
@@ -1124,7 +1107,7 @@ pub async fn run_one(
         result.message = format!("{} check(s) passed", result.checks.len());
     }
     // The cause is read from the whole values, before they are cut to previews.
-    result.cause = crate::cause::of(&result, rules);
+    result.cause = relaycheck_report::cause::of(&result, rules);
     // A verdict's values and message may hold a whole answer of megabytes: the report keeps
     // previews, as it does for the request and the answers.
     for verdict in &mut result.checks {
@@ -1312,10 +1295,10 @@ mod tests {
     use tokio::sync::Semaphore;
 
     use super::{RunPlan, drive_items_with};
-    use crate::catalogue::{Catalogue, LoadedCase};
+    use crate::catalogue::LoadedCase;
     use crate::profile::Profile;
-    use crate::result::CaseResult;
     use crate::target::Target;
+    use relaycheck_model::results::CaseResult;
 
     /// What a case of the panic test does when it runs.
     #[derive(Clone, Copy, PartialEq, Debug)]
@@ -1342,7 +1325,8 @@ mod tests {
     /// every early one and before any late one, the rest with their own outcomes.
     async fn one_case_panics(jobs: usize) {
         let catalogue =
-            Catalogue::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs")).unwrap();
+            crate::catalogue::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs"))
+                .unwrap();
         let profile = Profile::load("reference").unwrap();
         let cases: Vec<&LoadedCase> = catalogue.cases.iter().take(6).collect();
         assert_eq!(cases.len(), 6, "the catalogue has cases to borrow");
@@ -1540,7 +1524,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         // The catalogue's whole script: large enough that a write takes a while.
         let specs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs");
-        let script: CanaryScript = Catalogue::load(&specs).unwrap().canary_script();
+        let script: CanaryScript = crate::catalogue::load(&specs).unwrap().canary_script();
         use super::write_script_value;
         use relaycheck_model::script::CanaryScript;
         use std::sync::atomic::Ordering;

@@ -32,12 +32,12 @@ pub enum Which {
 
 /// The schema of one line of results.jsonl, as pretty JSON with a final newline.
 pub fn results_schema() -> String {
-    let mut schema = schemars::schema_for!(crate::report::jsonl::Event);
+    let mut schema = schemars::schema_for!(relaycheck_report::jsonl::Event);
     schema.insert(
         "title".into(),
         format!(
             "relaycheck results.jsonl event (one line; format {})",
-            crate::report::RESULTS_FORMAT
+            relaycheck_report::RESULTS_FORMAT
         )
         .into(),
     );

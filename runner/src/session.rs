@@ -9,8 +9,7 @@ use relaycheck_model::Shape;
 use serde_json::{Map, Value, json};
 
 use crate::client::Exchange;
-use crate::client::http::{HttpClient, Post};
-use crate::client::stream::StreamClient;
+use crate::transport::{Framing, Transport};
 
 pub const CLIENT_NAME: &str = "relaycheck";
 
@@ -25,24 +24,8 @@ pub fn tasks_extension_meta() -> Value {
     json!({CLIENT_CAPABILITIES: {"extensions": {TASKS_EXTENSION: {}}}})
 }
 
-/// The north transport of a session.
-pub enum North {
-    Stdio(StreamClient),
-    /// The legacy HTTP+SSE transport: one event stream, opened at `url`, for every answer.
-    Sse {
-        client: StreamClient,
-        url: String,
-        headers: Vec<(String, String)>,
-    },
-    Http {
-        client: HttpClient,
-        session_id: Mutex<Option<String>>,
-        headers: Vec<(String, String)>,
-    },
-}
-
 pub struct Session {
-    north: North,
+    north: Box<dyn Transport>,
     shape: Shape,
     next_id: AtomicU64,
     /// The version the server answered `initialize` with, for handshake shapes.
@@ -61,42 +44,32 @@ pub struct Call {
 
 impl Session {
     /// The streamable HTTP endpoint and the headers every request carries, for clients other
-    /// than the runner (the official conformance suite); `None` for a stdio north.
+    /// than the runner (the official conformance suite); `None` for another transport.
     pub fn http_endpoint(&self) -> Option<(&str, &[(String, String)])> {
-        match &self.north {
-            North::Http {
-                client, headers, ..
-            } => Some((client.url(), headers.as_slice())),
-            North::Stdio(_) | North::Sse { .. } => None,
-        }
-    }
-
-    /// The legacy HTTP+SSE endpoint and the headers its GET and POSTs carry, for a second
-    /// session beside this one; `None` for other transports.
-    pub fn sse_endpoint(&self) -> Option<(&str, &[(String, String)])> {
-        match &self.north {
-            North::Sse { url, headers, .. } => Some((url.as_str(), headers.as_slice())),
-            _ => None,
-        }
+        self.north.http_endpoint()
     }
 
     /// Whether the target gave this handshake session no session of its own: an HTTP north
     /// that answered `initialize` without an `Mcp-Session-Id`, where each request stands alone.
     pub fn sessionless(&self) -> bool {
-        match &self.north {
-            North::Http { session_id, .. } => {
-                !self.shape.is_stateless()
-                    && session_id
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .is_none()
-            }
-            North::Stdio(_) | North::Sse { .. } => false,
+        !self.shape.is_stateless() && self.north.sessionless()
+    }
+
+    /// A second client session with the target, beside this one and in its shape; `None`
+    /// where the transport serves one client (stdio).
+    pub async fn another(&self, timeout: Duration) -> Result<Option<Session>, String> {
+        match self.north.another(timeout).await? {
+            Some(north) => Session::open(north, self.shape, timeout).await.map(Some),
+            None => Ok(None),
         }
     }
 
     /// Opens a session: `initialize` and `notifications/initialized` for handshake shapes.
-    pub async fn open(north: North, shape: Shape, timeout: Duration) -> Result<Session, String> {
+    pub async fn open(
+        north: Box<dyn Transport>,
+        shape: Shape,
+        timeout: Duration,
+    ) -> Result<Session, String> {
         let mut session = Session {
             north,
             shape,
@@ -278,7 +251,7 @@ impl Session {
         timeout: Duration,
         identity: &[(String, String)],
     ) -> Option<Call> {
-        if !matches!(self.north, North::Http { .. }) {
+        if !self.north.carries_identity() {
             return None;
         }
         let request = self.build(method, params);
@@ -292,125 +265,40 @@ impl Session {
         timeout: Duration,
         identity: &[(String, String)],
     ) -> Exchange {
-        match &self.north {
-            North::Stdio(client) | North::Sse { client, .. } => {
-                client.request(request, timeout).await
-            }
-            North::Http {
-                client,
-                session_id,
-                headers,
-            } => {
-                let mut headers = self.http_headers(request, session_id, headers);
-                for (name, value) in identity {
-                    headers.retain(|(existing, _)| !existing.eq_ignore_ascii_case(name));
-                    headers.push((name.clone(), value.clone()));
-                }
-                let posted = client
-                    .post(
-                        Post {
-                            message: request,
-                            headers: &headers,
-                        },
-                        timeout,
-                    )
-                    .await;
-                if let Some(id) = posted.session_id {
-                    let mut slot = session_id.lock().unwrap_or_else(|p| p.into_inner());
-                    slot.get_or_insert(id);
-                }
-                posted.exchange
-            }
-        }
+        self.north
+            .request(request, self.framing(identity), timeout)
+            .await
     }
 
     async fn notify(&self, method: &str, params: Value, timeout: Duration) -> Result<(), String> {
         let message = json!({"jsonrpc": "2.0", "method": method, "params": params});
-        match &self.north {
-            North::Stdio(client) | North::Sse { client, .. } => client
-                .notify(&message)
-                .await
-                .map_err(|err| format!("cannot send `{method}`: {err}")),
-            North::Http {
-                client,
-                session_id,
-                headers,
-            } => {
-                let headers = self.http_headers(&message, session_id, headers);
-                let posted = client
-                    .post(
-                        Post {
-                            message: &message,
-                            headers: &headers,
-                        },
-                        timeout,
-                    )
-                    .await;
-                match posted.exchange {
-                    Exchange::Reply(reply) if reply.http_status.is_some_and(|s| s < 300) => Ok(()),
-                    Exchange::Reply(reply) => Err(format!(
-                        "`{method}` got HTTP {}",
-                        reply.http_status.unwrap_or(0)
-                    )),
-                    other => Err(describe(method, &other)),
-                }
-            }
-        }
+        self.north
+            .notify(&message, self.framing(&[]), timeout)
+            .await
     }
 
-    fn http_headers(
-        &self,
-        message: &Value,
-        session_id: &Mutex<Option<String>>,
-        extra: &[(String, String)],
-    ) -> Vec<(String, String)> {
-        let mut headers: Vec<(String, String)> = extra.to_vec();
-        let method = message.get("method").and_then(Value::as_str).unwrap_or("");
-        if self.shape.is_stateless() {
-            headers.push((
-                "mcp-protocol-version".into(),
-                self.shape.protocol_version().into(),
-            ));
-            headers.push(("mcp-method".into(), method.into()));
-            if let Some(name) = routing_name(method, message.get("params")) {
-                headers.push(("mcp-name".into(), name));
-            }
-        } else {
-            if let Some(version) = &self.negotiated {
-                headers.push(("mcp-protocol-version".into(), version.clone()));
-            }
-            let slot = session_id.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(id) = slot.as_ref() {
-                headers.push(("mcp-session-id".into(), id.clone()));
-            }
+    fn framing<'a>(&'a self, identity: &'a [(String, String)]) -> Framing<'a> {
+        Framing {
+            shape: self.shape,
+            negotiated: self.negotiated.as_deref(),
+            identity,
         }
-        headers
     }
 
     /// Lines the target wrote that answered no request (stdio only).
     pub fn strays(&self) -> (Vec<crate::client::stream::Stray>, u64) {
-        match &self.north {
-            North::Stdio(client) | North::Sse { client, .. } => {
-                (client.strays(), client.strays_dropped())
-            }
-            North::Http { .. } => (Vec::new(), 0),
-        }
+        self.north.strays()
     }
 
     /// Marks the session dead (the target process exited): pending and later calls end as
     /// `Closed` with `reason`. Over HTTP the connection errors say so by themselves.
     pub fn mark_closed(&self, reason: &str) {
-        if let North::Stdio(client) | North::Sse { client, .. } = &self.north {
-            client.close_with(reason);
-        }
+        self.north.mark_closed(reason);
     }
 
     /// Why the session can no longer be used, if it cannot.
     pub fn closed(&self) -> Option<String> {
-        match &self.north {
-            North::Stdio(client) | North::Sse { client, .. } => client.closed(),
-            North::Http { .. } => None,
-        }
+        self.north.closed()
     }
 }
 
@@ -435,7 +323,7 @@ pub fn version_refused(message: &Value) -> bool {
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
 /// The `Mcp-Name` value of a stateless request.
-fn routing_name(method: &str, params: Option<&Value>) -> Option<String> {
+pub(crate) fn routing_name(method: &str, params: Option<&Value>) -> Option<String> {
     let params = params?;
     let field = match method {
         "tools/call" | "prompts/get" => "name",

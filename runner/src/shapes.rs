@@ -1,74 +1,11 @@
-//! The candidate result shapes as `specs/shapes/<id>.yaml` describes them: what each moves (for
-//! the static impact) and what its spec says about values the wire leaves out (for equality).
+//! Reading the candidate result shapes from `specs/shapes/<id>.yaml`.
 
 use std::path::Path;
 
 use relaycheck_model::Shape;
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+pub use relaycheck_model::catalogue::{MemberDefault, OwnMeta, ShapeSpec};
 
 use crate::catalogue::{SpecError, parse_yaml};
-use crate::checks::Equivalence;
-
-/// A shape as `specs/shapes/<id>.yaml` describes it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ShapeSpec {
-    pub id: Shape,
-    pub title: String,
-    pub status: String,
-    pub protocol_version: String,
-    pub description: String,
-    /// Result fields whose place, type or meaning differs from the 2025-06-18 baseline.
-    pub moves: Vec<String>,
-    pub source: String,
-    /// Result members the shape lets a sender leave out, and the value their absence means.
-    #[serde(default)]
-    pub defaults: Vec<MemberDefault>,
-    /// `_meta` keys of a result that describe the server answering it.
-    #[serde(default)]
-    pub own_meta: Vec<OwnMeta>,
-}
-
-/// A member whose absence the spec gives a meaning.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MemberDefault {
-    /// The top-level result member (`isError`).
-    pub member: String,
-    /// The type whose member it is, as the schema names it (`CallToolResult`, `Result`).
-    pub of: String,
-    /// What an absent member means.
-    pub value: Value,
-    /// Where the spec says so.
-    pub source: String,
-    /// The spec's words.
-    pub says: String,
-}
-
-/// A `_meta` key that names whoever answers: a gateway answering is that server, so it may
-/// write its own value there.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OwnMeta {
-    pub key: String,
-    pub source: String,
-    pub says: String,
-}
-
-impl ShapeSpec {
-    /// The comparison rules of this shape.
-    pub fn equivalence(&self) -> Equivalence {
-        Equivalence {
-            defaults: self
-                .defaults
-                .iter()
-                .map(|d| (d.member.clone(), d.value.clone()))
-                .collect(),
-            own_meta: self.own_meta.iter().map(|m| m.key.clone()).collect(),
-        }
-    }
-}
 
 /// Loads every shape file; each of [`Shape::ALL`] must have one, named after its id.
 pub fn load_shapes(dir: &Path, errors: &mut Vec<SpecError>) -> Vec<ShapeSpec> {
@@ -97,4 +34,26 @@ pub fn load_shapes(dir: &Path, errors: &mut Vec<SpecError>) -> Vec<ShapeSpec> {
         }
     }
     shapes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_repository_shapes_load() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs/shapes");
+        let mut errors = Vec::new();
+        let shapes = load_shapes(&dir, &mut errors);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(shapes.len(), Shape::ALL.len());
+        assert!(
+            shapes
+                .iter()
+                .find(|s| s.id == Shape::V2025_06_18)
+                .unwrap()
+                .moves
+                .is_empty()
+        );
+    }
 }

@@ -61,7 +61,7 @@ pub struct Smoke<'a> {
     pub mutant: Option<String>,
     /// How values compare in `shape`: the same rules `run` judges by, so smoke and run never
     /// disagree on what "unchanged" means.
-    pub rules: crate::checks::Equivalence,
+    pub rules: relaycheck_checks::Equivalence,
 }
 
 /// The routes that make the first call of a case.
@@ -599,7 +599,7 @@ fn naming_template(names: &BTreeSet<String>, tool: &str) -> Option<String> {
 
 /// The north tool a route calls for the upstream tool `echo`.
 fn north_tool(profile: &Profile, route: &str) -> String {
-    crate::routes::north_name(&profile.routes[route], ECHO)
+    relaycheck_model::route::north_name(&profile.routes[route], ECHO)
 }
 
 fn shorten(names: &BTreeSet<String>) -> String {
@@ -668,7 +668,7 @@ async fn relay(
     route: &str,
     target: &Target,
     timeout: Duration,
-    rules: &crate::checks::Equivalence,
+    rules: &relaycheck_checks::Equivalence,
     trial: &Trial,
 ) -> (Verdict, String) {
     let arguments = &trial.arguments;
@@ -756,8 +756,8 @@ async fn relay(
             ),
         );
     }
-    if !crate::checks::same(&sent_args, &Value::Object(arguments.clone())) {
-        let diff = crate::result::json_diff(
+    if !relaycheck_checks::same(&sent_args, &Value::Object(arguments.clone())) {
+        let diff = relaycheck_report::diff::json_diff(
             &Some(Value::Object(arguments.clone())),
             &Some(sent_args.clone()),
         );
@@ -810,7 +810,7 @@ async fn relay(
             .collect();
         Value::Object(kept)
     };
-    if crate::checks::same(&essentials(&got), &essentials(expected)) {
+    if relaycheck_checks::same(&essentials(&got), &essentials(expected)) {
         (
             Verdict::Pass,
             format!("the `{}` result reached the client unchanged", trial.tool),
@@ -821,7 +821,10 @@ async fn relay(
             format!(
                 "the `{}` result came back changed (content, structuredContent or isError):\n{}",
                 trial.tool,
-                crate::result::json_diff(&Some(essentials(expected)), &Some(essentials(&got)))
+                relaycheck_report::diff::json_diff(
+                    &Some(essentials(expected)),
+                    &Some(essentials(&got))
+                )
             ),
         )
     }

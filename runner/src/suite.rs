@@ -15,12 +15,12 @@ use tokio::sync::OnceCell;
 use crate::catalogue::Catalogue;
 use crate::profile::Profile;
 use crate::restart::{RESTARTS, note_death};
-use crate::result::CaseResult;
 use crate::run::{
     RunPlan, is_isolated, not_runnable, own_script, run, run_one, start_dir, write_own_script,
     write_script,
 };
 use crate::target::{self, Launch, Target};
+use relaycheck_model::results::CaseResult;
 
 /// One trial: a case on a route in a shape against a target.
 #[derive(Debug, Clone)]
@@ -100,7 +100,7 @@ impl Pool {
     /// `{relaycheck}` in profiles.
     pub fn new(specs: &Path, relaycheck: &Path) -> Result<Pool, String> {
         let canary_cmd = vec![relaycheck.display().to_string(), "canary".to_string()];
-        let catalogue = Catalogue::load(specs).map_err(|e| e.to_string())?;
+        let catalogue = crate::catalogue::load(specs).map_err(|e| e.to_string())?;
         let workdir = std::env::temp_dir().join(format!("relaycheck-pool-{}", std::process::id()));
         let script = write_script(&catalogue, &workdir)?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -154,7 +154,7 @@ impl Pool {
             .timeout_ms
             .map(Duration::from_millis)
             .unwrap_or(Duration::from_secs(10));
-        let rules = self.catalogue.rules(trial.shape);
+        let rules = relaycheck_checks::rules(&self.catalogue, trial.shape);
         self.runtime.block_on(async {
             let own = own_script(case);
             if is_isolated(&profile, case) || own.is_some() {

@@ -10,12 +10,10 @@ use relaycheck_model::Shape;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use crate::client::http::HttpClient;
-use crate::client::stream::StreamClient;
 use crate::observe::ObservationLog;
 use crate::process::{GroupChild, Pipes};
 use crate::profile::{Profile, Readiness, Transport, Vars};
-use crate::session::{North, Session, describe};
+use crate::session::{Session, describe};
 
 /// The shape the runner speaks in a forced run, whatever the canary answers in.
 pub const FORCED_BASELINE: Shape = Shape::V2025_11_25;
@@ -155,11 +153,9 @@ impl Target {
     /// sends nothing, to an address nothing is asked at; it is never gone.
     #[cfg(test)]
     pub(crate) async fn without_process(workdir: PathBuf) -> Target {
-        let north = North::Http {
-            client: HttpClient::new("http://127.0.0.1:9/mcp").expect("an HTTP client"),
-            session_id: std::sync::Mutex::new(None),
-            headers: Vec::new(),
-        };
+        let north = Box::new(
+            crate::transport::Http::new("http://127.0.0.1:9/mcp", &[]).expect("an HTTP client"),
+        );
         let session = Session::open(north, Shape::V2026_07_28, Duration::from_millis(1))
             .await
             .expect("a stateless session opens without a request");
@@ -281,37 +277,20 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
         }
     }
 
-    let north = match profile.north.transport {
-        Transport::Stdio => {
-            let (stdin, stdout) = stdio_pipes.ok_or("a stdio target needs `start`")?;
-            North::Stdio(StreamClient::over_stdio(stdin, stdout))
-        }
-        Transport::Sse => {
-            let url = vars.fill(profile.north.url.as_deref().unwrap_or_default());
-            let client = crate::client::legacy::connect(&url, &headers, start_timeout)
-                .await
-                .map_err(|err| {
-                    stderr_context(
-                        &workdir,
-                        format!("{err} (`north.url`, `north.transport = \"sse\"`)"),
-                    )
-                })?;
-            North::Sse {
-                client,
-                url,
-                headers: headers.clone(),
-            }
-        }
-        Transport::Http => {
-            let url = vars.fill(profile.north.url.as_deref().unwrap_or_default());
-            let client = HttpClient::new(&url).map_err(|err| format!("HTTP client: {err}"))?;
-            North::Http {
-                client,
-                session_id: std::sync::Mutex::new(None),
-                headers: headers.clone(),
-            }
-        }
-    };
+    let url = vars.fill(profile.north.url.as_deref().unwrap_or_default());
+    let north = crate::transport::connect(
+        profile.north.transport,
+        stdio_pipes,
+        &url,
+        &headers,
+        start_timeout,
+    )
+    .await
+    .map_err(|err| match profile.north.transport {
+        // The event stream did not open: what the target printed may say why.
+        Transport::Sse => stderr_context(&workdir, err),
+        Transport::Stdio | Transport::Http => err,
+    })?;
     let speak = if launch.forced {
         FORCED_BASELINE
     } else {
@@ -786,7 +765,7 @@ async fn start_http_canary(
                     .lines()
                     .rev()
                     .take(4)
-                    .map(|line| crate::result::capped_line(line, 512))
+                    .map(|line| relaycheck_model::results::capped_line(line, 512))
                     .collect();
                 let tail: Vec<String> = tail.into_iter().rev().collect();
                 ended.push(format!(
@@ -894,12 +873,17 @@ fn stderr_context(workdir: &Path, message: String) -> String {
                 .lines()
                 .rev()
                 .take(8)
-                .map(|line| crate::result::capped_line(line, crate::result::MESSAGE_LINE_BYTES))
+                .map(|line| {
+                    relaycheck_model::results::capped_line(
+                        line,
+                        relaycheck_model::results::MESSAGE_LINE_BYTES,
+                    )
+                })
                 .collect();
             lines.into_iter().rev().collect::<Vec<_>>().join("\n")
         })
         .filter(|tail| !tail.is_empty());
-    let message = crate::result::capped_message(&message);
+    let message = relaycheck_model::results::capped_message(&message);
     match tail {
         Some(tail) => format!("{message}\n--- target stderr (last lines) ---\n{tail}"),
         None => message,

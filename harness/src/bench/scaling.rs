@@ -183,7 +183,7 @@ mod tests {
 
     fn catalogue() -> Catalogue {
         let specs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs");
-        Catalogue::load(&specs).expect("the catalogue loads")
+        crate::catalogue::load(&specs).expect("the catalogue loads")
     }
 
     #[test]

@@ -205,7 +205,7 @@ pub async fn overhead(
             })
             .await?;
             let mut costs = Vec::new();
-            let rules = catalogue.rules(shape);
+            let rules = crate::checks::rules(catalogue, shape);
             for case in catalogue.cases.iter().filter(|c| c.spec.applies_to(shape)) {
                 if is_isolated(profile, case) {
                     continue;

@@ -152,7 +152,7 @@ fn specs_dir(given: Option<PathBuf>) -> anyhow::Result<PathBuf> {
 
 fn load_catalogue(specs: Option<PathBuf>) -> anyhow::Result<Result<Catalogue, String>> {
     let dir = specs_dir(specs)?;
-    Ok(Catalogue::load(&dir).map_err(|errors| errors.to_string()))
+    Ok(relaycheck::catalogue::load(&dir).map_err(|errors| errors.to_string()))
 }
 
 /// The catalogue, or `None` after printing why it cannot be loaded (a spec error: exit 2).

@@ -57,7 +57,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(2));
     };
     let profile = Profile::load(&args.target)?;
-    if let Err(problem) = catalogue.check_claims(&profile) {
+    if let Err(problem) = profile.check_claims(&catalogue) {
         eprintln!("relaycheck: {problem}");
         return Ok(ExitCode::from(2));
     }

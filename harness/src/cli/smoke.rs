@@ -72,7 +72,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         rules: shapes
             .iter()
             .find(|spec| spec.id == shape)
-            .map(relaycheck::shapes::ShapeSpec::equivalence)
+            .map(relaycheck::checks::Equivalence::from)
             .unwrap_or_default(),
     }));
     runtime.shutdown_timeout(Duration::from_secs(2));

@@ -47,6 +47,7 @@ pub fn run_info(profile: &Profile, command: String, suite: &SuiteRun) -> RunInfo
         command,
         format: report::RESULTS_FORMAT,
         provenance: Some(report::Provenance::here(
+            crate::TOOL_COMMIT,
             suite.package.clone(),
             profile.commit.clone(),
         )),

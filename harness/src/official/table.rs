@@ -583,7 +583,7 @@ pub async fn build(
         .with_context(|| format!("cannot read {}", request.mutants_json.display()))?;
     let mutation: MutationJson = serde_json::from_str(&text)
         .with_context(|| format!("{}: not a mutation table", request.mutants_json.display()))?;
-    let catalogue = Catalogue::load(&specs_dir(request.specs.clone()))
+    let catalogue = crate::catalogue::load(&specs_dir(request.specs.clone()))
         .map_err(|errors| anyhow::Error::msg(errors.to_string()))?;
     let root =
         std::env::temp_dir().join(format!("relaycheck-official-table-{}", std::process::id()));
