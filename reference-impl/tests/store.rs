@@ -86,8 +86,9 @@ fn byte_cap_evicts_oldest_and_refuses_oversized() {
     );
 }
 
-/// A result counts its packed bytes, which are about its JSON text (within a fifth: a small
+/// Packed (the `accel` build), a result counts about its JSON text (within a fifth: a small
 /// number takes nine bytes, a quote or escape none), and the entry.
+#[cfg(feature = "accel")]
 #[test]
 fn a_result_counts_about_its_json_text() {
     let s = Store::new(1 << 20, Duration::from_secs(60));
@@ -100,6 +101,42 @@ fn a_result_counts_about_its_json_text() {
         counted * 10 <= text * 12 && counted * 10 >= text * 8,
         "counted {counted} for {text} bytes of JSON"
     );
+}
+
+/// Held as a tree (the plain build), a result counts its tree, several times its text for
+/// rows of small objects; the `store_memory` test holds the count to the heap it takes.
+#[cfg(not(feature = "accel"))]
+#[test]
+fn a_result_counts_its_tree() {
+    let s = Store::new(1 << 20, Duration::from_secs(60));
+    let v = json!({"rows": (0..100).map(|i| json!({"id": format!("ord-{i}"), "n": i})).collect::<Vec<_>>()});
+    s.put(&Identity::new("a"), Retained::Result(v.clone()))
+        .unwrap();
+    let text = v.to_string().len();
+    let counted = s.bytes_used() - ENTRY_BYTES;
+    assert!(
+        counted >= text * 3,
+        "counted {counted} for {text} bytes of JSON"
+    );
+}
+
+/// A result nested deeper than serde_json reads back from its text is still returned
+/// exactly as it was put.
+#[test]
+fn a_result_deeper_than_serde_json_reads_comes_back_whole() {
+    let mut v = json!({"leaf": [1, 2.5, "x"]});
+    for i in 0..600 {
+        v = if i % 2 == 0 {
+            json!([v, i])
+        } else {
+            json!({"level": v, "i": i})
+        };
+    }
+    assert!(serde_json::from_str::<serde_json::Value>(&v.to_string()).is_err());
+    let s = Store::new(1 << 24, Duration::from_secs(60));
+    let a = Identity::new("a");
+    let h = s.put(&a, Retained::Result(v.clone())).unwrap();
+    assert!(*s.get(&h, &a).unwrap() == Retained::Result(v));
 }
 
 #[test]

@@ -6,7 +6,6 @@
 
 use relaycheck_reference::budget::marker::MARKER_META_KEY;
 use relaycheck_reference::envelope::{CutKind, TransformKind};
-use relaycheck_reference::jsonsize::json_size;
 use relaycheck_reference::redact::Tally;
 use relaycheck_reference::{
     CallEnd, Context, Envelope, ReductionPolicy, TransportKind, normalize_owned,
@@ -148,7 +147,7 @@ pub async fn batch(gw: &Gateway, caller: &Caller, params: &Value) -> Answer {
             // SEP-3279 results carry their payload in `outputs`.
             Outcome::Result { result, .. } => ["content", "structuredContent", "outputs"]
                 .iter()
-                .map(|k| result.get(*k).map_or(0, json_size))
+                .map(|k| result.get(*k).map_or(0, crate::json::size))
                 .sum(),
             _ => 0,
         })

@@ -14,7 +14,9 @@ use serde_json::Value;
 use crate::context::Identity;
 use crate::error::StoreError;
 
+#[cfg(feature = "accel")]
 mod packed;
+mod tree;
 
 /// What a handle resolves to.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,47 +30,51 @@ pub enum Retained {
 }
 
 /// What an entry costs beyond its item's bytes, counted against the cap with them: the map
-/// slot, the queue slot and the shared item's allocation, at the tables' usual load. Measured
-/// at about 300 heap bytes an entry (the `store_memory` test), before the allocator's own
-/// headers. Without it, a store of small artifacts (an icon, a thumbnail) held 4.7 times what
-/// it counted.
+/// slot, the queue slot and the shared item's allocation, at the tables' usual load (the
+/// `store_memory` test measures it), before the allocator's own headers. Without it, a store
+/// of small artifacts (an icon, a thumbnail) held several times what it counted.
 pub const ENTRY_BYTES: usize = 320;
 
-/// An item as the store holds it. A result is packed (see [`packed`]), not kept as a
-/// `Value`: the cap is a promise about memory, and a parsed result takes several times its
-/// text, so a 256 MiB store of trees held over 2 GB. Packed, the bytes counted are the bytes
-/// held, and a read, which is rare, pays for rebuilding the tree.
+/// An item as the store holds it. The cap is a promise about memory, so an item is counted
+/// at the heap it takes, not at the size of its JSON text: a parsed result takes several
+/// times its text, and a store of trees counted by their text held many times its cap.
 #[derive(Clone)]
 enum Held {
-    /// Shared, so that a read unpacks it after the store's lock is released.
+    /// The item as it was put, shared, so that a read is a reference count and no copy.
+    Whole(Arc<Retained>),
+    /// A result packed (see [`packed`]): about as many bytes as its JSON text, so that the
+    /// same cap holds several times more results; a read rebuilds the tree.
+    #[cfg(feature = "accel")]
     Packed(Arc<Vec<u8>>),
-    Artifact(Arc<Retained>),
 }
 
 impl Held {
-    fn from_item(item: Retained) -> (Self, usize) {
-        match item {
-            Retained::Result(v) => {
-                let packed = packed::pack(&v);
-                // The tree is freed here, before the lock is taken, not at eviction.
-                drop(v);
-                let size = packed.len() + ENTRY_BYTES;
-                (Held::Packed(Arc::new(packed)), size)
-            }
+    /// The item as put, and the bytes it is counted at.
+    fn whole(item: Retained) -> (Self, usize) {
+        let size = match &item {
+            Retained::Result(v) => tree::heap_bytes(v),
             Retained::Artifact { mime_type, bytes } => {
-                let size = bytes.len() + mime_type.as_ref().map_or(0, String::len) + ENTRY_BYTES;
-                let item = Retained::Artifact { mime_type, bytes };
-                (Held::Artifact(Arc::new(item)), size)
+                bytes.len() + mime_type.as_ref().map_or(0, String::len)
             }
-        }
+        };
+        (Held::Whole(Arc::new(item)), size + ENTRY_BYTES)
     }
 
+    #[cfg(feature = "accel")]
+    fn packed(v: &Value) -> (Self, usize) {
+        let packed = packed::pack(v);
+        let size = packed.len() + ENTRY_BYTES;
+        (Held::Packed(Arc::new(packed)), size)
+    }
+
+    /// Called after the store's lock is released: unpacking a large result takes a while.
     fn read(&self) -> Arc<Retained> {
         match self {
+            Held::Whole(item) => Arc::clone(item),
+            #[cfg(feature = "accel")]
             Held::Packed(b) => Arc::new(Retained::Result(
                 packed::unpack(b).expect("the store unpacks what it packed"),
             )),
-            Held::Artifact(a) => Arc::clone(a),
         }
     }
 }
@@ -106,6 +112,10 @@ pub struct Store {
     ttl: Duration,
     clock: Clock,
     inner: Mutex<Inner>,
+    /// Whether results are packed: always, but in the test that holds the packed store to
+    /// the plain one.
+    #[cfg(feature = "accel")]
+    pack_results: bool,
 }
 
 impl std::fmt::Debug for Store {
@@ -131,13 +141,25 @@ impl Store {
             ttl,
             clock,
             inner: Mutex::new(Inner::default()),
+            #[cfg(feature = "accel")]
+            pack_results: true,
         }
     }
 
-    /// Retains `item` for `owner`; returns its handle. A result is counted, and held, as its
-    /// packed bytes, about as many as its JSON text; every entry also counts [`ENTRY_BYTES`].
+    /// Retains `item` for `owner`; returns its handle. An item is counted at the heap it takes
+    /// (a result packed in the `accel` build, about its JSON text; a tree otherwise, several
+    /// times that), and every entry also counts [`ENTRY_BYTES`].
     pub fn put(&self, owner: &Identity, item: Retained) -> Result<String, StoreError> {
-        let (held, size) = Held::from_item(item);
+        #[cfg(feature = "accel")]
+        if self.pack_results
+            && let Retained::Result(v) = &item
+        {
+            let (held, size) = Held::packed(v);
+            // The tree is freed here, before the lock is taken, not at eviction.
+            drop(item);
+            return self.insert(owner, held, size);
+        }
+        let (held, size) = Held::whole(item);
         self.insert(owner, held, size)
     }
 
@@ -312,9 +334,33 @@ mod tests {
     use crate::context::Identity;
     use crate::error::StoreError;
 
+    /// Any JSON value, integer kinds and float bits included.
+    #[cfg(feature = "accel")]
+    pub(super) fn arb_json() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+        use proptest::prelude::*;
+        use serde_json::{Value, json};
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|i| json!(i)),
+            any::<u64>().prop_map(|u| json!(u)),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(|f| json!(f)),
+            "\\PC{0,300}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(6, 200, 10, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..10).prop_map(Value::Array),
+                prop::collection::vec(("\\PC{0,12}", inner), 0..10)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
     /// An item counted at whatever size a test gives it.
     fn empty_item() -> Held {
-        Held::Artifact(Arc::new(Retained::Artifact {
+        Held::Whole(Arc::new(Retained::Artifact {
             mime_type: None,
             bytes: Vec::new(),
         }))
@@ -489,6 +535,102 @@ mod tests {
                 super::handle_text(bits),
                 format!("{}{bits:032x}", super::HANDLE_PREFIX)
             );
+        }
+    }
+
+    /// The `accel` store packs results; the plain one keeps the trees. For the same puts,
+    /// reads, deletes and clock moves, by the same identities, both answer the same: the same
+    /// items, exactly as put, and the same refusals. The cap is far above what a run puts:
+    /// each store counts what it holds, so under pressure they evict at different times by
+    /// design.
+    #[cfg(feature = "accel")]
+    mod packed_against_plain {
+        use std::sync::{Arc, Mutex};
+        use std::time::{Duration, Instant};
+
+        use proptest::prelude::*;
+
+        use super::super::{Retained, Store};
+        use super::arb_json;
+        use crate::context::Identity;
+
+        #[derive(Debug, Clone)]
+        enum Op {
+            Put(usize, Retained),
+            Get(prop::sample::Index, usize),
+            Delete(prop::sample::Index, usize),
+            Wait(u64),
+        }
+
+        fn arb_op() -> impl Strategy<Value = Op> {
+            let item = prop_oneof![
+                3 => arb_json().prop_map(Retained::Result),
+                1 => (
+                    proptest::option::of("[a-z]{1,8}/[a-z]{1,8}"),
+                    prop::collection::vec(any::<u8>(), 0..64)
+                )
+                    .prop_map(|(mime_type, bytes)| Retained::Artifact { mime_type, bytes }),
+            ];
+            prop_oneof![
+                4 => (0..2usize, item).prop_map(|(who, item)| Op::Put(who, item)),
+                4 => (any::<prop::sample::Index>(), 0..2usize).prop_map(|(i, who)| Op::Get(i, who)),
+                1 => (any::<prop::sample::Index>(), 0..2usize)
+                    .prop_map(|(i, who)| Op::Delete(i, who)),
+                1 => (0..8u64).prop_map(Op::Wait),
+            ]
+        }
+
+        proptest! {
+            #[test]
+            fn the_packed_store_answers_as_the_plain_store(
+                ops in prop::collection::vec(arb_op(), 1..40)
+            ) {
+                let t0 = Instant::now();
+                let clock = Arc::new(Mutex::new(t0));
+                let c = Arc::clone(&clock);
+                let now: super::super::Clock = Arc::new(move || *c.lock().unwrap());
+                let ttl = Duration::from_secs(10);
+                let packed = Store::with_clock(1 << 30, ttl, Arc::clone(&now));
+                let plain = Store {
+                    pack_results: false,
+                    ..Store::with_clock(1 << 30, ttl, now)
+                };
+                let ids = [Identity::new("a"), Identity::new("b")];
+                let mut handles: Vec<(String, String)> = Vec::new();
+                let read = |r: Result<Arc<Retained>, _>| r.map(|item| (*item).clone());
+                for op in ops {
+                    match op {
+                        Op::Put(who, item) => {
+                            let a = packed.put(&ids[who], item.clone());
+                            let b = plain.put(&ids[who], item);
+                            match (a, b) {
+                                (Ok(a), Ok(b)) => handles.push((a, b)),
+                                (a, b) => prop_assert!(false, "put: {a:?} against {b:?}"),
+                            }
+                        }
+                        Op::Get(i, who) if !handles.is_empty() => {
+                            let (a, b) = &handles[i.index(handles.len())];
+                            prop_assert_eq!(
+                                read(packed.get(a, &ids[who])),
+                                read(plain.get(b, &ids[who]))
+                            );
+                        }
+                        Op::Delete(i, who) if !handles.is_empty() => {
+                            let (a, b) = &handles[i.index(handles.len())];
+                            prop_assert_eq!(packed.delete(a, &ids[who]), plain.delete(b, &ids[who]));
+                        }
+                        Op::Wait(secs) => *clock.lock().unwrap() += Duration::from_secs(secs),
+                        Op::Get(..) | Op::Delete(..) => {}
+                    }
+                    prop_assert_eq!(packed.len(), plain.len());
+                }
+                // Every item still held reads back the same from both, by its owner.
+                for (a, b) in &handles {
+                    for who in &ids {
+                        prop_assert_eq!(read(packed.get(a, who)), read(plain.get(b, who)));
+                    }
+                }
+            }
         }
     }
 }

@@ -1,13 +1,13 @@
-//! A retained result as the store holds it: a tagged encoding of a [`Value`] whose strings
-//! are copied as they are and whose numbers keep their eight bytes.
+//! A retained result as the `accel` store holds it: a tagged encoding of a [`Value`] whose
+//! strings are copied as they are and whose numbers keep their eight bytes.
 //!
-//! The store's cap is a promise about memory, so a result must be held as about as many
-//! bytes as are counted: a parsed tree takes several times its text (a 1 MB page of rows took
-//! about 8 MB). JSON text would do, but writing it scans every string for bytes to escape and
-//! formats every number; a result is retained on every call that cuts one, and a result is
-//! often one long text (a page, a log). Here a string is one copy, and the encoding is about
-//! as long as the JSON text (no quotes or escapes, eight bytes a number, a length prefix per
-//! string, array and object).
+//! The plain store holds the tree and counts the heap it takes, several times its text, so a
+//! cap holds fewer results. JSON text would be about as small, but writing it scans every
+//! string for bytes to escape and formats every number, reading it back is bound by
+//! serde_json's recursion limit, and a result is retained on every call that cuts one, often
+//! one long text (a page, a log). Here a string is one copy, and the encoding is about as long
+//! as the JSON text (no quotes or escapes, eight bytes a number, a length prefix per string,
+//! array and object).
 
 use serde_json::{Map, Number, Value};
 
@@ -197,26 +197,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::{pack, unpack};
-
-    fn arb_json() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::Bool),
-            any::<i64>().prop_map(|i| json!(i)),
-            any::<u64>().prop_map(|u| json!(u)),
-            any::<f64>()
-                .prop_filter("finite", |f| f.is_finite())
-                .prop_map(|f| json!(f)),
-            "\\PC{0,300}".prop_map(Value::String),
-        ];
-        leaf.prop_recursive(6, 200, 10, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..10).prop_map(Value::Array),
-                prop::collection::vec(("\\PC{0,12}", inner), 0..10)
-                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
-            ]
-        })
-    }
+    use crate::store::tests::arb_json;
 
     proptest! {
         /// Exactly the value back, key order, integer kinds and float bits included.

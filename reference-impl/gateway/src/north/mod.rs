@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use relaycheck_model::Shape;
 use relaycheck_model::render::Selector;
-use relaycheck_reference::{Identity, json_write};
+use relaycheck_reference::Identity;
 use serde_json::{Map, Value, json};
 
 use crate::audit::{RequestLog, now_rfc3339};
@@ -73,24 +73,28 @@ pub fn response(id: &Value, answer: Answer, caller: &Caller) -> Value {
     Value::Object(out)
 }
 
-/// `prefix`, the compact JSON of `msg`, then `suffix`, in a buffer sized up front from an
-/// estimate: a buffer grown by doubling from empty holds up to twice a large result for a
-/// moment, and adding a suffix to an exactly full one copies it all again.
+/// `prefix`, the compact JSON of `msg`, then `suffix`.
 pub fn framed(prefix: &str, msg: &Value, suffix: &str) -> Vec<u8> {
+    // The `accel` build sizes the buffer up front from the estimate: grown by doubling from
+    // empty, a buffer is copied at each step and holds up to twice the message for a moment.
+    #[cfg(feature = "accel")]
     let mut out = Vec::with_capacity(prefix.len() + size_hint(msg) + suffix.len());
+    #[cfg(not(feature = "accel"))]
+    let mut out = Vec::new();
     out.extend_from_slice(prefix.as_bytes());
     // Writing a Value into a Vec cannot fail: its keys are strings and the Vec grows.
-    let _ = json_write::write_value(&mut out, msg);
+    let _ = crate::json::write(&mut out, msg);
     out.extend_from_slice(suffix.as_bytes());
     out
 }
 
-/// An estimate of the compact JSON size of `v`: strings taken as unescaped plus 1/64 for
-/// escapes, integers to the digit. Exact sizing (`jsonsize::json_size`) scans every byte of
-/// every string, which cost as much as serializing a 20 MiB text. A text with more escapes
-/// than that (a JSON mirror of structuredContent is about a tenth quotes) makes the buffer
-/// grow once; an estimate far above the size would reserve memory the result never uses, so
-/// numbers are not given a flat worst case.
+/// An estimate of the compact JSON size of `v`, at or above it: strings taken as unescaped
+/// plus 1/64 for escapes, integers to the digit. It decides whether a message is framed whole
+/// or in pieces ([`pieces::frame`]) without scanning every byte of every string, as exact
+/// sizing does: for a large text, a pass as long as serializing it. A text with more escapes
+/// than that (a JSON mirror of structuredContent is about a tenth quotes) is rare, and an
+/// estimate far above the size would reserve memory the result never uses, so numbers are
+/// not given a flat worst case.
 pub(crate) fn size_hint(v: &Value) -> usize {
     let mut total = 0usize;
     let mut strings = 0usize;

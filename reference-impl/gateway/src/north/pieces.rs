@@ -7,7 +7,6 @@ use std::convert::Infallible;
 
 use bytes::Bytes;
 use futures_util::Stream;
-use relaycheck_reference::json_write;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -47,7 +46,7 @@ pub(crate) fn frame(prefix: &'static str, msg: Value, suffix: &'static str) -> F
             tx,
         };
         writer.piece.extend_from_slice(prefix.as_bytes());
-        if json_write::write_value(&mut writer, &msg).is_ok() {
+        if crate::json::write(&mut writer, &msg).is_ok() {
             drop(msg);
             writer.piece.extend_from_slice(suffix.as_bytes());
             // A message that ended on a piece's edge has nothing left: an empty HTTP chunk

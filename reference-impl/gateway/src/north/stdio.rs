@@ -12,9 +12,11 @@ use std::time::Duration;
 
 use relaycheck_reference::Identity;
 use serde_json::{Value, json};
+#[cfg(feature = "accel")]
 use std::os::fd::AsFd;
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+#[cfg(feature = "accel")]
 use tokio::net::unix::pipe;
 use tokio::sync::{Mutex, mpsc};
 use tokio::task::JoinSet;
@@ -29,31 +31,33 @@ const TRANSPORT: &str = "stdio";
 
 type Out = Mutex<Box<dyn AsyncWrite + Send + Unpin>>;
 
-/// Stdin as the reactor reads it. Tokio's own stdin reads on a blocking-pool thread, a
+/// Stdin. In the `accel` build, a pipe (what every client that spawns the gateway gives it) is
+/// polled by the reactor like a socket: tokio's own stdin reads on a blocking-pool thread, a
 /// thread hand-off each way per line, which was most of the gateway's own cost of a small
-/// call; a pipe (what every client that spawns the gateway gives it) is polled like a
-/// socket instead. Anything else (a file, a terminal) keeps tokio's stdin.
+/// call. Anything else (a file, a terminal) keeps tokio's stdin.
 fn stdin() -> Box<dyn AsyncRead + Send + Unpin> {
-    let piped = std::io::stdin()
+    #[cfg(feature = "accel")]
+    if let Ok(rx) = std::io::stdin()
         .as_fd()
         .try_clone_to_owned()
-        .and_then(pipe::Receiver::from_owned_fd);
-    match piped {
-        Ok(rx) => Box::new(rx),
-        Err(_) => Box::new(tokio::io::stdin()),
+        .and_then(pipe::Receiver::from_owned_fd)
+    {
+        return Box::new(rx);
     }
+    Box::new(tokio::io::stdin())
 }
 
-/// Stdout the same way, for the same reason.
+/// Stdout, the same way.
 fn stdout() -> Box<dyn AsyncWrite + Send + Unpin> {
-    let piped = std::io::stdout()
+    #[cfg(feature = "accel")]
+    if let Ok(tx) = std::io::stdout()
         .as_fd()
         .try_clone_to_owned()
-        .and_then(pipe::Sender::from_owned_fd);
-    match piped {
-        Ok(tx) => Box::new(tx),
-        Err(_) => Box::new(tokio::io::stdout()),
+        .and_then(pipe::Sender::from_owned_fd)
+    {
+        return Box::new(tx);
     }
+    Box::new(tokio::io::stdout())
 }
 
 /// Writes one message as a line. A large one is written piece by piece as it is serialized,

@@ -5,11 +5,9 @@ pub mod bounded;
 pub mod held_once;
 pub mod http;
 pub mod stdio;
+#[cfg(feature = "accel")]
+mod timers;
 
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::Mutex;
-use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use relaycheck_reference::TransportKind;
@@ -81,7 +79,8 @@ pub struct Upstream {
     /// The capabilities the upstream's `initialize` declared, so the gateway declares only what
     /// some upstream serves.
     pub capabilities: Value,
-    timers: Timers,
+    #[cfg(feature = "accel")]
+    timers: timers::Timers,
     mutation: Mutation,
 }
 
@@ -141,7 +140,8 @@ impl Upstream {
             negotiated: HANDSHAKE_VERSION.into(),
             server_info: None,
             capabilities: Value::Null,
-            timers: Timers::default(),
+            #[cfg(feature = "accel")]
+            timers: timers::Timers::default(),
             mutation,
         };
         if mutation.is(Mutant::ListingBeforeInitialize) {
@@ -205,9 +205,8 @@ impl Upstream {
         Ok(tools)
     }
 
-    /// One request; never fails, every ending is an [`Ending`]. Bounded as
-    /// `tokio::time::timeout` would bound it (the request is polled first, then its deadline
-    /// `timeout` after it started), by a timer kept from an earlier request (see [`Timers`]).
+    /// One request; never fails, every ending is an [`Ending`]. Bounded by `timeout` from its
+    /// start (the `accel` build by a timer kept from an earlier request, as `timers` says).
     pub async fn request(&self, method: &str, params: Value, timeout: Duration) -> Ending {
         self.request_as(self.reserve_id(), method, params, timeout, None)
             .await
@@ -266,15 +265,10 @@ impl Upstream {
                 Conn::Http(c) => c.request_as(id, method, params, back).await,
             }
         };
-        let mut timer = self.timers.take(deadline(started, timeout));
-        let mut fut = std::pin::pin!(fut);
-        let answered = std::future::poll_fn(|cx| {
-            if let Poll::Ready(ending) = fut.as_mut().poll(cx) {
-                return Poll::Ready(Some(ending));
-            }
-            timer.sleep().poll(cx).map(|()| None)
-        })
-        .await;
+        #[cfg(feature = "accel")]
+        let answered = self.timers.within(started, timeout, fut).await;
+        #[cfg(not(feature = "accel"))]
+        let answered = tokio::time::timeout(timeout, fut).await.ok();
         match answered {
             Some(ending) => ending,
             None => Ending::Timeout {
@@ -306,71 +300,6 @@ impl Upstream {
 impl Drop for Upstream {
     fn drop(&mut self) {
         self.shutdown();
-    }
-}
-
-/// `timeout` after `started`, or (past what an `Instant` holds) the far future
-/// `tokio::time::timeout` takes then: about 30 years.
-fn deadline(started: Instant, timeout: Duration) -> tokio::time::Instant {
-    let started = tokio::time::Instant::from_std(started);
-    started
-        .checked_add(timeout)
-        .unwrap_or_else(|| started + Duration::from_secs(86400 * 365 * 30))
-}
-
-/// Timers kept between an upstream's requests. A timer armed afresh for each request (as
-/// `tokio::time::timeout` arms one) is earlier than anything else in the runtime's timer
-/// wheel whenever no other timer is armed, the usual case between two small calls, and then
-/// the runtime wakes its own driver to re-arm: an eventfd write and one more `epoll_wait`
-/// round per call. A kept timer moved to a later deadline only has its date changed in place;
-/// the wheel finds the new date when the old one comes, at most about once per timeout.
-#[derive(Default)]
-struct Timers(Mutex<Vec<Pin<Box<tokio::time::Sleep>>>>);
-
-/// Timers kept at most: as many as requests were once in flight together, up to this.
-const TIMERS_KEPT: usize = 64;
-
-impl Timers {
-    fn take(&self, deadline: tokio::time::Instant) -> Kept<'_> {
-        let kept = self.0.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        let sleep = match kept {
-            Some(mut sleep) => {
-                sleep.as_mut().reset(deadline);
-                sleep
-            }
-            None => Box::pin(tokio::time::sleep_until(deadline)),
-        };
-        Kept {
-            timers: self,
-            sleep: Some(sleep),
-        }
-    }
-}
-
-/// A timer lent to one request; it goes back when the request ends, answered or not.
-struct Kept<'a> {
-    timers: &'a Timers,
-    sleep: Option<Pin<Box<tokio::time::Sleep>>>,
-}
-
-impl Kept<'_> {
-    fn sleep(&mut self) -> Pin<&mut tokio::time::Sleep> {
-        self.sleep
-            .as_mut()
-            .expect("a lent timer is only taken back on drop")
-            .as_mut()
-    }
-}
-
-impl Drop for Kept<'_> {
-    fn drop(&mut self) {
-        let Some(sleep) = self.sleep.take() else {
-            return;
-        };
-        let mut kept = self.timers.0.lock().unwrap_or_else(|e| e.into_inner());
-        if kept.len() < TIMERS_KEPT {
-            kept.push(sleep);
-        }
     }
 }
 

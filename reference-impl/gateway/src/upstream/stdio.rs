@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use relaycheck_reference::TransportKind;
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::{Mutex as AsyncMutex, oneshot};
 
@@ -17,7 +17,6 @@ use super::bounded::sniff_id;
 use crate::client_requests::{Back, Reply};
 use crate::error::UpstreamError;
 use crate::progress::Progress;
-use relaycheck_reference::json_write;
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Ending>>>>;
 
@@ -118,9 +117,8 @@ impl StdioConn {
             pending: &self.pending,
             id,
         };
-        let line = request_line(id, method, &params);
-        // The line holds the params now; a large argument is not kept twice while it waits.
-        drop(params);
+        // The line takes the params: a large argument is not kept twice while it waits.
+        let line = request_line(id, method, params);
         let written = match line {
             Ok(line) => self.write_line(&line).await,
             Err(err) => Err(std::io::Error::other(err)),
@@ -169,10 +167,26 @@ impl StdioConn {
     }
 }
 
-/// A request's line, newline included, as serializing `super::message(Some(id), method,
-/// params)` writes it, without building that map first (its keys and strings were six
-/// allocations of a small call).
-fn request_line(id: u64, method: &str, params: &Value) -> serde_json::Result<Vec<u8>> {
+/// A request's line, newline included.
+fn request_line(id: u64, method: &str, params: Value) -> serde_json::Result<Vec<u8>> {
+    #[cfg(feature = "accel")]
+    return request_line_by_hand(id, method, &params);
+    #[cfg(not(feature = "accel"))]
+    request_line_plain(id, method, params)
+}
+
+#[cfg_attr(feature = "accel", allow(dead_code))]
+fn request_line_plain(id: u64, method: &str, params: Value) -> serde_json::Result<Vec<u8>> {
+    let mut line = serde_json::to_vec(&super::message(Some(id), method, params))?;
+    line.push(b'\n');
+    Ok(line)
+}
+
+/// [`request_line_plain`]'s bytes, written without building the message's map first (its
+/// keys and strings were six allocations of a small call).
+#[cfg(feature = "accel")]
+fn request_line_by_hand(id: u64, method: &str, params: &Value) -> serde_json::Result<Vec<u8>> {
+    use relaycheck_reference::json_write;
     let mut line = Vec::with_capacity(128);
     line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     serde_json::to_writer(&mut line, &id)?;
@@ -200,6 +214,131 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// One line of an upstream's stdout.
+#[derive(Debug, PartialEq)]
+enum Line {
+    /// Its bytes, without the newline.
+    Whole(Vec<u8>),
+    /// A line over the read bound: its first bytes (at most [`SNIFF_BYTES`], and no more than
+    /// the bound and the byte past it), told as soon as the bound is passed; the rest is
+    /// skipped, never held.
+    Oversized(Vec<u8>),
+}
+
+/// An upstream's stdout as lines, no line held beyond the read bound.
+struct Lines<R> {
+    reader: R,
+    limit: usize,
+    /// Set while the rest of an oversized line is skipped.
+    skipping: bool,
+}
+
+impl<R: AsyncBufRead + Unpin> Lines<R> {
+    fn new(reader: R, limit: usize) -> Self {
+        Lines {
+            reader,
+            limit,
+            skipping: false,
+        }
+    }
+
+    /// The next line; `None` at the end of the stream (a last line without its newline is
+    /// not a message, and is dropped).
+    async fn next(&mut self) -> std::io::Result<Option<Line>> {
+        #[cfg(feature = "accel")]
+        return self.next_scanned().await;
+        #[cfg(not(feature = "accel"))]
+        self.next_plain().await
+    }
+
+    #[cfg_attr(feature = "accel", allow(dead_code))]
+    async fn next_plain(&mut self) -> std::io::Result<Option<Line>> {
+        if std::mem::take(&mut self.skipping) && !self.skip_line().await? {
+            return Ok(None);
+        }
+        // The bound's worth and one byte more: a line that has no newline by then is over it.
+        let most = u64::try_from(self.limit.saturating_add(1)).unwrap_or(u64::MAX);
+        let mut line = Vec::new();
+        (&mut self.reader)
+            .take(most)
+            .read_until(b'\n', &mut line)
+            .await?;
+        if line.last() == Some(&b'\n') {
+            line.pop();
+            return Ok(Some(Line::Whole(line)));
+        }
+        if line.len() > self.limit {
+            line.truncate(SNIFF_BYTES);
+            // The bound's worth of buffer is freed now, not when the next line comes.
+            line.shrink_to_fit();
+            self.skipping = true;
+            return Ok(Some(Line::Oversized(line)));
+        }
+        Ok(None)
+    }
+
+    /// Reads up to the end of the line being skipped, a buffer's worth at a time; false if the
+    /// stream ends first.
+    #[cfg_attr(feature = "accel", allow(dead_code))]
+    async fn skip_line(&mut self) -> std::io::Result<bool> {
+        let mut piece = Vec::new();
+        loop {
+            piece.clear();
+            let n = (&mut self.reader)
+                .take(64 * 1024)
+                .read_until(b'\n', &mut piece)
+                .await?;
+            if n == 0 {
+                return Ok(false);
+            }
+            if piece.last() == Some(&b'\n') {
+                return Ok(true);
+            }
+        }
+    }
+
+    /// [`Lines::next_plain`]'s lines, from the reader's buffer as it fills: the newline is
+    /// searched with memchr (a large answer is searched in full), and a line is copied once.
+    #[cfg(feature = "accel")]
+    async fn next_scanned(&mut self) -> std::io::Result<Option<Line>> {
+        let sniff = SNIFF_BYTES.min(self.limit.saturating_add(1));
+        let mut line = Vec::new();
+        loop {
+            let buf = self.reader.fill_buf().await?;
+            if buf.is_empty() {
+                return Ok(None);
+            }
+            let (chunk, newline) = match memchr::memchr(b'\n', buf) {
+                Some(i) => (&buf[..i], Some(i + 1)),
+                None => (buf, None),
+            };
+            let mut oversized = None;
+            if !self.skipping {
+                if line.len() + chunk.len() > self.limit {
+                    let keep = sniff.saturating_sub(line.len()).min(chunk.len());
+                    line.extend_from_slice(&chunk[..keep]);
+                    line.truncate(sniff);
+                    oversized = Some(std::mem::take(&mut line));
+                } else {
+                    line.extend_from_slice(chunk);
+                }
+            }
+            let consumed = newline.unwrap_or(chunk.len());
+            self.reader.consume(consumed);
+            if let Some(prefix) = oversized {
+                self.skipping = newline.is_none();
+                return Ok(Some(Line::Oversized(prefix)));
+            }
+            if newline.is_some() {
+                if std::mem::take(&mut self.skipping) {
+                    continue;
+                }
+                return Ok(Some(Line::Whole(line)));
+            }
+        }
+    }
+}
+
 struct Reader {
     name: String,
     pending: Pending,
@@ -214,49 +353,20 @@ struct Reader {
 
 impl Reader {
     async fn run(self, stdout: ChildStdout) {
-        let mut reader = BufReader::with_capacity(64 * 1024, stdout);
-        let mut line: Vec<u8> = Vec::new();
-        // Set while the rest of an oversized line is skipped.
-        let mut skipping = false;
+        let mut lines = Lines::new(BufReader::with_capacity(64 * 1024, stdout), self.limit);
         loop {
-            let buf = match reader.fill_buf().await {
-                Ok(buf) => buf,
+            match lines.next().await {
+                Ok(Some(Line::Whole(bytes))) if bytes.is_empty() => {}
+                Ok(Some(Line::Whole(bytes))) => self.line(bytes).await,
+                Ok(Some(Line::Oversized(prefix))) => self.oversized(&prefix),
+                Ok(None) => {
+                    self.close("the upstream closed its stdout".into());
+                    return;
+                }
                 Err(err) => {
                     self.close(format!("read error: {err}"));
                     return;
                 }
-            };
-            if buf.is_empty() {
-                self.close("the upstream closed its stdout".into());
-                return;
-            }
-            // memchr, not a byte loop: a 20 MiB answer is searched for its newline in full.
-            let (chunk, newline) = match memchr::memchr(b'\n', buf) {
-                Some(i) => (&buf[..i], Some(i + 1)),
-                None => (buf, None),
-            };
-            if !skipping {
-                if line.len() + chunk.len() > self.limit {
-                    let keep = SNIFF_BYTES.saturating_sub(line.len()).min(chunk.len());
-                    line.extend_from_slice(&chunk[..keep]);
-                    self.oversized(&line);
-                    // Freed, not cleared: a cleared buffer would keep the bound's worth of
-                    // memory until the next line came.
-                    line = Vec::new();
-                    skipping = true;
-                } else {
-                    line.extend_from_slice(chunk);
-                }
-            }
-            let consumed = newline.unwrap_or(chunk.len());
-            reader.consume(consumed);
-            if newline.is_some() {
-                if !skipping && !line.is_empty() {
-                    let bytes = std::mem::take(&mut line);
-                    self.line(bytes).await;
-                }
-                line.clear();
-                skipping = false;
             }
         }
     }
@@ -401,6 +511,92 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// Every line up to the end of `bytes`, read through a buffer of `capacity` bytes.
+    fn lines_of(bytes: &[u8], limit: usize, capacity: usize, plain: bool) -> Vec<Line> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let mut lines = Lines::new(BufReader::with_capacity(capacity, bytes), limit);
+            let mut out = Vec::new();
+            loop {
+                let next = if plain {
+                    lines.next_plain().await
+                } else {
+                    lines.next().await
+                };
+                match next.unwrap() {
+                    Some(line) => out.push(line),
+                    None => return out,
+                }
+            }
+        })
+    }
+
+    /// A line over the bound is told by its first bytes and skipped to its newline; the
+    /// lines around it, an empty one included, come whole; a last line without its newline
+    /// is dropped.
+    #[test]
+    fn lines_are_bounded_and_skipped_past_the_bound() {
+        let long = format!("{{\"id\":4,\"x\":\"{}\"}}", "a".repeat(SNIFF_BYTES * 3));
+        let input = format!(
+            "{{\"id\":1}}\n\n{long}\n{}\n{{\"id\":2}}\npartial",
+            "b".repeat(100)
+        );
+        for capacity in [1, 7, 64, 64 * 1024] {
+            let lines = lines_of(input.as_bytes(), 100, capacity, true);
+            assert_eq!(
+                lines,
+                vec![
+                    Line::Whole(b"{\"id\":1}".to_vec()),
+                    Line::Whole(Vec::new()),
+                    Line::Oversized(long.as_bytes()[..101].to_vec()),
+                    Line::Whole("b".repeat(100).into_bytes()),
+                    Line::Whole(b"{\"id\":2}".to_vec()),
+                ],
+                "buffer of {capacity}"
+            );
+            let lines = lines_of(input.as_bytes(), SNIFF_BYTES * 2, capacity, true);
+            assert_eq!(
+                lines[2],
+                Line::Oversized(long.as_bytes()[..SNIFF_BYTES].to_vec())
+            );
+            assert_eq!(lines.len(), 5);
+        }
+    }
+
+    /// The `accel` reader, which scans the buffer as it fills, against the plain one: the same
+    /// lines for any mix of lines around the bound, of newlines, and of buffer sizes.
+    #[cfg(feature = "accel")]
+    mod scanned_against_plain {
+        use proptest::prelude::*;
+
+        proptest! {
+            #[test]
+            fn the_scanning_reader_reads_the_lines_the_plain_one_reads(
+                lines in prop::collection::vec(
+                    prop_oneof![
+                        3 => "[a-z{}\":,]{0,40}",
+                        1 => (0..200usize).prop_map(|n| "x".repeat(n)),
+                        1 => (4000..4300usize).prop_map(|n| "y".repeat(n)),
+                    ],
+                    0..12,
+                ),
+                last_newline in any::<bool>(),
+                limit in prop_oneof![0..60usize, 4090..4200usize],
+                capacity in prop_oneof![1..16usize, 16..5000usize],
+            ) {
+                let mut input = lines.join("\n");
+                if last_newline {
+                    input.push('\n');
+                }
+                let plain = super::lines_of(input.as_bytes(), limit, capacity, true);
+                let scanned = super::lines_of(input.as_bytes(), limit, capacity, false);
+                prop_assert!(plain == scanned, "{plain:?}\nagainst\n{scanned:?}");
+            }
+        }
+    }
+
     #[test]
     fn a_request_line_is_the_message_serialized() {
         let escapes = "\"\\\n\u{1}é".repeat(3);
@@ -427,7 +623,8 @@ mod tests {
                 serde_json::to_vec(&super::super::message(Some(id), method, params.clone()))
                     .unwrap();
             expected.push(b'\n');
-            assert_eq!(request_line(id, method, &params).unwrap(), expected);
+            assert_eq!(request_line(id, method, params.clone()).unwrap(), expected);
+            assert_eq!(request_line_plain(id, method, params).unwrap(), expected);
         }
     }
 }
