@@ -181,7 +181,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             got["messages"][0]["content"]["text"],
-            "Write a brief on tides."
+            "Write a brief on tides, in a plain tone."
         );
         assert!(get_prompt("other", &json!({})).is_none());
     }
