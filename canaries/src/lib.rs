@@ -13,6 +13,7 @@ pub mod faults;
 pub mod fixtures;
 pub mod headers;
 pub mod http;
+pub mod input_required;
 pub mod listings;
 pub mod named;
 pub mod obslog;

@@ -14,6 +14,7 @@ use relaycheck_model::shape::Shape;
 use serde_json::{Map, Value, json};
 
 use crate::fixtures::{self, Fixtures, ToolAnswer};
+use crate::input_required::Round;
 use crate::oversized::OversizedBody;
 use crate::tasks::{Final, Origin, TaskStore, error_object, with_related_task};
 use crate::{SERVER_NAME, faults, listings, named, resources};
@@ -182,6 +183,8 @@ struct Call<'a> {
     tool: String,
     /// Whether the request asked for a task the way its shape says a client does.
     asked_task: bool,
+    /// The request's params, for what a retry brings back (`inputResponses`, `requestState`).
+    params: Option<&'a Value>,
 }
 
 pub fn response(id: &Value, result: Value) -> Value {
@@ -387,6 +390,14 @@ impl Canary {
             Ok(reply) => reply,
             Err(err) => Reply::Json(error_response(id, &err)),
         };
+        // A capability the request did not declare is answered with HTTP 400 (2026-07-28
+        // schema, MissingRequiredClientCapabilityError).
+        if let Reply::Json(message) = &handled.reply
+            && message.pointer("/error/code").and_then(Value::as_i64)
+                == Some(crate::input_required::MISSING_CAPABILITY)
+        {
+            handled.bad_request = true;
+        }
         handled
     }
 
@@ -678,6 +689,7 @@ impl Canary {
                 .cloned(),
             tool: name.to_string(),
             asked_task: asks_for_task(params, shape),
+            params,
         };
         Ok(self.respond(&respond, &call))
     }
@@ -753,6 +765,21 @@ impl Canary {
                     then: Box::new(self.respond(&log.then, call)),
                 }
             }
+            Respond::InputRequired(script) => {
+                let asked = crate::input_required::Asked {
+                    tool: &call.tool,
+                    nonce: call.nonce.as_deref(),
+                    params: call.params,
+                    stateless: call.shape.is_stateless(),
+                };
+                match crate::input_required::answer(script, &asked) {
+                    Ok(Round::Ask(result)) => Reply::Json(response(id, result)),
+                    Ok(Round::Done(legacy)) => {
+                        Reply::Json(response(id, self.render(&legacy, call)))
+                    }
+                    Err(err) => Reply::Json(error_response(id, &err)),
+                }
+            }
             Respond::Task(script) if !call.asked_task => {
                 // A server creates a task only for a request that asks for one; any other call
                 // of the tool runs to completion, as it would on a server without tasks.
@@ -796,6 +823,7 @@ impl Canary {
                     nonce: task.origin.nonce.clone(),
                     tool: task.origin.tool.clone().unwrap_or_default(),
                     asked_task: false,
+                    params: None,
                 };
                 self.respond(&respond, &call)
             }
@@ -964,6 +992,33 @@ mod tests {
         assert_eq!(got["result"]["protocolVersion"], "2025-11-25");
         assert!(got["result"]["capabilities"]["tasks"].is_object());
         assert_eq!(got["result"]["serverInfo"]["name"], SERVER_NAME);
+    }
+
+    #[test]
+    fn an_input_required_tool_asks_on_the_stateless_wire_only() {
+        let c = canary(
+            json!({"tools": [{"name": "ask", "respond": {"input-required": {
+                "requests": {"k": {"method": "elicitation/create", "params": {"message": "m", "requestedSchema": {"type": "object"}}}}
+            }}}]}),
+            None,
+        );
+        let s = Session::default();
+        let call = |capabilities: Value| {
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+                "name": "ask", "arguments": {"nonce": "n"},
+                "_meta": {META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: capabilities}
+            }})
+        };
+        let asked = json_of(c.handle(&call(json!({"elicitation": {}})), &s));
+        assert_eq!(asked["result"]["resultType"], "input_required");
+        assert!(asked["result"]["requestState"].is_string(), "{asked}");
+        // Undeclared elicitation: refused with HTTP 400, as the schema says.
+        let refused = c.handle(&call(json!({})), &s);
+        assert!(refused.bad_request);
+        assert_eq!(json_of(refused)["error"]["code"], -32021);
+        init(&c, &s, "2025-11-25");
+        let old = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "ask", "arguments": {}}});
+        assert_eq!(json_of(c.handle(&old, &s))["error"]["code"], -32602);
     }
 
     #[test]

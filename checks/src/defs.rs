@@ -3,7 +3,9 @@
 
 use serde_json::{Map, Value};
 
-use super::{Evidence, Verdict, envelope, eval, follow, listing, methods, reach, relay};
+use super::{
+    Evidence, Verdict, envelope, eval, follow, listing, methods, reach, relay, round_trip,
+};
 
 /// The kind of value a parameter takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,6 +119,10 @@ pub enum Gathers {
     /// After the call, the request its `method` and `params` name, with the call's nonce among
     /// the arguments and a prompt named as the target lists it (after a `prompts/list`).
     RelayedRequest,
+    /// After an `input_required` answer, the call retried as a client would: under a new id,
+    /// with the case's scripted response to each input request the client got and the
+    /// `requestState` it got; again while the answer asks for input, a few times at most.
+    InputRetry,
 }
 
 impl Gathers {
@@ -670,5 +676,29 @@ pub const CHECKS: &[CheckDef] = &[
         reads: Reads::Reply,
         gathers: &[],
         run: methods::log_relayed,
+    },
+    CheckDef {
+        name: "input-requests-relayed",
+        asserts: "the upstream's input_required result reached the client as one: resultType input_required, each input request under its key with its method and params unchanged in value (`_meta` keys of the target's own aside; what a client may change of a sampling request noted), none answered or dropped on the way, and a requestState wherever the upstream gave one (the upstream's own or one of the target's); not applicable where the upstream could not ask because the call it got did not declare the client capabilities the client declared",
+        params: &[],
+        reads: Reads::Picked,
+        gathers: &[],
+        run: round_trip::input_requests_relayed,
+    },
+    CheckDef {
+        name: "input-responses-returned",
+        asserts: "each retry that reached the upstream carried back the requestState the upstream had just issued, exactly (a target may hand its client a state of its own, but must give the upstream its own back), and only responses the client gave, each unchanged in value; every response the client gave to an upstream's input request reached it",
+        params: &[],
+        reads: Reads::Evidence,
+        gathers: &[Gathers::InputRetry],
+        run: round_trip::input_responses_returned,
+    },
+    CheckDef {
+        name: "retry-result-relayed",
+        asserts: "the client's last retry was answered with the upstream's answer to the last retry it got, the same in value as the shape defines it (a result, or a JSON-RPC error with its code, message and data), and that answer ends the exchange (it asks for no more input)",
+        params: &[],
+        reads: Reads::Evidence,
+        gathers: &[Gathers::InputRetry],
+        run: round_trip::retry_result_relayed,
     },
 ];

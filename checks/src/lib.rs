@@ -16,6 +16,7 @@ mod listing;
 mod methods;
 mod reach;
 mod relay;
+mod round_trip;
 pub mod upstream;
 
 use std::collections::BTreeMap;
@@ -38,13 +39,14 @@ pub use relay::{
     upstream_progress,
 };
 pub use relaycheck_model::verdict::Verdict;
+pub use round_trip::RETRY_STEP;
 
 /// One follow-up request of a multi-step route (a continuation fetch, a task poll, a link
 /// read) and its answer.
 #[derive(Debug, Clone)]
 pub struct FollowUp {
     /// `fetch`, `fetch-as-other`, `delete`, `fetch-after-delete`, `tasks/get`,
-    /// `tasks/result`, `resources/read`.
+    /// `tasks/result`, `resources/read`, `retry` (after `input_required`).
     pub step: String,
     /// The JSON-RPC request the runner sent.
     pub request: Value,

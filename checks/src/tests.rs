@@ -1961,3 +1961,437 @@ fn log_relayed_wants_each_message_with_its_level_and_data() {
     silent.handshake = Some(("2025-06-18".into(), json!({"capabilities": {"tools": {}}})));
     assert!(!silent.check("log-relayed", json!({})).applicable);
 }
+
+/// What an upstream that asks for input sends first: an elicitation, a sampling request and a
+/// state.
+fn asking(state: &str) -> Value {
+    json!({
+        "resultType": "input_required",
+        "inputRequests": {
+            "login": {"method": "elicitation/create", "params": {
+                "mode": "form", "message": "Your login?",
+                "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}
+            }},
+            "capital": {"method": "sampling/createMessage", "params": {
+                "messages": [{"role": "user", "content": text("Capital of France?")}],
+                "systemPrompt": "Be brief.", "maxTokens": 20
+            }}
+        },
+        "requestState": state
+    })
+}
+
+fn answers() -> Value {
+    json!({
+        "login": {"action": "accept", "content": {"name": "octocat"}},
+        "capital": {"role": "assistant", "content": text("Paris"), "model": "m"}
+    })
+}
+
+fn finished() -> Value {
+    json!({"resultType": "complete", "content": [text("done")], "structuredContent": {"ok": true}})
+}
+
+fn retry_params(responses: Option<Value>, state: Option<&str>) -> Value {
+    let mut params = json!({"name": "tool", "arguments": {"nonce": "n"}});
+    if let Some(responses) = responses {
+        params["inputResponses"] = responses;
+    }
+    if let Some(state) = state {
+        params["requestState"] = json!(state);
+    }
+    params
+}
+
+/// An exchange of multi round-trip requests: each of `rounds` is the params of a `tools/call`
+/// the upstream got and its answer (a whole message), in order; `north` is the client's answer
+/// to its call, and each of `retries` the params of a retry the client made and its answer.
+fn round_trip(rounds: Vec<(Value, Value)>, north: Value, retries: Vec<(Value, Value)>) -> Fixture {
+    let mut fixture = Fixture::new(rounds[0].1.clone(), north);
+    fixture.shape = Shape::V2026_07_28;
+    fixture.upstream = Vec::new();
+    for (n, (params, answer)) in rounds.into_iter().enumerate() {
+        let id = json!(n + 1);
+        let mut asked = observation(Direction::In, Some(params), None);
+        asked.id = Some(id.clone());
+        let mut answer = answer;
+        answer["id"] = id.clone();
+        let mut answered = observation(Direction::Out, None, Some(answer));
+        answered.id = Some(id);
+        fixture.upstream.extend([asked, answered]);
+    }
+    for (params, message) in retries {
+        fixture.follow_ups.push(super::FollowUp {
+            step: super::RETRY_STEP.into(),
+            request: json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params}),
+            view: View::of(&message, &relaycheck_model::route::Route::default()),
+            exchange: Exchange::Reply(Reply {
+                raw: serde_json::to_vec(&message).unwrap(),
+                message,
+                ..Reply::default()
+            }),
+        });
+    }
+    fixture
+}
+
+fn result_message(result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "result": result})
+}
+
+/// The whole exchange as a faithful relay makes it: one retry, the state and the responses
+/// back upstream, the final result back to the client.
+fn faithful_round_trip() -> Fixture {
+    round_trip(
+        vec![
+            (retry_params(None, None), result_message(asking("S1"))),
+            (
+                retry_params(Some(answers()), Some("S1")),
+                result_message(finished()),
+            ),
+        ],
+        result_message(asking("S1")),
+        vec![(
+            retry_params(Some(answers()), Some("S1")),
+            result_message(finished()),
+        )],
+    )
+}
+
+#[test]
+fn input_requests_relayed_wants_every_request_as_the_upstream_asked_it() {
+    passes(&faithful_round_trip(), "input-requests-relayed", json!({}));
+
+    // A state of the target's own and a `_meta` key of its own are its to add; a sampling
+    // request's system prompt is the client's to change.
+    let mut own = asking("gateway-wrapped-S1");
+    own["inputRequests"]["login"]["params"]["_meta"] = json!({"gateway/upstream": "canary"});
+    own["inputRequests"]["capital"]["params"]["systemPrompt"] = json!("Be very brief.");
+    let fixture = round_trip(
+        vec![(retry_params(None, None), result_message(asking("S1")))],
+        result_message(own),
+        Vec::new(),
+    );
+    let verdict = fixture.check("input-requests-relayed", json!({}));
+    assert!(verdict.passed, "{}", verdict.message);
+    assert!(
+        verdict.message.contains("requestState of the target's own")
+            && verdict.message.contains("systemPrompt"),
+        "{}",
+        verdict.message
+    );
+
+    let broken = |north: Value| {
+        round_trip(
+            vec![(retry_params(None, None), result_message(asking("S1")))],
+            result_message(north),
+            Vec::new(),
+        )
+    };
+    let mut answered = asking("S1");
+    answered["inputRequests"]
+        .as_object_mut()
+        .unwrap()
+        .shift_remove("login");
+    let verdict = fails(&broken(answered), "input-requests-relayed", json!({}));
+    assert!(
+        verdict.message.contains("`login` never reached the client"),
+        "{}",
+        verdict.message
+    );
+    assert_eq!(verdict.at.as_deref(), Some("/inputRequests"));
+
+    let mut reworded = asking("S1");
+    reworded["inputRequests"]["login"]["params"]["message"] = json!("[canary] Your login?");
+    let verdict = fails(&broken(reworded), "input-requests-relayed", json!({}));
+    assert!(
+        verdict
+            .message
+            .contains("`login`: `params.message` changed"),
+        "{}",
+        verdict.message
+    );
+
+    let mut tokens = asking("S1");
+    tokens["inputRequests"]["capital"]["params"]["maxTokens"] = json!(4000);
+    let verdict = fails(&broken(tokens), "input-requests-relayed", json!({}));
+    assert!(
+        verdict.message.contains("`params.maxTokens` changed"),
+        "{}",
+        verdict.message
+    );
+
+    let mut typed = asking("S1");
+    typed.as_object_mut().unwrap().shift_remove("resultType");
+    let verdict = fails(&broken(typed), "input-requests-relayed", json!({}));
+    assert!(
+        verdict.message.contains("complete (no resultType)"),
+        "{}",
+        verdict.message
+    );
+
+    let mut stateless = asking("S1");
+    stateless
+        .as_object_mut()
+        .unwrap()
+        .shift_remove("requestState");
+    let verdict = fails(&broken(stateless), "input-requests-relayed", json!({}));
+    assert!(
+        verdict.message.contains("requestState never reached"),
+        "{}",
+        verdict.message
+    );
+
+    let refused = round_trip(
+        vec![(
+            retry_params(None, None),
+            json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32021, "message": "Missing required client capability", "data": {"requiredCapabilities": {"elicitation": {}}}}}),
+        )],
+        json!({"jsonrpc": "2.0", "id": 9, "error": {"code": -32021, "message": "Missing required client capability"}}),
+        Vec::new(),
+    );
+    let verdict = refused.check("input-requests-relayed", json!({}));
+    assert!(!verdict.applicable, "{}", verdict.message);
+}
+
+#[test]
+fn input_responses_returned_wants_the_upstreams_own_state_and_the_clients_answers() {
+    passes(
+        &faithful_round_trip(),
+        "input-responses-returned",
+        json!({}),
+    );
+
+    // A target may hand its client a state of its own, if the upstream gets its own back.
+    let wrapped = round_trip(
+        vec![
+            (retry_params(None, None), result_message(asking("S1"))),
+            (
+                retry_params(Some(answers()), Some("S1")),
+                result_message(finished()),
+            ),
+        ],
+        result_message(asking("W(S1)")),
+        vec![(
+            retry_params(Some(answers()), Some("W(S1)")),
+            result_message(finished()),
+        )],
+    );
+    passes(&wrapped, "input-responses-returned", json!({}));
+
+    let upstream_got = |params: Value| {
+        round_trip(
+            vec![
+                (retry_params(None, None), result_message(asking("S1"))),
+                (params, result_message(finished())),
+            ],
+            result_message(asking("S1")),
+            vec![(
+                retry_params(Some(answers()), Some("S1")),
+                result_message(finished()),
+            )],
+        )
+    };
+    let verdict = fails(
+        &upstream_got(retry_params(Some(answers()), Some("[REDACTED:jwt]"))),
+        "input-responses-returned",
+        json!({}),
+    );
+    assert!(
+        verdict.message.contains("other than the one it issued"),
+        "{}",
+        verdict.message
+    );
+    assert_eq!(verdict.expected.as_ref().unwrap()["requestState"], "S1");
+
+    let verdict = fails(
+        &upstream_got(retry_params(None, None)),
+        "input-responses-returned",
+        json!({}),
+    );
+    assert!(
+        verdict.message.contains("did not get it back")
+            && verdict.message.contains("never reached the upstream"),
+        "{}",
+        verdict.message
+    );
+
+    let mut declined = answers();
+    declined["login"] = json!({"action": "decline"});
+    let verdict = fails(
+        &upstream_got(retry_params(Some(declined), Some("S1"))),
+        "input-responses-returned",
+        json!({}),
+    );
+    assert!(
+        verdict
+            .message
+            .contains("`login` reached the upstream changed"),
+        "{}",
+        verdict.message
+    );
+
+    // The target answered the elicitation itself: the client never saw it, the upstream got
+    // an answer nobody gave.
+    let mut only_capital = answers();
+    only_capital.as_object_mut().unwrap().shift_remove("login");
+    let mut asked_capital = asking("S1");
+    asked_capital["inputRequests"]
+        .as_object_mut()
+        .unwrap()
+        .shift_remove("login");
+    let mut with_decline = only_capital.clone();
+    with_decline["login"] = json!({"action": "decline"});
+    let self_answered = round_trip(
+        vec![
+            (retry_params(None, None), result_message(asking("S1"))),
+            (
+                retry_params(Some(with_decline), Some("S1")),
+                result_message(finished()),
+            ),
+        ],
+        result_message(asked_capital),
+        vec![(
+            retry_params(Some(only_capital), Some("S1")),
+            result_message(finished()),
+        )],
+    );
+    let verdict = fails(&self_answered, "input-responses-returned", json!({}));
+    assert!(
+        verdict
+            .message
+            .contains("a response to `login` that the client never gave"),
+        "{}",
+        verdict.message
+    );
+
+    let answered_itself = round_trip(
+        vec![(retry_params(None, None), result_message(asking("S1")))],
+        result_message(asking("S1")),
+        vec![(
+            retry_params(Some(answers()), Some("S1")),
+            result_message(asking("S1")),
+        )],
+    );
+    let verdict = fails(&answered_itself, "input-responses-returned", json!({}));
+    assert!(
+        verdict.message.contains("the upstream got none of them"),
+        "{}",
+        verdict.message
+    );
+
+    let never_asked = round_trip(
+        vec![(retry_params(None, None), result_message(asking("S1")))],
+        result_message(json!({"content": []})),
+        Vec::new(),
+    );
+    let verdict = fails(&never_asked, "input-responses-returned", json!({}));
+    assert!(
+        verdict
+            .message
+            .contains("no input_required answer to retry"),
+        "{}",
+        verdict.message
+    );
+}
+
+#[test]
+fn retry_result_relayed_wants_the_upstreams_final_answer() {
+    passes(&faithful_round_trip(), "retry-result-relayed", json!({}));
+
+    let client_got = |answer: Value| {
+        round_trip(
+            vec![
+                (retry_params(None, None), result_message(asking("S1"))),
+                (
+                    retry_params(Some(answers()), Some("S1")),
+                    result_message(finished()),
+                ),
+            ],
+            result_message(asking("S1")),
+            vec![(retry_params(Some(answers()), Some("S1")), answer)],
+        )
+    };
+    // `resultType` left out reads as complete in 2026-07-28: a difference of form.
+    let mut bare = finished();
+    bare.as_object_mut().unwrap().shift_remove("resultType");
+    let verdict = client_got(result_message(bare)).check("retry-result-relayed", json!({}));
+    assert!(
+        verdict.passed && verdict.message.contains("in form"),
+        "{}",
+        verdict.message
+    );
+    let mut changed = finished();
+    changed["structuredContent"] = json!({"ok": false});
+    let verdict = fails(
+        &client_got(result_message(changed)),
+        "retry-result-relayed",
+        json!({}),
+    );
+    assert!(verdict.message.contains("differs"), "{}", verdict.message);
+    fails(
+        &client_got(
+            json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": "gateway"}}),
+        ),
+        "retry-result-relayed",
+        json!({}),
+    );
+
+    let cached = round_trip(
+        vec![(retry_params(None, None), result_message(asking("S1")))],
+        result_message(asking("S1")),
+        vec![(
+            retry_params(Some(answers()), Some("S1")),
+            result_message(asking("S1")),
+        )],
+    );
+    let verdict = fails(&cached, "retry-result-relayed", json!({}));
+    assert!(
+        verdict.message.contains("never got the client's retry"),
+        "{}",
+        verdict.message
+    );
+
+    let unfinished = round_trip(
+        vec![
+            (retry_params(None, None), result_message(asking("S1"))),
+            (retry_params(None, None), result_message(asking("S2"))),
+        ],
+        result_message(asking("S1")),
+        vec![(
+            retry_params(Some(answers()), Some("S1")),
+            result_message(asking("S2")),
+        )],
+    );
+    let verdict = fails(&unfinished, "retry-result-relayed", json!({}));
+    assert!(
+        verdict.message.contains("never completed"),
+        "{}",
+        verdict.message
+    );
+
+    let refusal = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "Invalid params: requestState failed verification", "data": {"requestState": "x"}}});
+    let refused = round_trip(
+        vec![
+            (retry_params(None, None), result_message(asking("S1"))),
+            (retry_params(Some(answers()), Some("x")), refusal.clone()),
+        ],
+        result_message(asking("S1")),
+        vec![(retry_params(Some(answers()), Some("S1")), refusal.clone())],
+    );
+    passes(&refused, "retry-result-relayed", json!({}));
+    let mut reworded = refusal;
+    reworded["error"]["message"] = json!("upstream failed");
+    let refused_otherwise = round_trip(
+        vec![
+            (retry_params(None, None), result_message(asking("S1"))),
+            (
+                retry_params(Some(answers()), Some("x")),
+                json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "Invalid params: requestState failed verification", "data": {"requestState": "x"}}}),
+            ),
+        ],
+        result_message(asking("S1")),
+        vec![(retry_params(Some(answers()), Some("S1")), reworded)],
+    );
+    fails(&refused_otherwise, "retry-result-relayed", json!({}));
+}

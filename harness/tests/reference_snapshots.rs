@@ -80,6 +80,11 @@ fn the_reference_answers_every_case_as_pinned() {
             "[uuid]",
         ),
         (Regex::new(r"within \d+ ms").unwrap(), "within [n] ms"),
+        // The canary's signed request state carries the nonce and an expiry time.
+        (
+            Regex::new(r"eyJ[A-Za-z0-9+/=_-]{16,}(\.[A-Za-z0-9+/=_-]{16,}){1,2}").unwrap(),
+            "[request state]",
+        ),
         (Regex::new(r"call-\d+").unwrap(), "[call]"),
         (
             Regex::new(r"\d+ bytes of JSON").unwrap(),

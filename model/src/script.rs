@@ -109,6 +109,9 @@ pub enum Respond {
     Progress(Progress),
     /// `notifications/message` log messages before the answer, on the call's own stream.
     Log(LogMessages),
+    /// A multi round-trip request (2026-07-28): `input_required` first, the final result on
+    /// the retry that answers it.
+    InputRequired(InputRequired),
     /// A generated table of rows (legacy form, rendered into the shape), for cases about
     /// cutting large structured results without writing them out.
     Rows(Rows),
@@ -239,6 +242,43 @@ pub enum LogLevel {
     Critical,
     Alert,
     Emergency,
+}
+
+/// An upstream that needs input before it can finish a call (SEP-2322). The first call is
+/// answered `input_required` with these input requests and a request state of the canary's
+/// own; a retry that brings that state back and a response under every key gets a result that
+/// echoes the responses it got. Only the stateless shapes have the answer; a handshake shape's
+/// call is refused, as it cannot carry one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InputRequired {
+    /// The input requests by key, each `{method, params}`: `elicitation/create`,
+    /// `sampling/createMessage` or `roots/list`, sent as written.
+    #[serde(default)]
+    pub requests: Map<String, Value>,
+    /// The client's side of the exchange: what a client answers each request with, by the same
+    /// keys. The runner sends these on the retry; the canary assumes nothing of them and
+    /// echoes what it got, so a check can hold it to what the runner sent.
+    #[serde(default)]
+    pub responses: Map<String, Value>,
+    /// The form of the `requestState` the canary hands out.
+    #[serde(default)]
+    pub state: StateForm,
+}
+
+/// How the canary writes the state it hands out with `input_required`. Either form is signed
+/// (HMAC-SHA256), so the canary can tell its own state from one changed on the way.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StateForm {
+    /// No `requestState`: the input requests alone carry the exchange.
+    None,
+    /// Base64 (standard alphabet, padded) of the state's JSON, a dot, and its signature.
+    #[default]
+    Blob,
+    /// An HS256 JWT, as an upstream that signs its state with a JWT library writes it: the
+    /// form the spec names among those a server may choose.
+    Jwt,
 }
 
 /// The handle form a task is announced in.
@@ -386,6 +426,24 @@ mod tests {
         assert_eq!(serde_json::to_value(&error).unwrap()["data"], Value::Null);
         let none: RpcError = serde_json::from_value(json!({"code": 1, "message": "m"})).unwrap();
         assert_eq!(none.data, None);
+    }
+
+    #[test]
+    fn input_required_reads_with_a_blob_state_by_default() {
+        let respond: Respond = serde_json::from_value(json!({"input-required": {
+            "requests": {"ask": {"method": "roots/list"}},
+            "responses": {"ask": {"roots": []}}
+        }}))
+        .unwrap();
+        let Respond::InputRequired(script) = respond else {
+            panic!("not input-required: {respond:?}");
+        };
+        assert_eq!(script.state, StateForm::Blob);
+        assert_eq!(script.requests.len(), 1);
+        let jwt: InputRequired =
+            serde_json::from_value(json!({"state": "jwt", "requests": {}})).unwrap();
+        assert_eq!(jwt.state, StateForm::Jwt);
+        assert!(serde_json::from_value::<InputRequired>(json!({"state": "plain"})).is_err());
     }
 
     #[test]

@@ -417,6 +417,58 @@ async fn relay_request(
         .push(step(session, method, method, params, &plain, timeout).await);
 }
 
+/// Most retries of one call: a target that keeps answering `input_required` to answered
+/// requests is not retried for ever.
+const MAX_RETRIES: usize = 3;
+
+/// Retries the call as a client does after an `input_required` answer (MCP 2026-07-28
+/// basic/patterns/mrtr): the same request under a new id, with `responses` to the input
+/// requests the client got (the scripted response under each key it knows, nothing for a key
+/// it does not) and the `requestState` it got, exactly as it came (none when none came). Each
+/// retry is a follow-up step, again while the answer is `input_required`.
+pub async fn retry_input_required(
+    session: &Session,
+    drive: &mut Drive,
+    responses: &Map<String, Value>,
+    timeout: Duration,
+) {
+    let Some(first) = drive.request.get("params").and_then(Value::as_object) else {
+        return;
+    };
+    let mut answer = drive.view.result.clone();
+    for _ in 0..MAX_RETRIES {
+        let Some(asked) = answer
+            .filter(|r| r.get("resultType").and_then(Value::as_str) == Some("input_required"))
+        else {
+            return;
+        };
+        let mut params = first.clone();
+        params.shift_remove("inputResponses");
+        params.shift_remove("requestState");
+        if let Some(requests) = asked.get("inputRequests").and_then(Value::as_object) {
+            let answered: Map<String, Value> = requests
+                .keys()
+                .filter_map(|key| Some((key.clone(), responses.get(key)?.clone())))
+                .collect();
+            params.insert("inputResponses".into(), Value::Object(answered));
+        }
+        if let Some(state) = asked.get("requestState") {
+            params.insert("requestState".into(), state.clone());
+        }
+        let retry = step(
+            session,
+            relaycheck_checks::RETRY_STEP,
+            "tools/call",
+            Value::Object(params),
+            &drive.route,
+            timeout,
+        )
+        .await;
+        answer = retry.view.result.clone();
+        drive.follow_ups.push(retry);
+    }
+}
+
 async fn resources(session: &Session, drive: &mut Drive, timeout: Duration) {
     let mut uris = Vec::new();
     if let Some(result) = &drive.view.result {

@@ -957,6 +957,15 @@ pub async fn run_one(
         }
         _ => drive,
     };
+    // A case whose upstream asks for input retries the call as a client would, answering with
+    // the responses its script gives.
+    let mut drive = drive;
+    if checks::gathers(&case.spec.expect, Gathers::InputRetry)
+        && let Some(Respond::InputRequired(script)) = &case.spec.tool.respond
+    {
+        crate::drive::retry_input_required(&target.session, &mut drive, &script.responses, timeout)
+            .await;
+    }
     let call_window = (called_from, std::time::SystemTime::now());
     crate::target_time::note_target_time(drive_started.elapsed());
     let patience = match drive.exchange {

@@ -112,6 +112,9 @@ pub struct Gateway {
     /// what a stdio upstream sends besides its answers (its lines relate to no request) is
     /// that client's too.
     pub sole_client: Arc<OnceLock<Back>>,
+    /// Answers relayed by call (upstream, tool, arguments): the `retry-answered-from-cache`
+    /// mutant's cache, empty otherwise.
+    answered: std::sync::Mutex<HashMap<String, Value>>,
     counter: AtomicU64,
 }
 
@@ -167,6 +170,7 @@ impl Gateway {
             audit,
             progress,
             sole_client,
+            answered: std::sync::Mutex::default(),
             counter: AtomicU64::new(1),
         });
         // Pin the handshake listing now: a broken upstream shows at start, not at first call.
@@ -197,6 +201,23 @@ impl Gateway {
     /// How many listings came before this one: the `listing-order-unstable` mutant only.
     pub fn next_listing_turn(&self) -> usize {
         self.counter.fetch_add(1, Ordering::Relaxed) as usize
+    }
+
+    /// The answer the `retry-answered-from-cache` mutant keeps for a call.
+    pub fn answered(&self, call: &str) -> Option<Value> {
+        self.answered
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(call)
+            .cloned()
+    }
+
+    /// Keeps an answer for the `retry-answered-from-cache` mutant.
+    pub fn remember(&self, call: String, answer: Value) {
+        self.answered
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(call, answer);
     }
 
     pub fn next_call_id(&self) -> String {

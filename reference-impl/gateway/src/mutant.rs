@@ -78,10 +78,59 @@ pub enum Mutant {
     PromptArgumentsDropped,
     CompletionRebuilt,
     LogMessagesDropped,
+    InputRequestsDropped,
+    InputRequestsAnswered,
+    InputRequiredHeldToSchema,
+    RequestStateRedacted,
+    RequestStateRewritten,
+    RetryParamsDropped,
+    RetryAnsweredFromCache,
 }
 
 /// (mutant, name, surface, defect)
 const TABLE: &[(Mutant, &str, &str, &str)] = &[
+    (
+        Mutant::InputRequestsDropped,
+        "input-requests-dropped",
+        "input-required",
+        "an input_required result is relayed as a typed CallToolResult model reads it: its inputRequests and requestState are lost, so the client has nothing to answer or send back",
+    ),
+    (
+        Mutant::InputRequestsAnswered,
+        "input-requests-answered",
+        "input-required",
+        "the gateway answers every elicitation an upstream asks for itself, declining it as a headless client would, and retries at once: the user is never asked and the upstream reads a refusal nobody gave",
+    ),
+    (
+        Mutant::InputRequiredHeldToSchema,
+        "input-required-held-to-schema",
+        "input-required",
+        "an input_required result is validated against the tool's outputSchema, and replaced by a schema-violation error since it carries no structuredContent",
+    ),
+    (
+        Mutant::RequestStateRedacted,
+        "request-state-redacted",
+        "input-required",
+        "an input_required result's requestState goes through the redactor like model-visible text: a state in the form of a JWT is replaced by a redaction marker, and the upstream cannot verify the retry",
+    ),
+    (
+        Mutant::RequestStateRewritten,
+        "request-state-rewritten",
+        "input-required",
+        "the gateway hands its client a requestState of its own (the upstream's prefixed with the upstream's name) and never unwraps it: the retry brings the upstream a state it never issued",
+    ),
+    (
+        Mutant::RetryParamsDropped,
+        "retry-params-dropped",
+        "input-required",
+        "tools/call is forwarded with the params a 2025-11-25 typed model knows (name, arguments, task, _meta): a retry's inputResponses and requestState never reach the upstream",
+    ),
+    (
+        Mutant::RetryAnsweredFromCache,
+        "retry-answered-from-cache",
+        "input-required",
+        "flat answers are cached by upstream, tool and arguments, as a gateway that caches idempotent calls does: the retry, which repeats the call's arguments, is answered with the input_required result again",
+    ),
     (
         Mutant::PromptArgumentsDropped,
         "prompt-arguments-dropped",
@@ -581,9 +630,9 @@ mod tests {
             assert_eq!(m.name().parse::<Mutant>(), Ok(m));
             assert!(!m.defect().is_empty());
         }
-        assert_eq!(Mutant::all().count(), 70);
+        assert_eq!(Mutant::all().count(), 77);
         let err = "nope".parse::<Mutant>().unwrap_err().to_string();
         assert!(err.contains("meta-cut-apart"), "{err}");
-        assert_eq!(Mutant::listing().lines().count(), 70);
+        assert_eq!(Mutant::listing().lines().count(), 77);
     }
 }

@@ -192,9 +192,23 @@ pub fn process(
             }
             let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
             let raw_reason = is_error.then(|| clip(&first_text(&result)));
+            let asks_for_input = asks_for_input(&result);
+            // The request state is the upstream's own, opaque to everyone else and never read
+            // by the model: it goes back as it came, even when it looks like a token.
+            let state = result
+                .get_mut("requestState")
+                .filter(|_| asks_for_input && !mutation.is(Mutant::RequestStateRedacted))
+                .map(Value::take);
             let redacted = secrets::redact_counted(&mut result, mutation);
+            if let Some(state) = state {
+                result["requestState"] = state;
+            }
             links::rewrite(&mut result, &called.server, mutation);
-            let violation = if mutation.is(Mutant::SchemaNotValidated) {
+            // An answer that asks for input is not the tool's output: the outputSchema holds
+            // the result the retry ends with.
+            let violation = if mutation.is(Mutant::SchemaNotValidated)
+                || (asks_for_input && !mutation.is(Mutant::InputRequiredHeldToSchema))
+            {
                 None
             } else if mutation.is(Mutant::ErrorsHeldToSchema) && is_error {
                 let mut as_success = result.clone();
@@ -212,7 +226,13 @@ pub fn process(
                 return (Outcome::Result { result, own: true }, facts);
             }
             result_mutants(&mut result, mutation);
-            let status = if is_error { "tool_error" } else { "ok" };
+            let status = if asks_for_input {
+                "input_required"
+            } else if is_error {
+                "tool_error"
+            } else {
+                "ok"
+            };
             let mut facts = facts(redacted, status, None, raw_reason);
             if mutation.is(Mutant::AuditKeepsResultBody) {
                 facts.body = Some(result.clone());
@@ -259,6 +279,12 @@ pub fn process(
             (Outcome::Failed { text }, facts)
         }
     }
+}
+
+/// Whether an upstream's result asks for input before the call can finish (MCP 2026-07-28
+/// basic/patterns/mrtr): the caller answers it and retries.
+pub fn asks_for_input(result: &Value) -> bool {
+    result.get("resultType").and_then(Value::as_str) == Some("input_required")
 }
 
 /// Mutants that damage a result every route relays (after it was validated).
@@ -441,7 +467,30 @@ pub async fn flat(
     {
         arguments.retain(|_, value| !value.is_null());
     }
-    let mut called = call(gw, caller, up, tool, upstream).await;
+    if gw.mutation.is(Mutant::RetryParamsDropped)
+        && let Some(fields) = upstream.as_object_mut()
+    {
+        // The params of a 2025-11-25 typed model of tools/call.
+        fields.retain(|key, _| matches!(key.as_str(), "name" | "arguments" | "task" | "_meta"));
+    }
+    let cache_key = gw.mutation.is(Mutant::RetryAnsweredFromCache).then(|| {
+        format!(
+            "{}/{tool}/{}",
+            up.name,
+            params.get("arguments").unwrap_or(&Value::Null)
+        )
+    });
+    if let Some(key) = &cache_key
+        && let Some(answered) = gw.answered(key)
+    {
+        return Answer::Relayed(answered);
+    }
+    let mut called = call(gw, caller, up, tool, upstream.clone()).await;
+    if gw.mutation.is(Mutant::InputRequestsAnswered)
+        && let Some(again) = declined(&called.ending, &upstream)
+    {
+        called = call(gw, caller, up, tool, again).await;
+    }
     let bytes = called.ending.bytes();
     let (outcome, facts) = process(gw, caller, &mut called, pin);
     audit(gw, caller, &called, &facts, bytes);
@@ -453,6 +502,9 @@ pub async fn flat(
             own: false,
         } => {
             flat_mutants(&mut result, &called, mutation);
+            if let Some(key) = cache_key {
+                gw.remember(key, result.clone());
+            }
             Answer::Relayed(result)
         }
         Outcome::Task { handle } => Answer::Relayed(handle),
@@ -530,6 +582,52 @@ fn flat_mutants(result: &mut Value, called: &Called, mutation: Mutation) {
     if mutation.is(Mutant::FlatCutSilently) {
         cut_silently(result, FLAT_CUT_BYTES);
     }
+    if mutation.is(Mutant::InputRequestsDropped) && asks_for_input(result) {
+        *result = typed_round_trip(result);
+    }
+    if mutation.is(Mutant::RequestStateRewritten)
+        && asks_for_input(result)
+        && let Some(Value::String(state)) = result.get_mut("requestState")
+    {
+        // A state of the gateway's own, naming the upstream the retry is for; the retry's
+        // state then goes upstream as the client has it, never unwrapped.
+        *state = format!("{}/{state}", called.server);
+    }
+}
+
+/// The `input-requests-answered` mutant: the params of a retry the gateway makes itself when
+/// the upstream asks for elicitation, as a gateway with no way to ask a user does: every
+/// elicitation declined, with the upstream's request state.
+fn declined(ending: &Ending, params: &Value) -> Option<Value> {
+    let Ending::Response { message, .. } = ending else {
+        return None;
+    };
+    let result = message.get("result").filter(|r| asks_for_input(r))?;
+    let elicitations: Vec<&String> = result
+        .get("inputRequests")
+        .and_then(Value::as_object)?
+        .iter()
+        .filter(|(_, r)| r.get("method").and_then(Value::as_str) == Some("elicitation/create"))
+        .map(|(key, _)| key)
+        .collect();
+    if elicitations.is_empty() {
+        return None;
+    }
+    let mut again = params.clone();
+    let responses = again
+        .as_object_mut()?
+        .entry("inputResponses")
+        .or_insert_with(|| json!({}));
+    for key in elicitations {
+        responses[key.as_str()] = json!({"action": "decline"});
+    }
+    match result.get("requestState") {
+        Some(state) => again["requestState"] = state.clone(),
+        None => {
+            again.as_object_mut()?.shift_remove("requestState");
+        }
+    }
+    Some(again)
 }
 
 /// Where the `flat-cut-silently` mutant cuts: a 64 KiB output cap.

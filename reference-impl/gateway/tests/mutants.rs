@@ -557,3 +557,70 @@ fn errors_held_to_schema_replaces_a_tool_error() {
     assert_eq!(got["result"]["isError"], true, "{got}");
     assert!(got["result"].get("structuredContent").is_none(), "{got}");
 }
+
+fn region() -> Value {
+    json!({"region": {"action": "accept", "content": {"region": "EMEA"}}})
+}
+
+#[test]
+fn input_requests_dropped_leaves_nothing_to_answer() {
+    let mut gw = mutant("input-requests-dropped");
+    let got = gw.stateless_call("canary.ask_region", json!({}));
+    assert_eq!(got["result"]["resultType"], "input_required", "{got}");
+    assert!(got["result"].get("inputRequests").is_none(), "{got}");
+    assert!(got["result"].get("requestState").is_none(), "{got}");
+}
+
+#[test]
+fn input_requests_answered_declines_for_the_user() {
+    let mut gw = mutant("input-requests-answered");
+    let got = gw.stateless_call("canary.ask_region", json!({}));
+    let responses = &got["result"]["structuredContent"]["inputResponses"];
+    assert_eq!(responses["region"]["action"], "decline", "{got}");
+}
+
+#[test]
+fn input_required_held_to_schema_replaces_the_question() {
+    let mut gw = mutant("input-required-held-to-schema");
+    let got = gw.stateless_call("canary.ask_typed", json!({}));
+    assert_eq!(got["result"]["isError"], true, "{got}");
+    assert!(got["result"].get("inputRequests").is_none(), "{got}");
+}
+
+#[test]
+fn request_state_redacted_loses_a_token_shaped_state() {
+    let mut gw = mutant("request-state-redacted");
+    let (asked, done) = gw.round_trip("canary.ask_region", region());
+    let state = asked["result"]["requestState"].as_str().unwrap_or_default();
+    assert!(state.contains("[REDACTED"), "{asked}");
+    assert_eq!(done["error"]["code"], -32602, "{done}");
+}
+
+#[test]
+fn request_state_rewritten_is_never_unwrapped() {
+    let mut gw = mutant("request-state-rewritten");
+    let (asked, done) = gw.round_trip("canary.ask_region", region());
+    let state = asked["result"]["requestState"].as_str().unwrap_or_default();
+    assert!(state.starts_with("canary/"), "{asked}");
+    assert_eq!(done["error"]["code"], -32602, "{done}");
+}
+
+#[test]
+fn retry_params_dropped_asks_again() {
+    let mut gw = mutant("retry-params-dropped");
+    let (_, done) = gw.round_trip("canary.ask_region", region());
+    assert_eq!(done["result"]["resultType"], "input_required", "{done}");
+}
+
+#[test]
+fn retry_answered_from_cache_repeats_the_question() {
+    let mut gw = mutant("retry-answered-from-cache");
+    let (asked, done) = gw.round_trip("canary.ask_region", region());
+    assert_eq!(done["result"], asked["result"], "{done}");
+    let log = std::fs::read_to_string(gw.dir.join("canary.jsonl")).unwrap_or_default();
+    let calls = log
+        .lines()
+        .filter(|l| l.contains("\"direction\":\"in\"") && l.contains("ask_region"))
+        .count();
+    assert_eq!(calls, 1, "the retry never reached the upstream");
+}

@@ -225,6 +225,34 @@ fn what_no_upstream_offers_is_neither_declared_nor_answered() {
 }
 
 #[test]
+fn an_input_required_answer_is_relayed_whole_and_its_retry_completes() {
+    let mut gw = stdio();
+    let region = json!({"region": {"action": "accept", "content": {"region": "EMEA"}}});
+    let (asked, done) = gw.round_trip("canary.ask_region", region.clone());
+    let result = &asked["result"];
+    assert_eq!(result["resultType"], "input_required", "{asked}");
+    assert_eq!(
+        result["inputRequests"]["region"]["method"],
+        "elicitation/create"
+    );
+    // The state looks like a JWT, and is the upstream's all the same: never redacted.
+    let state = result["requestState"].as_str().expect("a requestState");
+    assert!(
+        state.starts_with("eyJ") && state.matches('.').count() == 2,
+        "{state}"
+    );
+    let echoed = &done["result"]["structuredContent"];
+    assert_eq!(echoed["requestState"], "verified", "{done}");
+    assert_eq!(echoed["inputResponses"], region);
+    // An answer that asks for input is not held to the tool's outputSchema.
+    let (asked, done) = gw.round_trip("canary.ask_typed", region);
+    assert_eq!(asked["result"]["resultType"], "input_required", "{asked}");
+    assert!(done["result"].get("isError").is_none(), "{done}");
+    let audit = gw.side_channel("audit.jsonl");
+    assert!(audit.contains("\"status\":\"input_required\""), "{audit}");
+}
+
+#[test]
 fn task_handles_keep_meta_and_follow_ups_are_relayed() {
     let mut gw = stdio();
     let got = gw.call_as_task(
@@ -499,7 +527,7 @@ fn config_errors_name_the_field_and_unknown_mutants_exit_2() {
         .output()
         .expect("run");
     let listing = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(listing.lines().count(), 70);
+    assert_eq!(listing.lines().count(), 77);
     assert!(listing.lines().all(|l| l.split('\t').count() == 3));
     let _ = std::fs::remove_dir_all(&dir);
 }

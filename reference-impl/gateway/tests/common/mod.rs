@@ -75,6 +75,11 @@ pub(crate) fn script() -> Value {
         {"name": "few_rows", "respond": {"rows": {"count": 5}}},
         {"name": "progress",
          "respond": {"progress": {"steps": 3, "then": {"result": {"content": [{"type": "text", "text": "done"}]}}}}},
+        {"name": "ask_region",
+         "respond": {"input-required": {"state": "jwt", "requests": {"region": {"method": "elicitation/create", "params": {"message": "Which region?", "requestedSchema": {"type": "object", "properties": {"region": {"type": "string"}}}}}}}}},
+        {"name": "ask_typed",
+         "output_schema": {"type": "object", "properties": {"inputResponses": {"type": "object"}}, "required": ["inputResponses"]},
+         "respond": {"input-required": {"requests": {"region": {"method": "elicitation/create", "params": {"message": "Which region?", "requestedSchema": {"type": "object"}}}}}}},
         {"name": "big_meta",
          "respond": {"result": {
             "content": [{"type": "text", "text": "x".repeat(30000)}],
@@ -294,6 +299,32 @@ command = {canary}
             "tools/call",
             json!({"name": tool, "arguments": arguments, "task": {"ttl": 60000}}),
         )
+    }
+
+    /// A 2026-07-28 call over stdio: the stateless envelope, with client capabilities for
+    /// elicitation, and `more` among its params (a retry's `inputResponses` and
+    /// `requestState`).
+    pub(crate) fn stateless_call(&mut self, tool: &str, more: Value) -> Value {
+        let mut params = json!({"name": tool, "arguments": {}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+        }});
+        if let (Some(params), Some(more)) = (params.as_object_mut(), more.as_object()) {
+            params.extend(more.clone());
+        }
+        self.request("tools/call", params)
+    }
+
+    /// A stateless call answered `input_required`, then its retry with `responses` and the
+    /// state it got: both answers.
+    pub(crate) fn round_trip(&mut self, tool: &str, responses: Value) -> (Value, Value) {
+        let asked = self.stateless_call(tool, json!({}));
+        let mut retry = json!({"inputResponses": responses});
+        if let Some(state) = asked["result"].get("requestState") {
+            retry["requestState"] = state.clone();
+        }
+        let done = self.stateless_call(tool, retry);
+        (asked, done)
     }
 
     pub(crate) fn batch(&mut self, calls: Value) -> Value {
