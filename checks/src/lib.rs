@@ -11,6 +11,7 @@ mod equal;
 mod eval;
 pub mod exchange;
 mod follow;
+pub mod impact;
 pub mod lines;
 mod listing;
 mod methods;
@@ -31,7 +32,7 @@ use crate::exchange::Exchange;
 use crate::lines::ChannelLines;
 use relaycheck_model::route::View;
 
-pub use defs::{CHECKS, CheckDef, CheckFn, Gathers, ParamKind, Reads};
+pub use defs::{CHECKS, CheckDef, CheckFn, Fields, Gathers, ParamKind, Reads};
 pub use equal::{Equivalence, form_changes, rules, same, same_number, same_opt};
 pub use follow::collect_links;
 pub use relay::{

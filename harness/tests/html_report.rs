@@ -97,6 +97,7 @@ fn a_failing_cell_opens_its_diff_in_chromium() {
         routes: vec!["flat".into()],
         untested_in_seed: None,
         shapes: None,
+        impact: Vec::new(),
     }];
     // The target died once during the run and was restarted: the page lists it.
     let restart = TargetEvent {
@@ -116,6 +117,7 @@ fn a_failing_cell_opens_its_diff_in_chromium() {
         &["content-fidelity".into(), "is-error".into()],
         &Impact::default(),
         &relaycheck::report::RunNotes {
+            prediction: None,
             conformance: &[],
             target_events: &[restart],
             strays: &[],

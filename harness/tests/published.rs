@@ -192,7 +192,10 @@ fn published_reports_render_again_unchanged() {
             }
             (surfaces, relaycheck::impact::Impact::default())
         } else {
-            (catalogue.surface_ids(), catalogue.impact())
+            (
+                catalogue.surface_ids(),
+                relaycheck::impact::Impact::of_cases(&back.cases),
+            )
         };
         let reports = ReportSet {
             info: &info,
@@ -201,6 +204,7 @@ fn published_reports_render_again_unchanged() {
             surfaces: &surfaces,
             impact: &impact,
             notes: RunNotes {
+                prediction: None,
                 conformance: &[],
                 target_events: &footer.target_events,
                 strays: &footer.stray_lines,

@@ -10,7 +10,6 @@ use serde_json::Value;
 
 use crate::Shape;
 use crate::case::CaseSpec;
-use crate::impact::Impact;
 use crate::script::CanaryScript;
 
 /// A surface as `specs/surfaces.yaml` describes it.
@@ -71,11 +70,6 @@ pub struct Catalogue {
 }
 
 impl Catalogue {
-    /// The static impact of each shape on each surface.
-    pub fn impact(&self) -> Impact {
-        Impact::new(&self.surfaces, &self.shapes)
-    }
-
     pub fn surface_ids(&self) -> Vec<String> {
         self.surfaces.iter().map(|s| s.id.clone()).collect()
     }
@@ -106,7 +100,11 @@ pub struct ShapeSpec {
     pub status: String,
     pub protocol_version: String,
     pub description: String,
-    /// Result fields whose place, type or meaning differs from the 2025-06-18 baseline.
+    /// The shape this one is a change of, which its `moves` are counted against: the
+    /// previous released revision, or the revision a proposal builds on. Absent for the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compared_with: Option<Shape>,
+    /// Result fields whose place, type or meaning differs from `compared_with`.
     pub moves: Vec<String>,
     pub source: String,
     /// Result members the shape lets a sender leave out, and the value their absence means.

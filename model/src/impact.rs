@@ -1,46 +1,57 @@
-//! Static impact of a shape: a surface that reads or writes a field the shape moves is
-//! predicted to move with it. The matrix shows this prediction beside the measured results.
+//! Predicted impact, surface by shape: a surface moves with a shape when any of its cases is
+//! predicted to (see the checks' `impact`: what a case's checks read that the shape changes).
+//! The matrix shows this prediction beside the measured results.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::Shape;
-use crate::catalogue::{ShapeSpec, Surface};
+use crate::results::CaseEvent;
 
-/// Which shapes move which surfaces, and through which fields.
+/// Which shapes are predicted to move which surfaces: through how many cases, and which fields.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Impact {
-    fields: BTreeMap<(String, Shape), BTreeSet<String>>,
+    cells: BTreeMap<(String, Shape), Moved>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Moved {
+    cases: usize,
+    fields: BTreeSet<String>,
 }
 
 impl Impact {
-    pub fn new(surfaces: &[Surface], shapes: &[ShapeSpec]) -> Impact {
-        let mut fields = BTreeMap::new();
-        for surface in surfaces {
-            let touched: BTreeSet<&String> = surface.reads.iter().chain(&surface.writes).collect();
-            for shape in shapes {
-                let moved: BTreeSet<String> = shape
-                    .moves
-                    .iter()
-                    .filter(|field| touched.contains(field))
-                    .cloned()
-                    .collect();
-                if !moved.is_empty() {
-                    fields.insert((surface.id.clone(), shape.id), moved);
-                }
+    /// The impact the run's cases record (`CaseEvent::impact`).
+    pub fn of_cases(cases: &[CaseEvent]) -> Impact {
+        let mut cells: BTreeMap<(String, Shape), Moved> = BTreeMap::new();
+        for case in cases {
+            for predicted in &case.impact {
+                let cell = cells
+                    .entry((case.surface.clone(), predicted.shape))
+                    .or_default();
+                cell.cases += 1;
+                cell.fields.extend(predicted.fields.iter().cloned());
             }
         }
-        Impact { fields }
+        Impact { cells }
     }
 
+    /// Whether any case of the surface is predicted to move in the shape.
     pub fn moves(&self, surface: &str, shape: Shape) -> bool {
-        self.fields.contains_key(&(surface.to_string(), shape))
+        self.cells.contains_key(&(surface.to_string(), shape))
     }
 
-    /// The moved fields the surface touches, for a tooltip or a footnote.
-    pub fn fields(&self, surface: &str, shape: Shape) -> Vec<String> {
-        self.fields
+    /// How many of the surface's cases are predicted to move in the shape.
+    pub fn cases(&self, surface: &str, shape: Shape) -> usize {
+        self.cells
             .get(&(surface.to_string(), shape))
-            .map(|set| set.iter().cloned().collect())
+            .map_or(0, |cell| cell.cases)
+    }
+
+    /// The changed fields the surface's cases read, for a tooltip or a footnote.
+    pub fn fields(&self, surface: &str, shape: Shape) -> Vec<String> {
+        self.cells
+            .get(&(surface.to_string(), shape))
+            .map(|cell| cell.fields.iter().cloned().collect())
             .unwrap_or_default()
     }
 }
@@ -48,42 +59,41 @@ impl Impact {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::results::Predicted;
 
-    fn surface(id: &str, reads: &[&str]) -> Surface {
-        Surface {
+    fn case(id: &str, surface: &str, impact: Vec<Predicted>) -> CaseEvent {
+        CaseEvent {
             id: id.into(),
-            title: id.into(),
-            source: "s".into(),
-            reads: reads.iter().map(|s| s.to_string()).collect(),
-            writes: vec![],
-            observed: vec![],
-            description: None,
-            conformance: Default::default(),
+            surface: surface.into(),
+            level: "must".into(),
+            requirement: String::new(),
+            source: String::new(),
+            routes: vec!["flat".into()],
+            untested_in_seed: None,
+            shapes: None,
+            impact,
         }
     }
 
     #[test]
-    fn a_surface_moves_when_it_touches_a_moved_field() {
-        let shapes = vec![ShapeSpec {
-            id: Shape::Sep3279,
-            title: "t".into(),
-            status: "s".into(),
-            protocol_version: "v".into(),
-            description: "d".into(),
-            moves: vec!["content".into(), "outputs".into()],
-            source: "s".into(),
-            defaults: vec![],
-            own_meta: vec![],
-        }];
-        let impact = Impact::new(
-            &[
-                surface("links", &["content"]),
-                surface("audit", &["isError"]),
-            ],
-            &shapes,
-        );
+    fn a_surface_moves_with_the_cases_predicted_to() {
+        let moved = |fields: &[&str]| Predicted {
+            shape: Shape::Sep3279,
+            against: Shape::V2026_07_28,
+            fields: fields.iter().map(|f| f.to_string()).collect(),
+        };
+        let impact = Impact::of_cases(&[
+            case("links/a", "links", vec![moved(&["content"])]),
+            case("links/b", "links", vec![moved(&["outputs", "content"])]),
+            case("links/c", "links", vec![]),
+            case("audit/a", "audit", vec![]),
+        ]);
         assert!(impact.moves("links", Shape::Sep3279));
-        assert_eq!(impact.fields("links", Shape::Sep3279), ["content"]);
+        assert_eq!(impact.cases("links", Shape::Sep3279), 2);
+        assert_eq!(
+            impact.fields("links", Shape::Sep3279),
+            ["content", "outputs"]
+        );
         assert!(!impact.moves("audit", Shape::Sep3279));
         assert!(!impact.moves("links", Shape::V2025_06_18));
     }

@@ -136,6 +136,24 @@ pub struct CaseEvent {
     /// any other, and that is no gap. Absent in runs recorded before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shapes: Option<Vec<Shape>>,
+    /// The shapes of the run predicted to move the case: what its checks read that each
+    /// changes. Recorded with the run, so a report made from the file alone can set what was
+    /// predicted beside what was measured. Absent in runs recorded before it was kept, and for
+    /// a case no shape of the run is predicted to move.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub impact: Vec<Predicted>,
+}
+
+/// One shape's predicted impact on a case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Predicted {
+    /// The shape the run spoke (or, in a forced run, the one the upstream answered in).
+    pub shape: Shape,
+    /// The shape it is compared with: the one its file names, or in a forced run the
+    /// revision the runner spoke to the target.
+    pub against: Shape,
+    /// The members of the case's result its checks read that the shape changes.
+    pub fields: Vec<String>,
 }
 
 impl CaseEvent {
@@ -149,6 +167,7 @@ impl CaseEvent {
             routes: case.spec.routes.clone(),
             untested_in_seed: case.spec.untested_in_seed.clone(),
             shapes: case.spec.shapes.clone(),
+            impact: Vec::new(),
         }
     }
 }

@@ -42,6 +42,9 @@ pub struct Comparison {
     pub shapes_only_before: Vec<(Shape, usize)>,
     /// Shapes only the second run ran, with how many results each has there.
     pub shapes_only_after: Vec<(Shape, usize)>,
+    /// The second run's predicted impact held against what broke
+    /// ([`crate::prediction::of_comparison`]), when its cases record predictions.
+    pub prediction: Option<crate::prediction::Tally>,
 }
 
 impl Comparison {
@@ -188,6 +191,20 @@ pub fn render(comparison: &Comparison, before: &Side<'_>, after: &Side<'_>) -> S
         shape_lines(comparison, &mut out);
         out.push('\n');
     }
+    if let Some(tally) = comparison.prediction.as_ref().filter(|t| t.any()) {
+        let _ = writeln!(
+            out,
+            "## Predicted impact\n\n{} (of the results that passed before; what each shape \
+             was predicted to move is recorded with the after run's cases).\n",
+            tally.sentence()
+        );
+        for (case, route, shape) in &tally.unpredicted {
+            let _ = writeln!(out, "- unpredicted: `{case}` [{shape} {route}]");
+        }
+        if !tally.unpredicted.is_empty() {
+            out.push('\n');
+        }
+    }
     for (title, list) in [
         ("Broken", &comparison.broken),
         ("Fixed", &comparison.fixed),
@@ -283,6 +300,24 @@ pub fn render_markdown(comparison: &Comparison, before: &Side<'_>, after: &Side<
             inline(before.provenance.as_deref().unwrap_or("not recorded")),
             inline(after.provenance.as_deref().unwrap_or("not recorded"))
         );
+    }
+    if let Some(tally) = comparison.prediction.as_ref().filter(|t| t.any()) {
+        let mut line = format!("Predicted impact: {}", tally.sentence());
+        if !tally.unpredicted.is_empty() {
+            let shown: Vec<String> = tally
+                .unpredicted
+                .iter()
+                .take(SHOWN_PER_CAUSE)
+                .map(|(case, route, shape)| format!("`{case}` [{shape} {route}]"))
+                .collect();
+            let _ = write!(line, " ({}", shown.join("; "));
+            let more = tally.unpredicted.len().saturating_sub(shown.len());
+            if more > 0 {
+                let _ = write!(line, "; and {more} more");
+            }
+            line.push(')');
+        }
+        let _ = writeln!(out, "{}.\n", inline(&line));
     }
     for (title, list) in [
         ("Broken", &comparison.broken),

@@ -330,6 +330,7 @@ mod tests {
             routes: vec!["flat".into()],
             untested_in_seed: None,
             shapes: None,
+            impact: Vec::new(),
         }
     }
 

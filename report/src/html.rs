@@ -120,8 +120,15 @@ pub fn render_with(
     out.push_str("<h2>Surfaces by shapes</h2>\n<p class=\"legend\">Each cell: results passed of applicable; click a cell for its cases. ");
     let _ = writeln!(
         out,
-        "{MOVES} the shape moves a result field the surface reads or writes (predicted impact).</p>"
+        "{MOVES} the shape is predicted to move some of the surface's cases (it changes a result member their checks read, against the shape it is compared with).</p>"
     );
+    if let Some(tally) = notes.prediction {
+        let _ = writeln!(
+            out,
+            "<p class=\"legend\">Predicted impact: {}.</p>",
+            escape(&tally.sentence())
+        );
+    }
     out.push_str("<table id=\"matrix\"><thead><tr><th>surface</th>");
     for shape in &shapes {
         let _ = write!(out, "<th>{shape}</th>");
@@ -145,7 +152,8 @@ pub fn render_with(
                 String::new()
             } else {
                 format!(
-                    " <span class=\"moves\" title=\"moves: {}\">{MOVES}</span>",
+                    " <span class=\"moves\" title=\"{} case(s) predicted to move, through {}\">{MOVES}</span>",
+                    impact.cases(surface, *shape),
                     escape(&moved.join(", "))
                 )
             };
@@ -469,6 +477,7 @@ mod tests {
             &["upstream-read".into()],
             &Impact::default(),
             &RunNotes {
+                prediction: None,
                 conformance: &[],
                 target_events: &events,
                 strays: &[],

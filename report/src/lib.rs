@@ -22,6 +22,7 @@ pub mod levels;
 pub mod matrix;
 pub mod mutation;
 pub mod out_dir;
+pub mod prediction;
 mod set;
 pub mod shard;
 pub mod site;
@@ -51,6 +52,9 @@ pub struct RunNotes<'a> {
     /// The run's conformance statement, a line per level ([`ReportSet`] fills it in from the
     /// run's data; empty when the run states none).
     pub conformance: &'a [String],
+    /// The run's predicted impact against its outcomes ([`ReportSet`] fills it in from the
+    /// run's cases; absent when they record no prediction).
+    pub prediction: Option<&'a prediction::Tally>,
 }
 
 /// How a character a target sent is shown where it must not act, or `None` for a character

@@ -10,7 +10,9 @@ use tabled::settings::Style;
 
 use super::summary::{Cell, MOVES, surface_matrix};
 use relaycheck_model::impact::Impact;
-use relaycheck_model::results::CaseResult;
+use relaycheck_model::results::{CaseEvent, CaseResult};
+
+use crate::prediction;
 
 /// One run's results under the name of its target.
 pub struct Run<'a> {
@@ -18,16 +20,20 @@ pub struct Run<'a> {
     /// What produced the run ([`super::Provenance::describe`]), when it recorded it.
     pub provenance: Option<String>,
     pub results: &'a [CaseResult],
+    /// The run's cases, with what each shape was predicted to move.
+    pub cases: &'a [CaseEvent],
 }
 
-pub fn render(runs: &[Run<'_>], surfaces: &[String], impact: &Impact) -> String {
+pub fn render(runs: &[Run<'_>], surfaces: &[String]) -> String {
     let mut out = String::from("# relaycheck gap matrix\n\n");
     let _ = writeln!(
         out,
         "Cells: results passed of applicable (bold when any failed; n/a when none applies). \
-         {MOVES}: the shape moves a result field the surface reads or writes.\n"
+         {MOVES}: the shape is predicted to move some of the surface's cases (it changes a \
+         result member their checks read, against the shape it is compared with).\n"
     );
     for run in runs {
+        let impact = Impact::of_cases(run.cases);
         let (shapes, rows) = surface_matrix(run.results, surfaces, &[]);
         let _ = writeln!(out, "## `{}`: surfaces by shapes\n", run.target);
         if let Some(provenance) = &run.provenance {
@@ -50,6 +56,10 @@ pub fn render(runs: &[Run<'_>], surfaces: &[String], impact: &Impact) -> String 
             table.push_record(row);
         }
         let _ = writeln!(out, "{}\n", table.build().with(Style::markdown()));
+        let tally = prediction::of_run(run.cases, run.results);
+        if tally.any() {
+            let _ = writeln!(out, "Predicted impact: {}.\n", tally.sentence());
+        }
     }
     if runs.len() > 1 {
         let mut shapes: Vec<Shape> = runs

@@ -70,8 +70,10 @@ impl ReportSet<'_> {
     /// summary.md, which the console also prints.
     pub fn summary(&self) -> String {
         let conformance = self.conformance();
+        let prediction = crate::prediction::of_run(self.cases, self.results);
         let notes = RunNotes {
             conformance: &conformance,
+            prediction: prediction.any().then_some(&prediction),
             ..self.notes
         };
         let mut text =
@@ -99,8 +101,10 @@ impl ReportSet<'_> {
     /// ([`JsonlWriter`]), or whole with [`ReportSet::write_results`].
     pub fn write(&self, dir: &Path) -> anyhow::Result<()> {
         let conformance = self.conformance();
+        let prediction = crate::prediction::of_run(self.cases, self.results);
         let notes = RunNotes {
             conformance: &conformance,
+            prediction: prediction.any().then_some(&prediction),
             ..self.notes
         };
         for format in FORMATS {

@@ -944,6 +944,7 @@ mod tests {
                 routes: vec!["flat".into()],
                 untested_in_seed: None,
                 shapes: None,
+                impact: Vec::new(),
             })
             .collect();
         SiteRun {

@@ -93,7 +93,7 @@ pub fn surface_matrix(
     (shapes, rows)
 }
 
-/// The marker of a cell whose shape moves a field the surface reads or writes.
+/// The marker of a cell whose shape is predicted to move some of the surface's cases.
 pub const MOVES: &str = "◆";
 
 pub fn render(
@@ -193,7 +193,8 @@ pub fn render_with(
     let _ = writeln!(
         out,
         "Each cell: results passed of applicable (bold when any failed; n/a when none applies). \
-         {MOVES}: the shape moves a result field the surface reads or writes (predicted impact).\n"
+         {MOVES}: the shape is predicted to move some of the surface's cases (it changes a result \
+         member their checks read, against the shape it is compared with).\n"
     );
     let mut matrix = Builder::default();
     let mut header = vec!["surface".to_string()];
@@ -212,6 +213,20 @@ pub fn render_with(
         matrix.push_record(row);
     }
     let _ = writeln!(out, "{}\n", matrix.build().with(Style::markdown()));
+    if let Some(tally) = notes.prediction {
+        let _ = writeln!(out, "Predicted impact: {}.\n", tally.sentence());
+        for (case, route, shape) in &tally.unpredicted {
+            let _ = writeln!(
+                out,
+                "- moved unpredicted: {} [{shape} {}]",
+                markdown_inline(&format!("`{case}`")),
+                markdown_inline(route)
+            );
+        }
+        if !tally.unpredicted.is_empty() {
+            out.push('\n');
+        }
+    }
 
     out.push_str(&crate::cause::markdown(results));
 
@@ -368,6 +383,7 @@ mod tests {
             &["is-error".into()],
             &Impact::default(),
             &RunNotes {
+                prediction: None,
                 conformance: &[],
                 target_events: &events,
                 strays: &[],

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use relaycheck_model::Shape;
 use relaycheck_model::case::CaseFile;
 pub use relaycheck_model::catalogue::{Catalogue, Conformance, LoadedCase, Surface};
+use relaycheck_model::results::{CaseEvent, Predicted};
 use relaycheck_model::script::NAMED_CANARIES;
 use serde::Deserialize;
 
@@ -200,6 +201,44 @@ fn lint_sources(
             }
         }
     }
+}
+
+/// The case events a run records: each case, with the shapes of the run predicted to move it
+/// and what each changes that its checks read. A shape is compared with the one its file names;
+/// in a forced run, where the upstream answers in the shape and the target is spoken to in
+/// [`crate::target::FORCED_BASELINE`], with that.
+pub fn case_events(catalogue: &Catalogue, shapes: &[Shape], forced: bool) -> Vec<CaseEvent> {
+    catalogue
+        .cases
+        .iter()
+        .map(|case| {
+            let mut event = CaseEvent::of(case);
+            for &shape in shapes.iter().filter(|shape| case.spec.applies_to(**shape)) {
+                let against = if forced {
+                    Some(crate::target::FORCED_BASELINE)
+                } else {
+                    relaycheck_checks::impact::compared_with(shape, &catalogue.shapes)
+                };
+                let Some(against) = against else {
+                    continue;
+                };
+                let fields = relaycheck_checks::impact::predicted(
+                    &case.spec,
+                    shape,
+                    against,
+                    &catalogue.shapes,
+                );
+                if !fields.is_empty() {
+                    event.impact.push(Predicted {
+                        shape,
+                        against,
+                        fields,
+                    });
+                }
+            }
+            event
+        })
+        .collect()
 }
 
 fn load_surfaces(path: &Path, errors: &mut Vec<SpecError>) -> Vec<Surface> {

@@ -22,9 +22,11 @@ enum Format {
 }
 
 pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
-    let (old_info, old) = super::read_results(&args.before)?;
-    let (new_info, new) = super::read_results(&args.after)?;
-    let comparison = report::compare::compare(&old, &new);
+    let (old_info, old_run) = super::read_run(&args.before)?;
+    let (new_info, new_run) = super::read_run(&args.after)?;
+    let (old, new) = (&old_run.results, &new_run.results);
+    let mut comparison = report::compare::compare(old, new);
+    comparison.prediction = Some(report::prediction::of_comparison(&new_run.cases, old, new));
     let (before_label, after_label) = (
         args.before.display().to_string(),
         args.after.display().to_string(),

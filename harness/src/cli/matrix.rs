@@ -5,7 +5,6 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 use relaycheck::report;
-use relaycheck::result::CaseResult;
 
 #[derive(clap::Args)]
 pub(super) struct Args {
@@ -18,26 +17,27 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
     if args.results.is_empty() {
         bail!("give at least one results.jsonl");
     }
-    let (surfaces, impact) = match super::load_catalogue(args.specs)? {
-        Ok(catalogue) => (catalogue.surface_ids(), catalogue.impact()),
+    let surfaces = match super::load_catalogue(args.specs)? {
+        Ok(catalogue) => catalogue.surface_ids(),
         Err(errors) => {
             eprintln!("{errors}");
             return Ok(ExitCode::from(2));
         }
     };
-    let loaded: Vec<(report::RunInfo, Vec<CaseResult>)> = args
+    let loaded: Vec<(report::RunInfo, report::jsonl::ReadBack)> = args
         .results
         .iter()
-        .map(|p| super::read_results(p))
+        .map(|p| super::read_run(p))
         .collect::<anyhow::Result<_>>()?;
     let runs: Vec<report::matrix::Run<'_>> = loaded
         .iter()
-        .map(|(info, results)| report::matrix::Run {
+        .map(|(info, back)| report::matrix::Run {
             target: info.target.clone(),
             provenance: info.provenance.as_ref().map(report::Provenance::describe),
-            results,
+            results: &back.results,
+            cases: &back.cases,
         })
         .collect();
-    println!("{}", report::matrix::render(&runs, &surfaces, &impact));
+    println!("{}", report::matrix::render(&runs, &surfaces));
     Ok(ExitCode::SUCCESS)
 }

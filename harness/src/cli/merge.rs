@@ -65,14 +65,13 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let failed = merged.results.iter().any(|r| r.fails_run(args.strict));
     let exit_code = i32::from(failed || !stale.is_empty());
     let surfaces = catalogue.surface_ids();
-    let impact = catalogue.impact();
     // The catalogue's own wording for every case a shard listed.
-    let cases: Vec<CaseEvent> = catalogue
-        .cases
-        .iter()
-        .map(CaseEvent::of)
-        .filter(|event| merged.cases.iter().any(|c| c.id == event.id))
-        .collect();
+    let cases: Vec<CaseEvent> =
+        relaycheck::catalogue::case_events(&catalogue, &merged.info.shapes, merged.info.forced)
+            .into_iter()
+            .filter(|event| merged.cases.iter().any(|c| c.id == event.id))
+            .collect();
+    let impact = relaycheck::impact::Impact::of_cases(&cases);
     let reports = ReportSet {
         info: &merged.info,
         results: &merged.results,
@@ -80,6 +79,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         surfaces: &surfaces,
         impact: &impact,
         notes: RunNotes {
+            prediction: None,
             conformance: &[],
             target_events: &merged.target_events,
             strays: &merged.strays,

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use relaycheck::baseline::Baseline;
 use relaycheck::profile::Profile;
-use relaycheck::report::jsonl::{CaseEvent, Event, JsonlWriter};
+use relaycheck::report::jsonl::{Event, JsonlWriter};
 use relaycheck::report::{self, ReportSet, RunInfo, console};
 use relaycheck::result::CaseResult;
 use relaycheck::run::{RunPlan, run};
@@ -171,6 +171,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
             profile.claims_surface(surface, extended)
         }),
     };
+    let cases = relaycheck::catalogue::case_events(&catalogue, &info.shapes, info.forced);
     // Held (locked, see report::out_dir) until the run returns.
     let out_dir = args
         .out
@@ -181,8 +182,8 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         Some(out) => {
             let mut writer = out.results()?;
             writer.write(&Event::Header(info.clone()))?;
-            for case in &catalogue.cases {
-                writer.write(&Event::Case(CaseEvent::of(case)))?;
+            for case in &cases {
+                writer.write(&Event::Case(case.clone()))?;
             }
             Some(writer)
         }
@@ -308,8 +309,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
     drop(stderr);
 
     let surfaces = catalogue.surface_ids();
-    let cases: Vec<CaseEvent> = catalogue.cases.iter().map(CaseEvent::of).collect();
-    let impact = catalogue.impact();
+    let impact = relaycheck::impact::Impact::of_cases(&cases);
     let reports = ReportSet {
         info: &info,
         results: &results,
@@ -317,6 +317,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         surfaces: &surfaces,
         impact: &impact,
         notes: report::RunNotes {
+            prediction: None,
             conformance: &[],
             target_events: &target_events,
             strays: &stray_lines,

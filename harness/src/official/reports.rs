@@ -80,6 +80,7 @@ pub fn case_events(
                     _ => suite.to_string(),
                 }),
             routes: vec![checks::ROUTE.to_string()],
+            impact: Vec::new(),
             untested_in_seed: None,
             shapes: None,
         })
@@ -112,6 +113,7 @@ pub fn write_reports(
         surfaces: &surfaces,
         impact: &impact,
         notes: RunNotes {
+            prediction: None,
             conformance: &[],
             stale,
             ..RunNotes::default()
