@@ -13,6 +13,8 @@ pub struct Impact {
 }
 
 impl Impact {
+    /// The prediction for these surfaces and shapes: a surface moves with a shape when a field it
+    /// reads or writes is one the shape moves.
     pub fn new(surfaces: &[Surface], shapes: &[ShapeSpec]) -> Impact {
         let mut fields = BTreeMap::new();
         for surface in surfaces {
@@ -32,6 +34,7 @@ impl Impact {
         Impact { fields }
     }
 
+    /// Whether `shape` is predicted to move `surface`: the ◆ of a matrix cell.
     pub fn moves(&self, surface: &str, shape: Shape) -> bool {
         self.fields.contains_key(&(surface.to_string(), shape))
     }
