@@ -73,6 +73,7 @@ impl OutDir {
         })
     }
 
+    /// The directory, as given with any trailing `/` dropped: the path the reports go into.
     pub fn path(&self) -> &Path {
         &self.dir
     }

@@ -11,7 +11,9 @@ use relaycheck_model::results::CaseResult;
 /// A report a run writes whole once its results are in: the file it is written to and how it
 /// is rendered from the run's data and notes (the notes with the conformance statement in).
 pub struct Format {
+    /// The report's file name in the `--out` directory.
     pub file: &'static str,
+    /// Renders the report from the run's data and its notes, the conformance statement in.
     pub render: fn(&ReportSet<'_>, &RunNotes<'_>) -> String,
 }
 
@@ -46,13 +48,17 @@ pub const RESULTS_FILE: &str = "results.jsonl";
 
 /// What every report of a run is rendered from.
 pub struct ReportSet<'a> {
+    /// The run's header: what ran, against what, and how.
     pub info: &'a RunInfo,
+    /// Every result of the run, in run order.
     pub results: &'a [CaseResult],
     /// The cases the results belong to, for their requirement and source.
     pub cases: &'a [CaseEvent],
     /// The surface columns, in the order they are shown.
     pub surfaces: &'a [String],
+    /// The shapes' predicted impact, marked in the matrices.
     pub impact: &'a Impact,
+    /// What the run says beside its results; the conformance statement is added by the set.
     pub notes: RunNotes<'a>,
     /// A paragraph that ends summary.md: how the run reached the target, when that matters.
     pub postscript: Option<&'a str>,
