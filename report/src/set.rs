@@ -4,7 +4,8 @@
 use std::path::Path;
 
 use super::jsonl::{CaseEvent, Event, Footer, JsonlWriter};
-use super::{RunInfo, RunNotes, counts, html, junit, now_rfc3339, out_dir, summary};
+use super::out_dir::{self, OutDirError};
+use super::{RunInfo, RunNotes, counts, html, junit, now_rfc3339, summary};
 use relaycheck_model::impact::Impact;
 use relaycheck_model::results::CaseResult;
 
@@ -103,7 +104,7 @@ impl ReportSet<'_> {
     /// Writes every report of [`FORMATS`] into `dir`, each through a rename so a reader never
     /// sees half of one. results.jsonl is the run's own: streamed as results arrive
     /// ([`JsonlWriter`]), or whole with [`ReportSet::write_results`].
-    pub fn write(&self, dir: &Path) -> anyhow::Result<()> {
+    pub fn write(&self, dir: &Path) -> Result<(), OutDirError> {
         let conformance = self.conformance();
         let notes = RunNotes {
             conformance: &conformance,
@@ -117,7 +118,7 @@ impl ReportSet<'_> {
 
     /// Writes a whole results.jsonl (header, cases, results, footer) with `writer`, for a run
     /// whose results arrive all at once.
-    pub fn write_results(&self, writer: &mut JsonlWriter, exit_code: i32) -> anyhow::Result<()> {
+    pub fn write_results(&self, writer: &mut JsonlWriter, exit_code: i32) -> std::io::Result<()> {
         writer.write(&Event::Header(self.info.clone()))?;
         for case in self.cases {
             writer.write(&Event::Case(case.clone()))?;
