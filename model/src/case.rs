@@ -14,15 +14,21 @@ use crate::shape::Shape;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CaseFile {
+    /// The surface every case in the file belongs to; it must match the file's name, so a case is
+    /// found where its id says.
     pub surface: String,
+    /// The surface's cases, in the order reports list them.
     pub cases: Vec<CaseSpec>,
 }
 
+/// One case as written: what it requires, where that comes from, the call it makes and the
+/// checks that judge it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CaseSpec {
     /// `<surface>/<behaviour-in-kebab-case>`, stable once published.
     pub id: String,
+    /// How much a failure matters; no stronger than what `source` says.
     pub level: Level,
     /// The requirement, in one sentence.
     pub requirement: String,
@@ -31,6 +37,7 @@ pub struct CaseSpec {
     /// Set where the seed inventory marks the path "untested": this case is that test.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub untested_in_seed: Option<String>,
+    /// The upstream tool the case calls, and the arguments it calls it with.
     pub tool: ToolRef,
     /// Routes to drive the call through; a target without one of them makes the case
     /// `not-applicable` for that route.
@@ -39,10 +46,13 @@ pub struct CaseSpec {
     /// Shapes the case applies to; absent means all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shapes: Option<Vec<Shape>>,
+    /// The checks that judge the call; the case passes only when every applicable one holds.
     pub expect: Vec<Expectation>,
     /// Why no mutant can make this case fail, for a case that only observes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_mutant: Option<String>,
+    /// This case's own call timeout, for a case whose upstream is slow on purpose; a profile's
+    /// `[timeouts]` entry for the case overrides it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
     /// The upstream the call is meant for, by the label an aggregating target's profile gives
@@ -56,6 +66,7 @@ fn default_routes() -> Vec<String> {
 }
 
 impl CaseSpec {
+    /// Whether the case runs in `shape`: its `shapes`, or every shape when it names none.
     pub fn applies_to(&self, shape: Shape) -> bool {
         self.shapes
             .as_ref()
@@ -110,8 +121,10 @@ pub fn inline_tool_name(case_id: &str) -> String {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolRef {
+    /// A named canary to call (one of `script::NAMED_CANARIES`), tuned by `arguments`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub canary: Option<String>,
+    /// What the case's own tool answers; the runner adds the tool to the canary's script.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub respond: Option<Respond>,
     /// Call this tool name instead of the case's own (a tool no upstream has, for cases about
@@ -129,14 +142,20 @@ pub struct ToolRef {
     /// (trace context, a client's own keys), for cases on what reaches the upstream.
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub request_meta: Map<String, Value>,
+    /// The `inputSchema` of the case's own tool; absent gives it `script::default_input_schema`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_schema: Option<Value>,
+    /// The `outputSchema` of the case's own tool, for cases on validation and structured results.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
+    /// The SEP-3279 output variants of the case's own tool, listed only in that shape.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_variants: Option<Value>,
+    /// The `_meta` of the case's own tool definition, for cases on what a listing keeps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Value>,
+    /// Members added as given to the case's own tool definition (annotations, unknown fields),
+    /// for cases on what a listing relays.
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub extra: Map<String, Value>,
     /// The upstream lists its tools this many to a page (`nextCursor` between pages), the case's
@@ -149,7 +168,9 @@ pub struct ToolRef {
 /// One named, parameterised check.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Expectation {
+    /// The check's name, as `checks::CHECKS` lists it; lint refuses an unknown one.
     pub check: String,
+    /// The check's parameters, the other keys of the entry, read by the check itself.
     #[serde(flatten)]
     pub params: Map<String, Value>,
 }

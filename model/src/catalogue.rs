@@ -16,15 +16,23 @@ use crate::script::CanaryScript;
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Surface {
+    /// The surface's id, the prefix of its cases' ids and the name of its case file.
     pub id: String,
+    /// The row label reports show for the surface.
     pub title: String,
+    /// Where the surface's requirements come from, in the case grammar of `source`.
     pub source: String,
+    /// Result fields the surface reads: a shape that moves one is predicted to move the surface.
     #[serde(default)]
     pub reads: Vec<String>,
+    /// Result fields the surface writes, counted for the prediction as `reads` are.
     #[serde(default)]
     pub writes: Vec<String>,
+    /// Where relaycheck can see the surface (`north`, `south`, `side-channel`), shown on the
+    /// catalogue page.
     #[serde(default)]
     pub observed: Vec<String>,
+    /// A paragraph on the surface beyond its title, when the title is not enough.
     #[serde(default)]
     pub description: Option<String>,
     /// `core` (the default): a duty of every relay, run on every target unless its profile
@@ -40,28 +48,38 @@ pub struct Surface {
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum Conformance {
+    /// A duty of every relay: run on every target, unless its profile names the surfaces it
+    /// claims and leaves this one out.
     #[default]
     Core,
+    /// A feature a gateway offers: run only where the profile claims the surface.
     Extended,
 }
 
 /// A case together with where it was written.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadedCase {
+    /// The case as its file wrote it.
     pub spec: CaseSpec,
+    /// The id of the surface whose file holds the case.
     pub surface: String,
     /// Whether the case's surface is an extended one ([`Conformance::Extended`]): a feature
     /// that runs only where the profile claims it.
     pub extended: bool,
+    /// The case file, so a lint error or a report can point a case writer at it.
     pub file: PathBuf,
+    /// The line of the case's `id:` in `file`, when it could be found.
     pub line: Option<usize>,
 }
 
 /// The whole catalogue, in file order then case order.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Catalogue {
+    /// Every surface of `specs/surfaces.yaml`, in file order: the rows of every matrix.
     pub surfaces: Vec<Surface>,
+    /// Every shape of `specs/shapes/`, for the static impact and the comparison rules.
     pub shapes: Vec<ShapeSpec>,
+    /// Every case, in file order then case order: the order a run drives and reports them.
     pub cases: Vec<LoadedCase>,
     /// `sha256:` and the first 16 hex digits of a digest over every file the catalogue was
     /// read from (surfaces, shapes, case files; each path relative to the specs directory and
@@ -70,10 +88,12 @@ pub struct Catalogue {
 }
 
 impl Catalogue {
+    /// Every surface id in catalogue order, for the rows of a matrix.
     pub fn surface_ids(&self) -> Vec<String> {
         self.surfaces.iter().map(|s| s.id.clone()).collect()
     }
 
+    /// The surface with this id, if the catalogue has one.
     pub fn surface(&self, id: &str) -> Option<&Surface> {
         self.surfaces.iter().find(|s| s.id == id)
     }
@@ -95,10 +115,15 @@ impl Catalogue {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ShapeSpec {
+    /// The shape the file describes; its file is named after it.
     pub id: Shape,
+    /// The shape's name as reports title it.
     pub title: String,
+    /// Where the shape stands (a release, a draft, a closed proposal), shown on the catalogue page.
     pub status: String,
+    /// The `protocolVersion` the shape is negotiated under.
     pub protocol_version: String,
+    /// What changes in the shape, in prose, for the catalogue page.
     pub description: String,
     /// The shape this one is a change of, which its `moves` are counted against: the
     /// previous released revision, or the revision a proposal builds on. Absent for the first.
@@ -106,6 +131,7 @@ pub struct ShapeSpec {
     pub compared_with: Option<Shape>,
     /// Result fields whose place, type or meaning differs from `compared_with`.
     pub moves: Vec<String>,
+    /// Where the shape's wire form is defined, in the case grammar of `source`.
     pub source: String,
     /// Result members the shape lets a sender leave out, and the value their absence means.
     #[serde(default)]
@@ -136,7 +162,10 @@ pub struct MemberDefault {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OwnMeta {
+    /// The `_meta` key (`io.modelcontextprotocol/serverInfo`).
     pub key: String,
+    /// Where the spec says the key describes the server.
     pub source: String,
+    /// The spec's words, quoted so a reader need not open the source.
     pub says: String,
 }

@@ -4,6 +4,8 @@
 //! back; both render results with [`render`] so that "what the upstream sent" means the same
 //! bytes on both sides. Nothing here does I/O, so every type can be tested in isolation.
 
+#![warn(missing_docs)]
+
 pub mod case;
 pub mod catalogue;
 pub mod impact;

@@ -23,6 +23,7 @@ pub struct Observation {
     pub time: String,
     /// `stdio`, `http` (streamable HTTP) or `sse` (the legacy HTTP+SSE transport).
     pub transport: String,
+    /// Whether the canary received the message or sent it.
     pub direction: Direction,
     /// The JSON-RPC method (for `out`: the method of the request being answered).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -22,10 +22,14 @@ use std::fmt;
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum Outcome {
+    /// Every check that applied held.
     Pass,
+    /// A check that applied did not hold: what the client got breaks the requirement, with the
+    /// evidence in the verdicts.
     Fail,
     /// The target crashed, closed its stream or answered with something that is not JSON-RPC.
     Error,
+    /// No answer came within the case's timeout.
     Timeout,
     /// The profile declares the case unsupported, with a reason.
     Skip,
@@ -40,6 +44,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// Every outcome, in the order counts and reports list them.
     pub const ALL: [Outcome; 9] = [
         Outcome::Pass,
         Outcome::Fail,
@@ -52,6 +57,7 @@ impl Outcome {
         Outcome::ExpectedFail,
     ];
 
+    /// The name results.jsonl, the reports and expected-failures files use.
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Pass => "pass",
@@ -98,12 +104,16 @@ impl fmt::Display for Outcome {
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum Level {
+    /// A failure breaks a MUST of the source: it always fails the run.
     Must,
+    /// A failure breaks a SHOULD: it fails the run only under `--strict`.
     Should,
+    /// Recorded for information; never fails the run.
     Observe,
 }
 
 impl Level {
+    /// The name case files and reports use.
     pub fn as_str(self) -> &'static str {
         match self {
             Level::Must => "must",

@@ -12,11 +12,14 @@ use crate::shape::Shape;
 /// A SEP-3279 output selector.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Selector {
+    /// Who the output is for (`assistant` is the one every caller gets by default).
     pub audience: String,
+    /// Which form of the result it carries (`content` or `structured`).
     pub format: String,
 }
 
 impl Selector {
+    /// The one output a SEP-3279 result carries when the call requests none.
     pub fn assistant_content() -> Selector {
         Selector {
             audience: "assistant".into(),
@@ -141,9 +144,13 @@ pub fn read_result(wire: &Value) -> Value {
 /// The status and times of a task at one moment, for rendering its handle or `tasks/get`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskState {
+    /// The task's id, as the handle and every follow-up name it.
     pub task_id: String,
+    /// `working`, `completed`, `failed`, ...: where the task stands at this moment.
     pub status: String,
+    /// RFC 3339 time the task was created, the same in every rendering of it.
     pub created_at: String,
+    /// RFC 3339 time of the task's last change of status.
     pub last_updated_at: String,
 }
 

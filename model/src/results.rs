@@ -22,12 +22,20 @@ pub struct RunInfo {
     /// The results.jsonl format ([`RESULTS_FORMAT`] when written by this build).
     #[serde(default = "first_format")]
     pub format: u32,
+    /// The relaycheck version that made the run.
     pub tool_version: String,
+    /// The target profile's name.
     pub target: String,
+    /// The product the profile says the target is (`product`), for reports to name it.
     pub target_product: Option<String>,
+    /// The product's version, as the profile pins it.
     pub target_version: Option<String>,
+    /// The shapes the run ran, in order.
     pub shapes: Vec<Shape>,
+    /// Whether the canary answered in each shape whatever the target negotiated (`--forced`):
+    /// the failures are then the shape's measured impact.
     pub forced: bool,
+    /// RFC 3339 UTC time the run started.
     pub started: String,
     /// The command line that reproduces the run.
     pub command: String,
@@ -65,8 +73,11 @@ pub struct Provenance {
 /// The machine a run was made on: what its timings and timeouts depend on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Machine {
+    /// Cores available to the run.
     pub cores: usize,
+    /// Operating system (`linux`, `macos`, ...).
     pub os: String,
+    /// CPU architecture (`x86_64`, `aarch64`, ...).
     pub arch: String,
 }
 
@@ -116,20 +127,34 @@ impl Provenance {
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "event", rename_all = "kebab-case")]
 pub enum Event {
+    /// The first line: the run as a whole.
     Header(RunInfo),
+    /// A case of the run, written before its results, so a report can give each result its
+    /// requirement and source.
     Case(CaseEvent),
+    /// One case's outcome on one route in one shape.
     Result(Box<CaseResult>),
+    /// The last line; absent from a run that was killed, which is how a reader tells.
     Footer(Footer),
 }
 
+/// A case as a run records it: enough to render its results without the catalogue the run
+/// read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CaseEvent {
+    /// The case's id, `<surface>/<behaviour>`, stable once published.
     pub id: String,
+    /// The id of the case's surface.
     pub surface: String,
+    /// The case's level (`must`, `should`, `observe`).
     pub level: String,
+    /// The requirement, in one sentence.
     pub requirement: String,
+    /// Where the requirement comes from.
     pub source: String,
+    /// The routes the case is driven through.
     pub routes: Vec<String>,
+    /// The seed inventory's "untested" path this case tests, when it is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub untested_in_seed: Option<String>,
     /// The shapes the case runs in, when not all of them: a run has no result of the case in
@@ -157,6 +182,7 @@ pub struct Predicted {
 }
 
 impl CaseEvent {
+    /// The event for a case of the loaded catalogue.
     pub fn of(case: &LoadedCase) -> CaseEvent {
         CaseEvent {
             id: case.spec.id.clone(),
@@ -172,11 +198,17 @@ impl CaseEvent {
     }
 }
 
+/// The last event of a run: its counts and exit code, and what went wrong beside its results.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Footer {
+    /// RFC 3339 UTC time the run finished.
     pub finished: String,
+    /// How many results ended in each outcome, every outcome named (zero included).
     pub counts: std::collections::BTreeMap<String, usize>,
+    /// The run's exit code: 0 when nothing unexpected failed, 1 when something did, 2 on a
+    /// harness error.
     pub exit_code: i32,
+    /// Expected-failures entries that matched no failure: the baseline is stale.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stale_baseline: Vec<String>,
     /// Targets that died mid-run, and whether they were restarted (see `restart`).
@@ -191,23 +223,35 @@ pub struct Footer {
 /// made again from results.jsonl alone, whatever the catalogue has become since.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SurfaceClass {
+    /// The surface's id.
     pub id: String,
+    /// Whether the surface is a duty of every relay or a feature a gateway claims.
     pub conformance: Conformance,
     /// Whether the target's profile claims the surface (see `Profile::claims_surface`).
     pub claimed: bool,
 }
 
+/// The outcome of one case on one route in one shape, with the evidence behind it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CaseResult {
+    /// The case's id, `<surface>/<behaviour>`, stable once published.
     pub case: String,
+    /// The id of the case's surface.
     pub surface: String,
+    /// The case's level: how much its failure matters.
     pub level: Level,
+    /// The route the call was driven through (`flat`, `batch`, ...).
     pub route: String,
+    /// The shape the call was made in.
     pub shape: Shape,
+    /// How the case ended.
     pub outcome: Outcome,
     /// One line: why the outcome is what it is.
     pub message: String,
+    /// Time from the call to the end of its follow-ups, in milliseconds (0 for a case that did
+    /// not run).
     pub duration_ms: u64,
+    /// Every check's verdict, in the case's order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<Verdict>,
     /// The north request as sent.
@@ -239,6 +283,7 @@ pub struct CaseResult {
 pub struct Exchanged {
     /// `tasks/get`, `fetch`, `tools/list`, `resources/read`, ...
     pub step: String,
+    /// The request the runner sent.
     pub request: Value,
     /// The answer, parsed, or a description of what came instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -286,7 +331,9 @@ impl CaseResult {
 /// quote a target (its stderr, its answer), and a setup failure's message is copied into every
 /// result of the start, so an unbounded one multiplies into every report.
 pub const MESSAGE_LINES: usize = 40;
+/// The most bytes a line of a message keeps.
 pub const MESSAGE_LINE_BYTES: usize = 2048;
+/// The most bytes a whole message keeps.
 pub const MESSAGE_BYTES: usize = 16 * 1024;
 
 /// `message` within the bounds above, saying what was cut.
@@ -347,7 +394,9 @@ pub fn refused_shapes(results: &[CaseResult]) -> Vec<(Shape, String)> {
 /// id alone, so these are what the report shows instead of blaming them on a case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StrayLines {
+    /// The profile name of the target that wrote the lines.
     pub target: String,
+    /// The shape its start was speaking.
     pub shape: Shape,
     /// Lines that were not JSON-RPC, or responses under an id no call had.
     pub unsolicited: u64,
@@ -413,7 +462,9 @@ impl StrayLines {
 /// One death of a target during a run, and what the runner did about it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TargetEvent {
+    /// The profile name of the target that died.
     pub target: String,
+    /// The shape its start was speaking.
     pub shape: Shape,
     /// Why the target could serve no more calls ("the target process exited with code 3").
     pub cause: String,

@@ -26,6 +26,7 @@ pub enum RouteName {
 }
 
 impl RouteName {
+    /// Every route, in the order errors and reports list them.
     pub const ALL: [RouteName; 5] = [
         RouteName::Flat,
         RouteName::Batch,
@@ -45,6 +46,8 @@ impl RouteName {
         }
     }
 
+    /// The route a profile, case or report names `name`; `None` for an unknown name, which the
+    /// caller reports with [`RouteName::known`].
     pub fn named(name: &str) -> Option<RouteName> {
         RouteName::ALL.into_iter().find(|kind| kind.name() == name)
     }

@@ -13,6 +13,7 @@ use crate::shape::Shape;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CanaryScript {
+    /// The case tools the canary lists and answers, beside its named canaries.
     #[serde(default)]
     pub tools: Vec<ToolScript>,
     /// Tools per `tools/list` page; absent lists every tool on one page.
@@ -21,6 +22,7 @@ pub struct CanaryScript {
 }
 
 impl CanaryScript {
+    /// The scripted tool named `name`, if any: what a call of that name answers.
     pub fn tool(&self, name: &str) -> Option<&ToolScript> {
         self.tools.iter().find(|tool| tool.name == name)
     }
@@ -30,14 +32,19 @@ impl CanaryScript {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolScript {
+    /// The tool's name in `tools/list`, and the name a call must use to reach it.
     pub name: String,
+    /// The definition's `title`, when a case needs one listed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// The definition's `description`; a case's own tool gets its requirement.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// Defaults to an object schema with an optional string `nonce`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_schema: Option<Value>,
+    /// The definition's `outputSchema`; listed only in shapes where its root is valid (see
+    /// [`ToolScript::listed_in`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
     /// SEP-3279 variants; listed only to clients that speak that shape.
@@ -52,6 +59,7 @@ pub struct ToolScript {
     /// The shapes the tool is listed in (its case's shapes); absent means all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shapes: Option<Vec<crate::shape::Shape>>,
+    /// What a call to the tool answers.
     pub respond: Respond,
 }
 
@@ -125,10 +133,12 @@ pub enum Respond {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Rows {
+    /// How many rows the table has.
     pub count: u32,
     /// The text block is the serialized structuredContent (the SHOULD of every release).
     #[serde(default)]
     pub mirror: bool,
+    /// The result's `_meta`, for cases on what a cut keeps of it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Value>,
     /// Bytes of filler in each row's `note`.
@@ -179,10 +189,13 @@ impl Rows {
     }
 }
 
+/// A JSON-RPC error the upstream answers with, code, message and data as given.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RpcError {
+    /// The error code, written as given (reserved and server-defined codes alike).
     pub code: i64,
+    /// The error's message.
     pub message: String,
     /// `null` is data too: `Some(Value::Null)` is written as `"data": null`.
     #[serde(
@@ -198,16 +211,23 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::E
     Value::deserialize(d).map(Some)
 }
 
+/// A text result too large for a bounded read, generated as it is written so the canary holds
+/// none of it in memory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Oversized {
+    /// The size of the text, in bytes.
     pub bytes: u64,
 }
 
+/// Progress notifications the upstream sends while it works on a call, then its answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Progress {
+    /// How many `notifications/progress` to send (`step n of steps`); none when the call has no
+    /// progress token.
     pub steps: u32,
+    /// The answer after the last notification.
     pub then: Box<Respond>,
 }
 
@@ -215,7 +235,9 @@ pub struct Progress {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LogMessages {
+    /// The messages, in the order they are sent.
     pub messages: Vec<LogMessage>,
+    /// The answer after the last message.
     pub then: Box<Respond>,
 }
 
@@ -224,9 +246,12 @@ pub struct LogMessages {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LogMessage {
+    /// The message's severity.
     pub level: LogLevel,
+    /// The message's `logger`; absent leaves the member out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logger: Option<String>,
+    /// The message's `data`; the canary adds the call's nonce to it.
     pub data: Map<String, Value>,
 }
 
@@ -234,13 +259,21 @@ pub struct LogMessage {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LogLevel {
+    /// Debug-level messages.
     Debug,
+    /// Informational messages.
     Info,
+    /// Normal but significant conditions.
     Notice,
+    /// Warning conditions.
     Warning,
+    /// Error conditions.
     Error,
+    /// Critical conditions.
     Critical,
+    /// Action must be taken immediately.
     Alert,
+    /// The system is unusable.
     Emergency,
 }
 
@@ -301,6 +334,8 @@ impl HandleForm {
     }
 }
 
+/// A task the upstream creates for a call that asks for one, and how it ends; a call that does
+/// not ask runs to `outcome` at once.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TaskScript {
@@ -310,8 +345,11 @@ pub struct TaskScript {
     /// `_meta` on the handle itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Value>,
+    /// The handle's `ttl` (`ttlMs` in the flat form), as announced; the canary does not expire the
+    /// task.
     #[serde(default = "default_ttl_ms")]
     pub ttl_ms: u64,
+    /// The handle's `pollInterval` (`pollIntervalMs` in the flat form), as announced.
     #[serde(default = "default_poll_ms")]
     pub poll_interval_ms: u64,
     /// How many `tasks/get` polls answer `working` before the task ends.
@@ -336,7 +374,12 @@ pub enum Fault {
     /// Never answer.
     Hang,
     /// Wait, then answer as `then` says.
-    Slow { delay_ms: u64, then: Box<Respond> },
+    Slow {
+        /// How long to wait before answering, in milliseconds.
+        delay_ms: u64,
+        /// The answer once the wait is over.
+        then: Box<Respond>,
+    },
     /// Write the first part of a well-formed answer, then close the stream (stdio: exit).
     CloseMidBody,
     /// A body that is not JSON.
@@ -348,7 +391,10 @@ pub enum Fault {
     /// A well-formed result under another request's id.
     WrongId,
     /// Exactly these bytes as the response (stdio: one line; HTTP: the body).
-    Bytes { text: String },
+    Bytes {
+        /// The response, written byte for byte.
+        text: String,
+    },
 }
 
 /// The input schema a tool gets when its script gives none: the nonce and anything else.

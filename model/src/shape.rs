@@ -20,19 +20,26 @@ use std::str::FromStr;
     schemars::JsonSchema,
 )]
 pub enum Shape {
+    /// MCP 2025-06-18: the legacy result form every other shape is rendered from.
     #[serde(rename = "2025-06-18")]
     V2025_06_18,
+    /// MCP 2025-11-25: the 2025-06-18 result, with core tasks (a nested task handle).
     #[serde(rename = "2025-11-25")]
     V2025_11_25,
+    /// MCP 2026-07-28: `resultType`, the stateless envelope, the tasks extension.
     #[serde(rename = "2026-07-28")]
     V2026_07_28,
+    /// SEP-2200 (closed): 2026-07-28's wire form, with the proposal's content-visibility guidance
+    /// held by the checks.
     #[serde(rename = "sep-2200")]
     Sep2200,
+    /// SEP-3279 (draft): results as `outputs[]`, which a caller selects with `requestedOutputs`.
     #[serde(rename = "sep-3279")]
     Sep3279,
 }
 
 impl Shape {
+    /// Every shape, in the order matrices and reports show them.
     pub const ALL: [Shape; 5] = [
         Shape::V2025_06_18,
         Shape::V2025_11_25,
@@ -52,6 +59,7 @@ impl Shape {
         Shape::RELEASED.contains(&self)
     }
 
+    /// The name cases, profiles, `--shape` and reports use.
     pub fn as_str(self) -> &'static str {
         match self {
             Shape::V2025_06_18 => "2025-06-18",

@@ -69,6 +69,7 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The name baseline files use, and that a result's message quotes for its entry.
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Defect => "defect",
@@ -84,9 +85,16 @@ impl Kind {
 pub struct Entry {
     /// A case id (or, for `relaycheck official`, a scenario name).
     pub case: String,
+    /// The one shape the failure is expected in (`<case>@<shape>` or `shape:`); `None` expects it
+    /// in every shape.
     pub shape: Option<String>,
+    /// Why the failure is known, when the entry says.
     pub kind: Option<Kind>,
+    /// The entry's explanation, quoted in the message of every result it turns into
+    /// `expected-fail`.
     pub reason: Option<String>,
+    /// Where the behaviour lives in the target's source (a file at a commit), for a reader to check
+    /// the reason against.
     pub reference: Option<String>,
     /// The cause the failure must have, when the entry names one.
     pub cause: Option<String>,
@@ -137,12 +145,18 @@ impl PartialEq<String> for Entry {
     }
 }
 
+/// An expected-failures file, loaded: which failures a run turns into `expected-fail`, and
+/// which entries it reports as stale.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Baseline {
+    /// The file the baseline was read from, named by every error and stale entry.
     pub path: PathBuf,
+    /// Every entry, one per case it names, in file order.
     pub entries: Vec<Entry>,
 }
 
+/// Why a baseline cannot be used (unreadable, not YAML, an entry that names no case); the
+/// message names the file and, where the parser knows it, the line.
 #[derive(Debug)]
 pub struct BaselineError(pub String);
 
@@ -155,12 +169,15 @@ impl std::fmt::Display for BaselineError {
 impl std::error::Error for BaselineError {}
 
 impl Baseline {
+    /// Reads and parses the baseline at `path`.
     pub fn load(path: &Path) -> Result<Baseline, BaselineError> {
         let text = std::fs::read_to_string(path)
             .map_err(|err| BaselineError(format!("{}: cannot read: {err}", path.display())))?;
         Baseline::parse(path, &text)
     }
 
+    /// Parses `text` as the baseline at `path`, the path only naming the file in errors and
+    /// entries.
     pub fn parse(path: &Path, text: &str) -> Result<Baseline, BaselineError> {
         let file: File = if text.trim().is_empty() {
             File::default()

@@ -27,6 +27,8 @@ fn linked(source: &str) -> String {
         .replace('|', "\\|")
 }
 
+/// Renders `reports/catalogue.md`, naming `command` as what generated it so a reader
+/// regenerates the page instead of editing it.
 pub fn render(catalogue: &Catalogue, command: &str) -> String {
     let mut out = String::from("# The relaycheck catalogue\n\n");
     let _ = writeln!(

@@ -445,13 +445,16 @@ pub fn generalize_message(message: &str) -> String {
 /// Failing results grouped by cause, the largest group first.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Causes<'a> {
+    /// The groups, the largest first, ties by signature.
     pub groups: Vec<Group<'a>>,
 }
 
 /// One cause and the results it explains.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Group<'a> {
+    /// The cause signature the group's results share (their `cause`).
     pub signature: String,
+    /// The results with that cause, in run order.
     pub results: Vec<&'a CaseResult>,
 }
 
@@ -467,6 +470,7 @@ impl Group<'_> {
         cases
     }
 
+    /// The distinct shapes the results failed in, in shape order.
     pub fn shapes(&self) -> Vec<Shape> {
         let mut shapes: Vec<Shape> = self.results.iter().map(|r| r.shape).collect();
         shapes.sort();

@@ -19,24 +19,35 @@ fn key(result: &CaseResult) -> Key {
 /// How one result moved between two runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Change {
+    /// The case's id.
     pub case: String,
+    /// The route the result was driven through.
     pub route: String,
+    /// The shape it was made in: results are matched by case, route and shape.
     pub shape: Shape,
+    /// The outcome in the first run; `None` for a result only the second has.
     pub before: Option<Outcome>,
+    /// The outcome in the second run; `None` for a result only the first has.
     pub after: Option<Outcome>,
     /// The cause of the failing side (after for a break or a new failure, before for a fix),
     /// so changes group the way a run's failures do.
     pub cause: Option<String>,
 }
 
+/// What moved between two runs, by kind, as `relaycheck compare` reports it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Comparison {
+    /// Results that failed before (a known failure included) and pass or are observed now.
     pub fixed: Vec<Change>,
+    /// Results that passed or were observed before and fail now (a known failure included).
     pub broken: Vec<Change>,
+    /// Results only the second run has, in shapes both ran.
     pub new: Vec<Change>,
+    /// Results only the first run has, in shapes both ran.
     pub gone: Vec<Change>,
     /// Other outcome changes (pass to not-applicable, error to timeout, ...).
     pub changed: Vec<Change>,
+    /// How many results kept their outcome.
     pub unchanged: usize,
     /// Shapes only the first run ran, with how many results each had there.
     pub shapes_only_before: Vec<(Shape, usize)>,
@@ -76,6 +87,8 @@ fn shape_counts(results: &[CaseResult], only: &BTreeSet<Shape>) -> Vec<(Shape, u
     counts.into_iter().collect()
 }
 
+/// Compares two runs result by result, matched by case, route and shape; results of a shape
+/// only one run ran are counted in `shapes_only_*`, not compared.
 pub fn compare(before: &[CaseResult], after: &[CaseResult]) -> Comparison {
     let old: BTreeMap<Key, &CaseResult> = before.iter().map(|r| (key(r), r)).collect();
     let new: BTreeMap<Key, &CaseResult> = after.iter().map(|r| (key(r), r)).collect();
@@ -132,7 +145,10 @@ pub fn compare(before: &[CaseResult], after: &[CaseResult]) -> Comparison {
 /// One of the two runs as a comparison names it: the file it was read from and, when the
 /// run recorded it, what produced it.
 pub struct Side<'a> {
+    /// What the command line named the run by (its results file).
     pub label: &'a str,
+    /// What produced the run ([`Provenance::describe`](crate::Provenance::describe)), when it was
+    /// recorded.
     pub provenance: Option<String>,
 }
 

@@ -35,8 +35,12 @@ pub fn classes(catalogue: &Catalogue, claims: impl Fn(&str, bool) -> bool) -> Ve
 /// handful of results says so.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Tally {
+    /// `must` results that passed.
     pub passed: usize,
+    /// `must` results that applied, passed or not: what `passed` is counted against.
     pub must: usize,
+    /// `must` results the target could not show, counted apart so that a level met on a handful of
+    /// results says so.
     pub not_applicable: usize,
 }
 
@@ -62,9 +66,21 @@ pub enum Standing {
     Conformant(Tally),
     /// Some `must` result did not pass (failed, known failure, error, timeout, set-up failure);
     /// `also` says what else kept the run from a full assessment, when something did.
-    Partial { tally: Tally, also: Option<String> },
+    Partial {
+        /// The results behind the standing.
+        tally: Tally,
+        /// What else kept the run from a full assessment (cases left out or skipped, a core
+        /// surface unclaimed), when something did.
+        also: Option<String>,
+    },
     /// The run cannot say: the reason, and what it did see.
-    NotAssessed { reason: String, tally: Tally },
+    NotAssessed {
+        /// Why the run cannot say: cases left out or skipped, nothing that applied, a core
+        /// surface the profile does not claim.
+        reason: String,
+        /// What the run did see, so a reader knows how far it got.
+        tally: Tally,
+    },
 }
 
 impl Standing {
@@ -89,6 +105,7 @@ impl Standing {
         }
     }
 
+    /// Whether the target meets the level.
     pub fn is_conformant(&self) -> bool {
         matches!(self, Standing::Conformant(_))
     }
@@ -99,7 +116,9 @@ impl Standing {
 pub struct Statement {
     /// The released revisions the statement covers.
     pub shapes: Vec<Shape>,
+    /// The standing of the Core profile: every core surface.
     pub core: Standing,
+    /// Each claimed extended feature's standing, by surface id, in the order of the run's classes.
     pub features: Vec<(String, Standing)>,
 }
 

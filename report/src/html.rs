@@ -15,6 +15,8 @@ use relaycheck_model::impact::Impact;
 use relaycheck_model::results::CaseResult;
 use relaycheck_model::results::TargetEvent;
 
+/// report.html from the results alone, without the notes of [`render_with`]: for a caller that
+/// has no footer to show.
 pub fn render(
     info: &RunInfo,
     results: &[CaseResult],

@@ -9,17 +9,22 @@ use std::path::Path;
 pub use relaycheck_model::results::{CaseEvent, Event, Footer};
 use relaycheck_model::results::{CaseResult, RunInfo};
 
+/// Appends events to a results.jsonl, each a whole line flushed at once, so a run that dies
+/// keeps every result it wrote and a reader never sees half an event.
 pub struct JsonlWriter {
     file: File,
 }
 
 impl JsonlWriter {
+    /// Creates (or empties) the file at `path`; a run opens its own with
+    /// [`OutDir::results`](crate::out_dir::OutDir::results), which refuses links.
     pub fn create(path: &Path) -> std::io::Result<JsonlWriter> {
         Ok(JsonlWriter {
             file: File::create(path)?,
         })
     }
 
+    /// Writes `event` as one line and flushes it.
     pub fn write(&mut self, event: &Event) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(event)?;
         line.push(b'\n');
@@ -27,6 +32,7 @@ impl JsonlWriter {
         self.file.flush()
     }
 
+    /// Writes a result event for `result`.
     pub fn result(&mut self, result: &CaseResult) -> std::io::Result<()> {
         self.write(&Event::Result(Box::new(result.clone())))
     }
@@ -35,14 +41,20 @@ impl JsonlWriter {
 /// A results file read back: everything in it, and whether it was finished.
 #[derive(Debug, Clone, Default)]
 pub struct ReadBack {
+    /// The run's header; `None` when the file has none.
     pub header: Option<RunInfo>,
+    /// Every case event, in file order.
     pub cases: Vec<CaseEvent>,
+    /// Every result, in file order.
     pub results: Vec<CaseResult>,
+    /// The footer; `None` for a run that did not finish.
     pub footer: Option<Footer>,
     /// Lines that are not events (a torn last line of a killed run).
     pub unreadable_lines: Vec<usize>,
 }
 
+/// Reads a results file back, keeping what it can: a line that is no event is listed in
+/// `unreadable_lines`, not an error, so a killed run's results can still be reported.
 pub fn read(path: &Path) -> std::io::Result<ReadBack> {
     let file = File::open(path)?;
     let mut back = ReadBack::default();

@@ -9,6 +9,7 @@ use relaycheck_model::Outcome;
 use super::{RunInfo, RunNotes};
 use relaycheck_model::results::CaseResult;
 
+/// JUnit XML from the results alone, without the stale-entry suite of [`render_with`].
 pub fn render(info: &RunInfo, results: &[CaseResult]) -> String {
     render_with(info, results, &RunNotes::default())
 }

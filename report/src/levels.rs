@@ -6,6 +6,8 @@ use std::fmt::Write;
 use relaycheck_model::Level;
 use relaycheck_model::catalogue::{Catalogue, Conformance};
 
+/// Renders `docs/conformance.md` from the catalogue, naming `command` as what generated it so
+/// a reader regenerates the page instead of editing it.
 pub fn render(catalogue: &Catalogue, command: &str) -> String {
     let mut out = String::from("# Conformance levels\n\n");
     let _ = writeln!(

@@ -7,6 +7,8 @@
 //! The run's data is [`relaycheck_model::results`]; this crate reads it and never runs
 //! anything, so a report can be made again from a committed results.jsonl alone.
 
+#![warn(missing_docs)]
+
 pub mod baseline;
 pub mod baseline_draft;
 pub mod catalogue;
@@ -45,7 +47,9 @@ use relaycheck_model::results::CaseResult;
 /// report.html all show them, so a reader of any one of them learns the same.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RunNotes<'a> {
+    /// Each death of a target during the run, and what the runner did about it.
     pub target_events: &'a [relaycheck_model::results::TargetEvent],
+    /// For each start of a target that wrote lines answering no call, what it wrote.
     pub strays: &'a [relaycheck_model::results::StrayLines],
     /// Expected-failures entries that pass now.
     pub stale: &'a [String],
@@ -278,14 +282,6 @@ fn mask_value(value: &mut serde_json::Value, secrets: &[String]) {
     }
 }
 
-/// A result made fit to leave the process: every secret the profile supplies (see
-/// `Profile::secrets`) shown as [`MASK`] in its message, diff, cause, each check's message
-/// and values, and the request, answers and follow-ups it quotes. The runner calls it once per
-/// result, before any report or console line is made from it.
-///
-/// A cause is a generalised message (numbers become `N`, long tails are cut): the cause of an
-/// error, timeout or setup failure is made again from the masked message, and a failure's is
-/// masked as written and in its generalised form.
 /// A record of stray lines quotes the target; it is masked like a result.
 pub fn mask_strays(strays: &mut relaycheck_model::results::StrayLines, secrets: &[String]) {
     for line in &mut strays.sample {
@@ -304,6 +300,14 @@ pub fn mask_event(event: &mut relaycheck_model::results::TargetEvent, secrets: &
     }
 }
 
+/// A result made fit to leave the process: every secret the profile supplies (see
+/// `Profile::secrets`) shown as [`MASK`] in its message, diff, cause, each check's message
+/// and values, and the request, answers and follow-ups it quotes. The runner calls it once per
+/// result, before any report or console line is made from it.
+///
+/// A cause is a generalised message (numbers become `N`, long tails are cut): the cause of an
+/// error, timeout or setup failure is made again from the masked message, and a failure's is
+/// masked as written and in its generalised form.
 pub fn mask(result: &mut CaseResult, secrets: &[String]) {
     if secrets.is_empty() {
         return;
@@ -362,6 +366,8 @@ pub fn mask(result: &mut CaseResult, secrets: &[String]) {
     }
 }
 
+/// How many results ended in each outcome, every outcome named (zero included): the counts of
+/// the results.jsonl footer.
 pub fn counts(results: &[CaseResult]) -> BTreeMap<String, usize> {
     let mut counts: BTreeMap<String, usize> = Outcome::ALL
         .iter()
@@ -414,6 +420,7 @@ pub fn tally_line(results: &[CaseResult]) -> String {
     )
 }
 
+/// The current UTC time in RFC 3339, as every report and results.jsonl write times.
 pub fn now_rfc3339() -> String {
     time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)

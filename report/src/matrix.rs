@@ -16,14 +16,20 @@ use crate::prediction;
 
 /// One run's results under the name of its target.
 pub struct Run<'a> {
+    /// The target's name: the heading of the run's table and its column in the tables across
+    /// runs.
     pub target: String,
     /// What produced the run ([`super::Provenance::describe`]), when it recorded it.
     pub provenance: Option<String>,
+    /// The run's results, every shape it ran.
     pub results: &'a [CaseResult],
     /// The run's cases, with what each shape was predicted to move.
     pub cases: &'a [CaseEvent],
 }
 
+/// The gap matrix in Markdown: for each run, surfaces by shapes with the cells its cases are
+/// predicted to move marked; then, with more than one run, surfaces by targets for each shape.
+/// The rows are `surfaces`, in that order.
 pub fn render(runs: &[Run<'_>], surfaces: &[String]) -> String {
     let mut out = String::from("# relaycheck gap matrix\n\n");
     let _ = writeln!(

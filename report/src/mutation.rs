@@ -15,8 +15,11 @@ use relaycheck_model::results::CaseResult;
 /// A mutant as the target lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mutant {
+    /// The name `--mutant` takes.
     pub name: String,
+    /// The surface whose behaviour the defect breaks.
     pub surface: String,
+    /// The defect, in one sentence.
     pub defect: String,
 }
 
@@ -45,6 +48,7 @@ pub fn parse_listing(text: &str) -> Result<Vec<Mutant>, String> {
 /// Which cases each mutant made fail, against a baseline where they passed.
 #[derive(Debug, Clone, Default)]
 pub struct MutationTable {
+    /// Every mutant of the target, in the order of its listing.
     pub mutants: Vec<Mutant>,
     /// mutant name → ids of the cases that failed on it (and passed on the baseline).
     pub caught: BTreeMap<String, BTreeSet<String>>,
@@ -63,6 +67,8 @@ pub fn shows_defect(result: &CaseResult) -> bool {
 }
 
 impl MutationTable {
+    /// A table with no mutant run yet; the cases that fail or show a defect in `baseline` (the
+    /// unmutated target's run) can catch no mutant.
     pub fn new(mutants: Vec<Mutant>, baseline: &[CaseResult]) -> MutationTable {
         MutationTable {
             baseline_failures: baseline
@@ -85,6 +91,7 @@ impl MutationTable {
         self.caught.insert(mutant.to_string(), caught);
     }
 
+    /// The mutants no case caught: a defect the catalogue cannot see.
     pub fn survivors(&self) -> Vec<&Mutant> {
         self.mutants
             .iter()
@@ -178,6 +185,8 @@ impl MutationTable {
         })
     }
 
+    /// The table in Markdown (`relaycheck mutants --out`), naming `command` as what regenerates
+    /// it.
     pub fn render(&self, catalogue: &Catalogue, target: &str, command: &str) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "# Mutation table: `{target}`\n");

@@ -25,12 +25,117 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, bail};
-
 use super::jsonl::JsonlWriter;
 
 /// The lock file of a directory a run writes into.
 pub const LOCK_FILE: &str = ".relaycheck.lock";
+
+/// Why a run's `--out` directory, or a report in it, cannot be written. Every message names the
+/// path, so whoever gave `--out` knows what to remove or change; a binary adds its own context
+/// and prints the chain of sources after it.
+#[derive(Debug, thiserror::Error)]
+pub enum OutDirError {
+    /// A symbolic link where the directory or a report goes: relaycheck makes none, so it was
+    /// planted to make the run write elsewhere.
+    #[error(
+        "refusing to {doing} {}: it is a symbolic link, which relaycheck did not make \
+         (remove it, or give another --out)",
+        .path.display()
+    )]
+    Link {
+        /// What the run was about to do there (`write`, `write reports into`).
+        doing: &'static str,
+        /// The link.
+        path: PathBuf,
+    },
+    /// The directory could not be created.
+    #[error("cannot create {}", .path.display())]
+    Create {
+        /// The directory.
+        path: PathBuf,
+        /// Why it could not be created.
+        source: std::io::Error,
+    },
+    /// The path is there, and is no directory.
+    #[error("cannot write reports into {}: not a directory", .path.display())]
+    NotADirectory {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// Another run holds the directory's lock: two runs writing one directory would mix their
+    /// reports.
+    #[error(
+        "another relaycheck run{} is writing into {}: its lock file {} is held; \
+         wait for that run to end, or give another --out",
+        holder_text(.holder),
+        .dir.display(),
+        .lock.display()
+    )]
+    Busy {
+        /// The directory.
+        dir: PathBuf,
+        /// Its lock file.
+        lock: PathBuf,
+        /// The pid the holder wrote into the lock file, when it reads as one.
+        holder: Option<String>,
+    },
+    /// The lock could not be taken for another reason than another holder.
+    #[error("cannot lock {}", .lock.display())]
+    Lock {
+        /// The lock file.
+        lock: PathBuf,
+        /// Why `flock` failed.
+        source: std::io::Error,
+    },
+    /// Each lock file this run opened and locked had been replaced under its name meanwhile,
+    /// so the run could never be sure it held the directory's lock.
+    #[error("cannot take the lock file {}: it keeps being replaced", .lock.display())]
+    LockReplaced {
+        /// The lock file.
+        lock: PathBuf,
+    },
+    /// A results.jsonl left by an earlier run could not be removed.
+    #[error("cannot replace {}", .path.display())]
+    Replace {
+        /// The file.
+        path: PathBuf,
+        /// Why it could not be removed.
+        source: std::io::Error,
+    },
+    /// A file could not be created, written or renamed into place.
+    #[error("cannot write {}", .path.display())]
+    Write {
+        /// The file (for a report written whole, its temporary file or its own name).
+        path: PathBuf,
+        /// Why it could not be written.
+        source: std::io::Error,
+    },
+    /// The results stream could not be opened; its source says why.
+    #[error("cannot write {}", .path.display())]
+    Results {
+        /// The stream's file, `results.jsonl`.
+        path: PathBuf,
+        /// What stopped it: a link met on opening, or the failed write.
+        source: Box<OutDirError>,
+    },
+    /// The report's path names no file (`/`).
+    #[error("cannot write {}: no file name", .path.display())]
+    NoFileName {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// Reading, emptying or writing the lock file once it is held.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// ` (pid N)` for a holder that wrote its pid into the lock file, nothing otherwise.
+fn holder_text(holder: &Option<String>) -> String {
+    holder
+        .as_ref()
+        .map(|pid| format!(" (pid {pid})"))
+        .unwrap_or_default()
+}
 
 /// The reports a run writes into its `--out` directory: the results stream and every format.
 pub fn reports() -> impl Iterator<Item = &'static str> {
@@ -48,18 +153,17 @@ pub struct OutDir {
 impl OutDir {
     /// Creates `dir` when absent, refuses it when it (or a report name in it) is a symbolic
     /// link, and takes its lock; an error names the path or the lock file.
-    pub fn open(dir: &Path) -> anyhow::Result<OutDir> {
+    pub fn open(dir: &Path) -> Result<OutDir, OutDirError> {
         // `out/` would resolve a link named `out`; the name itself is what is checked.
         let dir: PathBuf = dir.components().collect();
         refuse_link(&dir, "write reports into")?;
-        std::fs::create_dir_all(&dir)
-            .with_context(|| format!("cannot create {}", dir.display()))?;
+        std::fs::create_dir_all(&dir).map_err(|source| OutDirError::Create {
+            path: dir.clone(),
+            source,
+        })?;
         refuse_link(&dir, "write reports into")?;
         if !dir.is_dir() {
-            bail!(
-                "cannot write reports into {}: not a directory",
-                dir.display()
-            );
+            return Err(OutDirError::NotADirectory { path: dir });
         }
         let lock_path = dir.join(LOCK_FILE);
         let lock = take_lock(&dir, &lock_path)?;
@@ -73,25 +177,29 @@ impl OutDir {
         })
     }
 
+    /// The directory, as given with any trailing `/` dropped: the path the reports go into.
     pub fn path(&self) -> &Path {
         &self.dir
     }
 
     /// The stream `results.jsonl`, created afresh (see the module's notes).
-    pub fn results(&self) -> anyhow::Result<JsonlWriter> {
+    pub fn results(&self) -> Result<JsonlWriter, OutDirError> {
         let path = self.dir.join("results.jsonl");
         refuse_link(&path, "write")?;
         match std::fs::remove_file(&path) {
             Ok(()) => {}
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
-            Err(err) => {
-                return Err(err).with_context(|| format!("cannot replace {}", path.display()));
-            }
+            Err(source) => return Err(OutDirError::Replace { path, source }),
         }
-        let file = create_new(&path).with_context(|| format!("cannot write {}", path.display()))?;
+        let file = create_new(&path).map_err(|inner| OutDirError::Results {
+            path: path.clone(),
+            source: Box::new(inner),
+        })?;
         let by_descriptor = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
-        let writer = JsonlWriter::create(&by_descriptor)
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        let writer = JsonlWriter::create(&by_descriptor).map_err(|source| OutDirError::Write {
+            path: path.clone(),
+            source,
+        })?;
         Ok(writer)
     }
 }
@@ -115,7 +223,7 @@ impl Drop for OutDir {
 
 /// Opens and locks `lock_path`. A lock file whose run ended (and removed it) between this
 /// run's open and its lock is opened again, so two runs can never each hold a different file.
-fn take_lock(dir: &Path, lock_path: &Path) -> anyhow::Result<File> {
+fn take_lock(dir: &Path, lock_path: &Path) -> Result<File, OutDirError> {
     for _ in 0..10 {
         let mut file = OpenOptions::new()
             .read(true)
@@ -134,19 +242,18 @@ fn take_lock(dir: &Path, lock_path: &Path) -> anyhow::Result<File> {
                 let mut holder = String::new();
                 let _ = file.read_to_string(&mut holder);
                 let holder = holder.trim();
-                let by = if holder.chars().all(|c| c.is_ascii_digit()) && !holder.is_empty() {
-                    format!(" (pid {holder})")
-                } else {
-                    String::new()
-                };
-                bail!(
-                    "another relaycheck run{by} is writing into {}: its lock file {} is held; \
-                     wait for that run to end, or give another --out",
-                    dir.display(),
-                    lock_path.display()
-                );
+                let holder = (holder.chars().all(|c| c.is_ascii_digit()) && !holder.is_empty())
+                    .then(|| holder.to_string());
+                return Err(OutDirError::Busy {
+                    dir: dir.to_path_buf(),
+                    lock: lock_path.to_path_buf(),
+                    holder,
+                });
             }
-            return Err(err).with_context(|| format!("cannot lock {}", lock_path.display()));
+            return Err(OutDirError::Lock {
+                lock: lock_path.to_path_buf(),
+                source: err,
+            });
         }
         let held = file.metadata()?;
         let same = std::fs::symlink_metadata(lock_path)
@@ -159,40 +266,40 @@ fn take_lock(dir: &Path, lock_path: &Path) -> anyhow::Result<File> {
         let _ = writeln!(file, "{}", std::process::id());
         return Ok(file);
     }
-    bail!(
-        "cannot take the lock file {}: it keeps being replaced",
-        lock_path.display()
-    )
+    Err(OutDirError::LockReplaced {
+        lock: lock_path.to_path_buf(),
+    })
 }
 
 /// Refuses `path` when it is a symbolic link: relaycheck makes none, so one there was planted
 /// to make it write elsewhere.
-fn refuse_link(path: &Path, doing: &str) -> anyhow::Result<()> {
+fn refuse_link(path: &Path, doing: &'static str) -> Result<(), OutDirError> {
     match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_symlink() => bail!(
-            "refusing to {doing} {}: it is a symbolic link, which relaycheck did not make \
-             (remove it, or give another --out)",
-            path.display()
-        ),
+        Ok(meta) if meta.file_type().is_symlink() => Err(OutDirError::Link {
+            doing,
+            path: path.to_path_buf(),
+        }),
         _ => Ok(()),
     }
 }
 
 /// The error of an open with `O_NOFOLLOW` that met a link, naming the path.
-fn refused_open(path: &Path, err: std::io::Error) -> anyhow::Error {
+fn refused_open(path: &Path, err: std::io::Error) -> OutDirError {
     if err.raw_os_error() == Some(libc::ELOOP) {
-        anyhow::anyhow!(
-            "refusing to write {}: it is a symbolic link, which relaycheck did not make \
-             (remove it, or give another --out)",
-            path.display()
-        )
+        OutDirError::Link {
+            doing: "write",
+            path: path.to_path_buf(),
+        }
     } else {
-        anyhow::Error::new(err).context(format!("cannot write {}", path.display()))
+        OutDirError::Write {
+            path: path.to_path_buf(),
+            source: err,
+        }
     }
 }
 
 /// A new file at `path`: never an existing one, never through a link.
-fn create_new(path: &Path) -> anyhow::Result<File> {
+fn create_new(path: &Path) -> Result<File, OutDirError> {
     OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -204,11 +311,11 @@ fn create_new(path: &Path) -> anyhow::Result<File> {
 
 /// Writes `text` to `path` through a temporary file beside it and a rename, so a reader never
 /// sees half a file; refuses a `path` that is a symbolic link, naming it.
-pub fn write_atomic(path: &Path, text: &str) -> anyhow::Result<()> {
+pub fn write_atomic(path: &Path, text: &str) -> Result<(), OutDirError> {
     refuse_link(path, "write")?;
-    let name = path
-        .file_name()
-        .with_context(|| format!("cannot write {}: no file name", path.display()))?;
+    let name = path.file_name().ok_or_else(|| OutDirError::NoFileName {
+        path: path.to_path_buf(),
+    })?;
     let temporary = path.with_file_name(format!(
         "{}.{}.partial",
         name.to_string_lossy(),
@@ -218,11 +325,16 @@ pub fn write_atomic(path: &Path, text: &str) -> anyhow::Result<()> {
     let _ = std::fs::remove_file(&temporary);
     let written = create_new(&temporary).and_then(|mut file| {
         file.write_all(text.as_bytes())
-            .with_context(|| format!("cannot write {}", temporary.display()))
+            .map_err(|source| OutDirError::Write {
+                path: temporary.clone(),
+                source,
+            })
     });
     let renamed = written.and_then(|()| {
-        std::fs::rename(&temporary, path)
-            .with_context(|| format!("cannot write {}", path.display()))
+        std::fs::rename(&temporary, path).map_err(|source| OutDirError::Write {
+            path: path.to_path_buf(),
+            source,
+        })
     });
     if renamed.is_err() {
         let _ = std::fs::remove_file(&temporary);
@@ -259,6 +371,70 @@ mod tests {
         std::fs::write(&lock, "1\n").unwrap();
         let again = OutDir::open(&dir).unwrap();
         drop(again);
+    }
+
+    /// The messages, sources and all, as a binary prints them: the words the anyhow errors of
+    /// this module said, which tests of the command line and people's scripts match on.
+    #[test]
+    fn each_error_says_what_it_said_before_it_had_a_type() {
+        fn chain(err: &dyn std::error::Error) -> String {
+            let mut text = err.to_string();
+            let mut next = err.source();
+            while let Some(cause) = next {
+                text.push_str(&format!(": {cause}"));
+                next = cause.source();
+            }
+            text
+        }
+        let link = OutDirError::Link {
+            doing: "write reports into",
+            path: "/o".into(),
+        };
+        assert_eq!(
+            chain(&link),
+            "refusing to write reports into /o: it is a symbolic link, which relaycheck did not \
+             make (remove it, or give another --out)"
+        );
+        let busy = |holder: Option<&str>| OutDirError::Busy {
+            dir: "/o".into(),
+            lock: "/o/.relaycheck.lock".into(),
+            holder: holder.map(str::to_string),
+        };
+        assert_eq!(
+            chain(&busy(Some("42"))),
+            "another relaycheck run (pid 42) is writing into /o: its lock file \
+             /o/.relaycheck.lock is held; wait for that run to end, or give another --out"
+        );
+        assert!(
+            chain(&busy(None)).starts_with("another relaycheck run is writing into /o: "),
+            "{}",
+            chain(&busy(None))
+        );
+        let gone = || std::io::Error::from_raw_os_error(libc::ENOENT);
+        let results = OutDirError::Results {
+            path: "/o/results.jsonl".into(),
+            source: Box::new(OutDirError::Write {
+                path: "/o/results.jsonl".into(),
+                source: gone(),
+            }),
+        };
+        assert_eq!(
+            chain(&results),
+            format!(
+                "cannot write /o/results.jsonl: cannot write /o/results.jsonl: {}",
+                gone()
+            )
+        );
+        let create = OutDirError::Create {
+            path: "/o".into(),
+            source: gone(),
+        };
+        assert_eq!(chain(&create), format!("cannot create /o: {}", gone()));
+        assert_eq!(chain(&OutDirError::from(gone())), gone().to_string());
+        assert_eq!(
+            chain(&OutDirError::NoFileName { path: "/".into() }),
+            "cannot write /: no file name"
+        );
     }
 
     #[test]

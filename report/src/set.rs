@@ -4,14 +4,17 @@
 use std::path::Path;
 
 use super::jsonl::{CaseEvent, Event, Footer, JsonlWriter};
-use super::{RunInfo, RunNotes, counts, html, junit, now_rfc3339, out_dir, summary};
+use super::out_dir::{self, OutDirError};
+use super::{RunInfo, RunNotes, counts, html, junit, now_rfc3339, summary};
 use relaycheck_model::impact::Impact;
 use relaycheck_model::results::CaseResult;
 
 /// A report a run writes whole once its results are in: the file it is written to and how it
 /// is rendered from the run's data and notes (the notes with the conformance statement in).
 pub struct Format {
+    /// The report's file name in the `--out` directory.
     pub file: &'static str,
+    /// Renders the report from the run's data and its notes, the conformance statement in.
     pub render: fn(&ReportSet<'_>, &RunNotes<'_>) -> String,
 }
 
@@ -46,13 +49,17 @@ pub const RESULTS_FILE: &str = "results.jsonl";
 
 /// What every report of a run is rendered from.
 pub struct ReportSet<'a> {
+    /// The run's header: what ran, against what, and how.
     pub info: &'a RunInfo,
+    /// Every result of the run, in run order.
     pub results: &'a [CaseResult],
     /// The cases the results belong to, for their requirement and source.
     pub cases: &'a [CaseEvent],
     /// The surface columns, in the order they are shown.
     pub surfaces: &'a [String],
+    /// The shapes' predicted impact, marked in the matrices.
     pub impact: &'a Impact,
+    /// What the run says beside its results; the conformance statement is added by the set.
     pub notes: RunNotes<'a>,
     /// A paragraph that ends summary.md: how the run reached the target, when that matters.
     pub postscript: Option<&'a str>,
@@ -99,7 +106,7 @@ impl ReportSet<'_> {
     /// Writes every report of [`FORMATS`] into `dir`, each through a rename so a reader never
     /// sees half of one. results.jsonl is the run's own: streamed as results arrive
     /// ([`JsonlWriter`]), or whole with [`ReportSet::write_results`].
-    pub fn write(&self, dir: &Path) -> anyhow::Result<()> {
+    pub fn write(&self, dir: &Path) -> Result<(), OutDirError> {
         let conformance = self.conformance();
         let prediction = crate::prediction::of_run(self.cases, self.results);
         let notes = RunNotes {
@@ -115,7 +122,7 @@ impl ReportSet<'_> {
 
     /// Writes a whole results.jsonl (header, cases, results, footer) with `writer`, for a run
     /// whose results arrive all at once.
-    pub fn write_results(&self, writer: &mut JsonlWriter, exit_code: i32) -> anyhow::Result<()> {
+    pub fn write_results(&self, writer: &mut JsonlWriter, exit_code: i32) -> std::io::Result<()> {
         writer.write(&Event::Header(self.info.clone()))?;
         for case in self.cases {
             writer.write(&Event::Case(case.clone()))?;

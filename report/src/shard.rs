@@ -21,7 +21,9 @@ pub const MAX_SHARDS: usize = 10_000;
 /// `I/N`: the I-th of N shards, counted from 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shard {
+    /// Which shard, from 1.
     pub index: usize,
+    /// How many shards the cases are split into.
     pub count: usize,
 }
 
@@ -98,10 +100,16 @@ pub fn cases_of(case_ids: &[&str], shard: Shard, weights: &BTreeMap<String, u64>
 
 /// The shards' results as one run.
 pub struct Merged {
+    /// The merged header: the first shard's, with the merge's command line, the earliest start and
+    /// no shard.
     pub info: RunInfo,
+    /// Every case event of the shards, each once.
     pub cases: Vec<CaseEvent>,
+    /// Every result of the shards, in the order the shards were given.
     pub results: Vec<CaseResult>,
+    /// Every shard's target deaths.
     pub target_events: Vec<TargetEvent>,
+    /// Every shard's stray lines.
     pub strays: Vec<StrayLines>,
     /// Baseline entries stale in some shard (a caller with the baseline recomputes them over
     /// the whole run instead: an entry whose cases ran in two shards is stale only when it is
@@ -112,50 +120,85 @@ pub struct Merged {
 /// Why shards cannot be merged.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MergeError {
+    /// A file without a header is no results file.
     #[error("{0}: no header: not a relaycheck results file")]
     NoHeader(String),
+    /// A shard without a footer did not finish: merging it would pass off a part as the whole.
     #[error("{0}: no footer: that shard did not finish; run it again before merging")]
     Unfinished(String),
+    /// A shard of another target's run.
     #[error(
         "{path}: a run of `{found}`, not of `{expected}` like {first}: only shards of one run merge"
     )]
     OtherTarget {
+        /// The shard's file.
         path: String,
+        /// The target it ran.
         found: String,
+        /// The target the first shard ran.
         expected: String,
+        /// The first shard's file.
         first: String,
     },
+    /// A shard that ran other shapes (or forced them where the first did not).
     #[error("{path}: shapes {found}, not {expected} like {first}: shards run the same shapes")]
     OtherShapes {
+        /// The shard's file.
         path: String,
+        /// The shapes it ran.
         found: String,
+        /// The shapes the first shard ran.
         expected: String,
+        /// The first shard's file.
         first: String,
     },
+    /// A run made without `--shard`, which is a whole run, not a part.
     #[error("{0}: not a shard (its run had no --shard I/N): only the parts of a split merge")]
     NotAShard(String),
+    /// A shard of a split into another number of shards.
     #[error("{path}: shard {found}, of another split than {first}'s {expected}")]
     OtherSplit {
+        /// The shard's file.
         path: String,
+        /// Its `I/N`.
         found: String,
+        /// The split of the first shard (`of N`).
         expected: String,
+        /// The first shard's file.
         first: String,
     },
+    /// A shard of the split is not among those given.
     #[error("shard {missing} of {count} is missing: merging the others would drop its cases")]
-    Missing { missing: String, count: usize },
+    Missing {
+        /// The missing shard, `I/N`.
+        missing: String,
+        /// How many shards the split has.
+        count: usize,
+    },
+    /// A shard that read another catalogue: its cases are not the same split.
     #[error("{path}: catalogue {found}, not {expected} like {first}: shards split one catalogue")]
     OtherCatalogue {
+        /// The shard's file.
         path: String,
+        /// The digest of the catalogue it read.
         found: String,
+        /// The digest of the catalogue the first shard read.
         expected: String,
+        /// The first shard's file.
         first: String,
     },
+    /// A result in two shards: the shards overlap, so they are not one split.
     #[error("`{case}` [{shape} {route}] is in {first} and in {second}: the shards overlap")]
     Overlap {
+        /// The case's id.
         case: String,
+        /// The route of the result.
         route: String,
+        /// The shape of the result.
         shape: String,
+        /// The file of the shard it was first seen in.
         first: String,
+        /// The file of the shard it was seen in again.
         second: String,
     },
 }

@@ -23,8 +23,11 @@ use relaycheck_model::results::CaseResult;
 
 /// A run as the site reads it: what results.jsonl holds.
 pub struct SiteRun {
+    /// The run's header.
     pub info: RunInfo,
+    /// The run's case events, for each result's requirement and source.
     pub cases: Vec<CaseEvent>,
+    /// The run's results.
     pub results: Vec<CaseResult>,
 }
 
@@ -32,19 +35,27 @@ pub struct SiteRun {
 /// and for what changed between one run and the next.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunDigest {
+    /// The target profile's name: a run's history is its target's, forced runs apart.
     pub target: String,
+    /// The product the profile names, for the page's title.
     #[serde(default)]
     pub product: Option<String>,
+    /// The product's version: each target and version gets the page of its latest run.
     #[serde(default)]
     pub version: Option<String>,
+    /// Whether the run forced its shapes, which keeps it out of the negotiated runs' history.
     pub forced: bool,
+    /// RFC 3339 time the run started: the order of the history.
     pub started: String,
+    /// What produced the run, when it recorded it.
     #[serde(default)]
     pub provenance: Option<Provenance>,
+    /// The relaycheck version that made the run.
     pub tool_version: String,
     /// `must` results passed and applicable over the released revisions (or over the forced
     /// shapes of a forced run).
     pub must_passed: usize,
+    /// `must` results that applied, over the same shapes as `must_passed`.
     pub must: usize,
     /// The conformance statement's lines, as the run made them.
     #[serde(default)]
@@ -54,6 +65,7 @@ pub struct RunDigest {
 }
 
 impl RunDigest {
+    /// The digest of `run`.
     pub fn of(run: &SiteRun) -> RunDigest {
         let (must_passed, must) = must_tally(run);
         RunDigest {
@@ -88,6 +100,7 @@ impl RunDigest {
 /// The files of the site, by path relative to its root.
 #[derive(Debug, Default)]
 pub struct Site {
+    /// Each file's contents, by its path relative to the site's root.
     pub files: BTreeMap<String, String>,
 }
 
@@ -775,19 +788,19 @@ fn cases(run: &SiteRun) -> String {
 }
 
 /// What a badge says: the `must` tally, coloured by the run's conformance.
-pub struct Badge {
-    pub passed: usize,
-    pub must: usize,
-    pub forced: bool,
-    pub standing: BadgeStanding,
+pub(crate) struct Badge {
+    pub(crate) passed: usize,
+    pub(crate) must: usize,
+    pub(crate) forced: bool,
+    pub(crate) standing: BadgeStanding,
     /// The conformance statement, for the badge's title (shown on hover, read by a screen
     /// reader).
-    pub statement: String,
+    pub(crate) statement: String,
 }
 
 /// A badge's colour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BadgeStanding {
+pub(crate) enum BadgeStanding {
     /// Core and every claimed feature conformant.
     Conformant,
     /// A `must` result of a level did not pass.
@@ -828,7 +841,7 @@ fn badge_standing(run: &SiteRun) -> BadgeStanding {
 
 /// An SVG badge, `relaycheck | 412/430 must`: green when the run is conformant at every level it
 /// states, red when a `must` result failed, grey otherwise (a forced run's badge among them).
-pub fn badge(badge: &Badge) -> String {
+pub(crate) fn badge(badge: &Badge) -> String {
     const LABEL: &str = "relaycheck";
     let value = format!(
         "{}/{} must{}",

@@ -175,33 +175,55 @@ fn proposal_shape(number: u32) -> Option<Shape> {
 /// One reference of a source.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reference {
+    /// A page of an MCP revision: `MCP <revision> <page>[#<anchor>]`.
     Mcp {
+        /// The revision, one of [`REVISIONS`].
         revision: String,
+        /// The page, as the revision's URLs name it (`server/tools`).
         page: String,
+        /// The heading on the page, when the reference names one.
         anchor: Option<String>,
     },
+    /// A SEP with its status: `SEP-<n> [<status>]`.
     Sep {
+        /// The SEP's number.
         number: u32,
+        /// Its status as written (`final`, `draft`, `closed`), which must be the one
+        /// relaycheck's table of SEPs gives: a case may not rest on a proposal as if it were
+        /// accepted.
         status: String,
     },
+    /// A section of an RFC: `RFC <n> §<section>`.
     Rfc {
+        /// The RFC's number.
         number: u32,
+        /// The section, dotted (`6.2.1`).
         section: String,
     },
+    /// A section of the JSON-RPC 2.0 specification: `JSON-RPC 2.0 §<section>`.
     JsonRpc {
+        /// The section, dotted.
         section: String,
     },
     /// An entry of `docs/requirements.md`.
     Requirement {
+        /// The entry's anchor id.
         id: String,
     },
+    /// A file of a public repository at a fixed ref: `<owner>/<repo>@<ref> <path>`.
     RepoFile {
+        /// The repository, `<owner>/<repo>`.
         repo: String,
+        /// The commit, tag or branch the file is read at.
         at: String,
+        /// The file's path in the repository.
         path: String,
     },
+    /// An issue or pull request of a public repository: `<owner>/<repo>#<n>`.
     RepoIssue {
+        /// The repository, `<owner>/<repo>`.
         repo: String,
+        /// The issue's number.
         number: u32,
     },
 }
@@ -409,6 +431,7 @@ pub fn parse(source: &str) -> Result<Vec<Reference>, String> {
 /// The entries of the project's requirements page, by id, with their level.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RequirementsPage {
+    /// Each entry's level, by its anchor id: the strongest level a case resting on it may have.
     pub entries: BTreeMap<String, Level>,
 }
 
@@ -452,6 +475,7 @@ impl RequirementsPage {
         }
     }
 
+    /// Reads and parses the page at `path`; the error names the file when it cannot be read.
     pub fn load(path: &Path) -> Result<RequirementsPage, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|err| format!("cannot read {}: {err}", path.display()))?;

@@ -19,17 +19,17 @@ use relaycheck_model::results::CaseResult;
 
 /// Passed of applicable for one cell of a matrix.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Cell {
-    pub passed: usize,
-    pub applicable: usize,
+pub(crate) struct Cell {
+    pub(crate) passed: usize,
+    pub(crate) applicable: usize,
     /// Failures the expected-failures baseline does not list.
-    pub failed: usize,
+    pub(crate) failed: usize,
     /// Failures the baseline lists: still failures of the target, known ones.
-    pub known: usize,
+    pub(crate) known: usize,
 }
 
 impl Cell {
-    pub fn add(&mut self, outcome: Outcome) {
+    pub(crate) fn add(&mut self, outcome: Outcome) {
         match outcome {
             Outcome::Skip | Outcome::NotApplicable => {}
             Outcome::Pass | Outcome::Observed => {
@@ -47,7 +47,7 @@ impl Cell {
         }
     }
 
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let known = if self.known > 0 {
             format!(" ({} known)", self.known)
         } else {
@@ -67,7 +67,7 @@ impl Cell {
 ///
 /// Every surface in `surfaces` and every shape in `shapes` has its row and column, results or
 /// not, so a gap shows as `n/a` rather than as a missing row.
-pub fn surface_matrix(
+pub(crate) fn surface_matrix(
     results: &[CaseResult],
     surfaces: &[String],
     shapes: &[Shape],
@@ -94,8 +94,9 @@ pub fn surface_matrix(
 }
 
 /// The marker of a cell whose shape is predicted to move some of the surface's cases.
-pub const MOVES: &str = "◆";
+pub(crate) const MOVES: &str = "◆";
 
+/// summary.md from the results alone, without the notes of [`render_with`].
 pub fn render(
     info: &RunInfo,
     results: &[CaseResult],

@@ -20,8 +20,11 @@ use relaycheck_model::route::RouteName;
 /// One problem in a spec file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpecError {
+    /// The spec file the problem is in.
     pub file: PathBuf,
+    /// The line, when one can be found: where the YAML parser stopped, or the case's `id:`.
     pub line: Option<usize>,
+    /// What is wrong, in words a case writer can act on.
     pub message: String,
 }
 

@@ -15,12 +15,16 @@ use relaycheck_model::route::{RouteName, View, call_params, handle_params};
 
 /// Everything a route produced for one call.
 pub struct Drive {
+    /// The `tools/call` request the first call sent, as sent.
     pub request: Value,
+    /// What came back for the first call.
     pub exchange: Exchange,
     /// The first call's view, read with `route`'s pointers.
     pub view: View,
     /// The route whose pointers `view` was read with (a follow-up route's `via`).
     pub route: Route,
+    /// The exchanges after the call (listings, relayed requests, fetches, polls, link reads), in
+    /// the order they were made.
     pub follow_ups: Vec<FollowUp>,
 }
 
@@ -31,10 +35,14 @@ const MAX_POLLS: usize = 40;
 /// wait for each answer.
 #[derive(Clone, Copy)]
 pub struct Request<'a> {
+    /// The upstream tool's name; the route's `tool` template makes the north name from it.
     pub tool: &'a str,
+    /// The upstream tool's arguments, nonce included; a route with an `arguments` template wraps
+    /// them in it.
     pub arguments: &'a Map<String, Value>,
     /// Members merged into the call's params (`_meta`, `requestedOutputs`).
     pub extra_params: &'a Map<String, Value>,
+    /// How long to wait for each answer, the call's and every follow-up's.
     pub timeout: Duration,
     /// How many times to list the target's tools after the call (for checks on the listing).
     pub listings: usize,
@@ -44,6 +52,9 @@ pub struct Request<'a> {
     pub relayed_requests: &'a [(&'a str, &'a Value)],
 }
 
+/// Makes the call through `route_name`, then the steps that route takes after its answer; a
+/// route the profile lacks is driven as a default route. Never fails: whatever went wrong is in
+/// the exchanges, for the checks to judge.
 pub async fn drive(
     profile: &Profile,
     route_name: &str,

@@ -12,17 +12,22 @@ use crate::profile::Transport;
 /// Why no profile was written.
 #[derive(Debug, thiserror::Error)]
 pub enum InitError {
+    /// A name that cannot be both a file name and a report folder.
     #[error(
         "target name `{0}`: use lower-case letters, digits, `-`, `_` and `.` (it becomes the file name and the report folder)"
     )]
     BadName(String),
+    /// The file is already there: init-target never overwrites one.
     #[error(
         "{0} already exists; relaycheck init-target never overwrites a file (pass --out NEW.toml)"
     )]
     Exists(PathBuf),
+    /// The file could not be created or written.
     #[error("cannot write {path}: {source}")]
     Write {
+        /// The file.
         path: PathBuf,
+        /// Why it could not be written.
         source: std::io::Error,
     },
 }

@@ -7,6 +7,8 @@
 //! `relaycheck_model::results`, rendered by `relaycheck-report`. It prints nothing: a run's
 //! notices go to the sink its plan names.
 
+#![warn(missing_docs)]
+
 pub mod catalogue;
 pub mod client;
 pub mod discover;

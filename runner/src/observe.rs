@@ -56,12 +56,16 @@ const ITEM_LISTINGS: &[(&str, &str)] = &[
     ("prompts/list", "prompts"),
 ];
 
+/// The canary's observation log, read as it grows and indexed by nonce: the run's one view of
+/// what the upstream received and sent, never the target's account of it.
 pub struct ObservationLog {
     path: PathBuf,
     index: Mutex<Index>,
 }
 
 impl ObservationLog {
+    /// A reader of the log at `path`, which need not exist yet: until the canary writes it, it
+    /// holds no lines.
     pub fn new(path: &Path) -> ObservationLog {
         ObservationLog {
             path: path.to_path_buf(),
@@ -69,6 +73,7 @@ impl ObservationLog {
         }
     }
 
+    /// The log's file, for messages that point a reader at it.
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -54,7 +54,7 @@ pub fn live_group_count() -> usize {
 /// The most bytes of a child's stderr kept in its log file, so a target flooding its stderr
 /// cannot fill the disk. The child writes the file itself (so whoever reads it after the
 /// child exits reads all it wrote, with no copy in between to wait for); a watchdog cuts it
-/// back to this size every [`STDERR_WATCH`], and the last cut, when the group ends, says how
+/// back to this size every `STDERR_WATCH`, and the last cut, when the group ends, says how
 /// much was dropped.
 pub const MAX_STDERR_BYTES: u64 = 16 * 1024 * 1024;
 const STDERR_WATCH: std::time::Duration = std::time::Duration::from_millis(50);
@@ -242,14 +242,18 @@ impl GroupChild {
         })
     }
 
+    /// The leader's pid, which is also its group's id; `None` if it was not known at start.
     pub fn pid(&self) -> Option<u32> {
         self.pgid.map(|p| p as u32)
     }
 
+    /// The leader's stdin, once; `None` after the first take, or when the child was started
+    /// without a stdin pipe.
     pub fn take_stdin(&mut self) -> Option<ChildStdin> {
         self.child.stdin.take()
     }
 
+    /// The leader's stdout, once; `None` after the first take.
     pub fn take_stdout(&mut self) -> Option<ChildStdout> {
         self.child.stdout.take()
     }

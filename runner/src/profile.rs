@@ -71,28 +71,42 @@ fn shipped_names() -> Vec<String> {
 /// field and, where the TOML shows it, the line.
 #[derive(Debug)]
 pub enum ProfileError {
+    /// Neither a built-in profile nor a file of that name.
     Unknown {
+        /// The name or path as given.
         name: String,
+        /// Every profile name relaycheck knows, for the error to list.
         known: Vec<String>,
     },
+    /// The profile file could not be read.
     Read {
+        /// The file.
         path: PathBuf,
+        /// Why it could not be read.
         source: std::io::Error,
     },
     /// Not TOML, or TOML that does not fit the profile format (an unknown key, a wrong type, a
     /// missing field). `field` is absent for a syntax error.
     Parse {
+        /// The file.
         path: PathBuf,
+        /// The line, where the TOML parser shows it.
         line: Option<usize>,
+        /// The field, as a dotted path (`start.command`).
         field: Option<String>,
+        /// What is wrong with it.
         message: String,
     },
     /// A profile that fits the format but cannot work (a missing URL, an unknown placeholder,
     /// a config template that is not there).
     Invalid {
+        /// The file.
         path: PathBuf,
+        /// The field's line, when it can be found.
         line: Option<usize>,
+        /// The field, as a dotted path (`north.url`).
         field: String,
+        /// What is wrong with it.
         message: String,
     },
 }
@@ -395,6 +409,8 @@ pub struct HttpStep {
     pub method: String,
     /// The URL, usually `http://127.0.0.1:{port}/...`.
     pub url: String,
+    /// Request headers, by name; values take placeholders and the variables of earlier steps (a
+    /// token a step before printed).
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
     /// A JSON body (sent with `content-type: application/json`); its strings take
@@ -605,6 +621,7 @@ impl Profile {
         names
     }
 
+    /// The names of the profiles built into relaycheck, which need no file.
     pub fn builtin_names() -> Vec<&'static str> {
         BUILTIN.iter().map(|(name, _)| *name).collect()
     }
@@ -1345,13 +1362,13 @@ pub fn runtime_secrets() -> Vec<String> {
         .clone()
 }
 
-/// Whether a variable's name says its value is a secret ([`SECRET_ENV_WORDS`], any case).
+/// Whether a variable's name says its value is a secret (`SECRET_ENV_WORDS`, any case).
 pub fn looks_secret(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     SECRET_ENV_WORDS.iter().any(|word| upper.contains(word))
 }
 
-/// Whether a header carries a credential (everything but [`PLAIN_HEADERS`]).
+/// Whether a header carries a credential (everything but `PLAIN_HEADERS`).
 pub fn secret_header(name: &str) -> bool {
     !PLAIN_HEADERS.contains(&name.to_ascii_lowercase().as_str())
 }
@@ -1360,10 +1377,10 @@ impl Profile {
     /// The secrets this profile gives the target or sends it, longest first: what reports and
     /// the console must show as `***` (see `report::mask`). They are the userinfo of
     /// `north.url` (and its password alone) and its query values whose names look like secrets
-    /// ([`SECRET_PARAMETERS`]), each also percent-decoded; every value of `north.headers` and of
-    /// `north.identities.*` but those of [`PLAIN_HEADERS`], and the credential after a scheme
+    /// (`SECRET_PARAMETERS`), each also percent-decoded; every value of `north.headers` and of
+    /// `north.identities.*` but those of `PLAIN_HEADERS`, and the credential after a scheme
     /// word (`Bearer tok` gives `tok` too); and the `start.env` values listed in `start.secret_env` or whose names look like
-    /// secrets ([`SECRET_ENV_WORDS`]). Values shorter than [`MIN_SECRET_BYTES`] are left out.
+    /// secrets (`SECRET_ENV_WORDS`). Values shorter than [`MIN_SECRET_BYTES`] are left out.
     pub fn secrets(&self) -> Vec<String> {
         let mut found = Vec::new();
         if let Some(url) = &self.north.url {
@@ -1877,6 +1894,7 @@ pub struct Vars {
 }
 
 impl Vars {
+    /// Sets the placeholder `{key}` to `value`, replacing what it stood for.
     pub fn set(&mut self, key: impl Into<String>, value: impl Into<String>) {
         self.values.insert(key.into(), value.into());
     }

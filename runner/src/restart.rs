@@ -25,7 +25,9 @@ pub const RESTARTS: usize = 1;
 /// that answered no call.
 #[derive(Debug, Clone, Default)]
 pub struct TargetLog {
+    /// Each death of a target, and what the runner did about it.
     pub events: Vec<TargetEvent>,
+    /// For each target start that wrote lines answering no call, what it wrote.
     pub strays: Vec<StrayLines>,
 }
 

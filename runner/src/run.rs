@@ -27,12 +27,18 @@ use relaycheck_report::diff::json_diff;
 
 /// What to run, and with what.
 pub struct RunPlan<'a> {
+    /// The catalogue whose cases run.
     pub catalogue: &'a Catalogue,
+    /// The target's profile: how to start it, its routes, claims and timeouts.
     pub profile: &'a Profile,
+    /// The shapes to run, each on a start of the target of its own.
     pub shapes: Vec<Shape>,
+    /// Whether the canary answers in each shape whatever the target negotiates (`--forced`).
     pub forced: bool,
     /// Case-id globs; empty runs every case.
     pub cases: Vec<String>,
+    /// Cases in flight at once on one start of the target (`--jobs`); they take their turns in
+    /// catalogue order.
     pub jobs: usize,
     /// Target starts in flight at once, isolated cases' own targets included (`--starts`,
     /// default `--jobs`): a heavy gateway started for every shape and isolated case at once
@@ -44,6 +50,7 @@ pub struct RunPlan<'a> {
     pub relaycheck: PathBuf,
     /// A directory for this run's work files (scripts, target dirs).
     pub workdir: PathBuf,
+    /// How long a call waits for its answer when neither the profile nor the case sets a timeout.
     pub case_timeout: Duration,
     /// Run against the target started with this deliberate defect.
     pub mutant: Option<String>,

@@ -11,6 +11,8 @@ use serde_json::{Map, Value, json};
 use crate::client::Exchange;
 use crate::transport::{Framing, Transport};
 
+/// The `clientInfo.name` the runner gives a target, in `initialize` and in the stateless
+/// envelope.
 pub const CLIENT_NAME: &str = "relaycheck";
 
 pub use relaycheck_checks::exchange::{describe, preview};
@@ -24,6 +26,9 @@ pub fn tasks_extension_meta() -> Value {
     json!({CLIENT_CAPABILITIES: {"extensions": {TASKS_EXTENSION: {}}}})
 }
 
+/// A client of the target in one shape, over the profile's north transport: every call of a
+/// case goes through one, with the handshake done (or the stateless envelope added) and ids
+/// assigned.
 pub struct Session {
     north: Box<dyn Transport>,
     shape: Shape,
@@ -38,7 +43,9 @@ pub struct Session {
 
 /// A request as sent, and what came back.
 pub struct Call {
+    /// The request as sent, envelope and id included.
     pub request: Value,
+    /// What came back for it.
     pub exchange: Exchange,
 }
 
@@ -131,10 +138,12 @@ impl Session {
         Ok(session)
     }
 
+    /// The shape the session speaks.
     pub fn shape(&self) -> Shape {
         self.shape
     }
 
+    /// The protocol version the target answered `initialize` with; `None` for stateless shapes.
     pub fn negotiated(&self) -> Option<&str> {
         self.negotiated.as_deref()
     }
@@ -198,6 +207,8 @@ impl Session {
         json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
     }
 
+    /// Sends `method` with `params` as a request of this session, and waits up to `timeout` for
+    /// its answer.
     pub async fn call(&self, method: &str, params: Value, timeout: Duration) -> Call {
         let request = self.build(method, params);
         let exchange = self.send(&request, timeout).await;

@@ -42,8 +42,11 @@ fn too_large() -> String {
 /// One side channel of a started target, its placeholders filled.
 #[derive(Debug, Clone)]
 pub enum Source {
+    /// A file the target writes (an audit log), read as it grows.
     File(Arc<FileLines>),
+    /// A command run after each call, its stdout the channel's lines.
     Command {
+        /// The command and its arguments, placeholders filled.
         argv: Vec<String>,
         /// Every line must be JSON (`format = "jsonl"`).
         jsonl: bool,
@@ -107,8 +110,11 @@ pub enum Lines {
     /// The first `upto` lines of a file channel, and the unfinished line after them (a line
     /// the target had begun writing), which counts as a line as a whole read would count it.
     File {
+        /// The file the lines were read from.
         file: Arc<FileLines>,
+        /// How many of its whole lines the read saw.
         upto: usize,
+        /// The line the target had begun writing, when there was one.
         partial: Option<String>,
     },
 }
@@ -240,6 +246,8 @@ struct FileState {
 }
 
 impl FileLines {
+    /// A reader of the file at `path`, which need not exist yet: until it is written it has no
+    /// lines.
     pub fn new(path: PathBuf) -> FileLines {
         FileLines {
             path,

@@ -25,9 +25,11 @@ use crate::target::{Launch, Target};
 /// What a step found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
+    /// The step saw what it checks for.
     Pass,
     /// The profile is wrong; `field` is where to look.
     Profile {
+        /// The profile field to look at (`start.command`, `north.url`, a route's `tool`, ...).
         field: String,
     },
     /// The gateway mishandled a trivial call the profile routed correctly.
@@ -39,15 +41,21 @@ pub enum Verdict {
 /// One smoke step and its verdict.
 #[derive(Debug, Clone)]
 pub struct Step {
+    /// The step's name, as the report lists it (`start`, `echo`, ...).
     pub name: String,
+    /// What the step found.
     pub verdict: Verdict,
+    /// What the step saw, in a sentence a vendor can act on.
     pub message: String,
+    /// Time from the start of the smoke to the end of the step.
     pub elapsed: Duration,
 }
 
 /// What to smoke.
 pub struct Smoke<'a> {
+    /// The profile to check.
     pub profile: &'a Profile,
+    /// The shape the steps speak.
     pub shape: Shape,
     /// The canary's argv before its options.
     pub canary_cmd: Vec<String>,

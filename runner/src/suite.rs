@@ -25,9 +25,13 @@ use relaycheck_model::results::CaseResult;
 /// One trial: a case on a route in a shape against a target.
 #[derive(Debug, Clone)]
 pub struct Trial {
+    /// The target profile's name, by which the trial loads it.
     pub target: String,
+    /// The case's id.
     pub case: String,
+    /// The route the case is driven through.
     pub route: String,
+    /// The shape the trial runs in.
     pub shape: Shape,
 }
 
@@ -132,6 +136,7 @@ impl Pool {
             .push(line.to_string());
     }
 
+    /// The catalogue the pool loaded, which every trial runs from.
     pub fn catalogue(&self) -> &Catalogue {
         &self.catalogue
     }

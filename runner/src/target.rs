@@ -20,7 +20,9 @@ pub const FORCED_BASELINE: Shape = Shape::V2025_11_25;
 
 /// Everything needed to start one target.
 pub struct Launch<'a> {
+    /// The target's profile.
     pub profile: &'a Profile,
+    /// The shape the canary answers in, and (unless `forced`) the one the runner speaks.
     pub shape: Shape,
     /// The canary answers in `shape` whatever was negotiated, and the runner speaks
     /// [`FORCED_BASELINE`] to the target: an upstream that moved first, behind a gateway and a
@@ -30,6 +32,7 @@ pub struct Launch<'a> {
     pub canary_cmd: &'a [String],
     /// The `relaycheck` executable, for `{relaycheck}` in profiles.
     pub relaycheck: &'a Path,
+    /// The canary script the canary serves: the catalogue's, or an isolated case's own.
     pub script_path: &'a Path,
     /// A fresh directory for this start.
     pub workdir: PathBuf,
@@ -39,9 +42,13 @@ pub struct Launch<'a> {
 
 /// A running target and the handles the runner observes it through.
 pub struct Target {
+    /// The runner's client session with the target, shared by the calls in flight.
     pub session: std::sync::Arc<Session>,
+    /// The canary's observation log: what the upstream received and sent.
     pub observations: ObservationLog,
+    /// The start's own directory: its config, the canary's log, the target's stderr.
     pub workdir: PathBuf,
+    /// The target's side channels, by name, placeholders filled.
     pub side_channels: BTreeMap<String, crate::side_channel::Source>,
     gateway: Option<GroupChild>,
     /// The canaries the runner started (HTTP canaries; stdio ones are the target's children).
@@ -144,6 +151,7 @@ impl Target {
         Some(kib * 1024)
     }
 
+    /// Where the target's stderr is appended, for messages that quote it or point to it.
     pub fn stderr_path(&self) -> PathBuf {
         self.workdir.join("target.stderr.log")
     }
@@ -182,6 +190,7 @@ impl Target {
 /// process group and the canaries the runner started.
 pub struct RawStdio {
     pipes: Option<(tokio::process::ChildStdin, tokio::process::ChildStdout)>,
+    /// The start's own directory.
     pub workdir: PathBuf,
     gateway: GroupChild,
     canaries: Vec<GroupChild>,

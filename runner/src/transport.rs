@@ -26,6 +26,7 @@ pub type Pending<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// headers (the protocol version, the method and name of a stateless request, the session).
 #[derive(Debug, Clone, Copy)]
 pub struct Framing<'a> {
+    /// The shape of the session the message belongs to.
     pub shape: Shape,
     /// The version the target answered `initialize` with, for handshake shapes.
     pub negotiated: Option<&'a str>,
@@ -161,6 +162,8 @@ pub struct Sse {
 }
 
 impl Sse {
+    /// Opens the event stream at `url` with `headers`, waiting up to `timeout` for its `endpoint`
+    /// event; what came instead is the error.
     pub async fn connect(
         url: &str,
         headers: &[(String, String)],
@@ -235,6 +238,8 @@ pub struct Http {
 }
 
 impl Http {
+    /// A transport that posts to `url`, `headers` on every request; nothing is sent until the
+    /// first message.
     pub fn new(url: &str, headers: &[(String, String)]) -> Result<Http, String> {
         Ok(Http {
             client: HttpClient::new(url).map_err(|err| format!("HTTP client: {err}"))?,

@@ -216,7 +216,7 @@ fn canary_command() -> anyhow::Result<Vec<String>> {
 /// Writes through a temporary file and a rename, so a reader never sees half a report, and
 /// never through a symbolic link ([`report::out_dir::write_atomic`]).
 fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
-    report::out_dir::write_atomic(path, text)
+    Ok(report::out_dir::write_atomic(path, text)?)
 }
 
 /// A run's header and results, refusing a file of a newer format than this build reads, and

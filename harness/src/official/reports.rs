@@ -121,7 +121,7 @@ pub fn write_reports(
         postscript: note,
     };
     reports.write_results(&mut out.results()?, exit_code)?;
-    reports.write(out.path())
+    Ok(reports.write(out.path())?)
 }
 
 /// The spec references of each check, read back from the checks the suite wrote, for the

@@ -14,22 +14,30 @@ pub const MAX_BODY_BYTES: usize = super::MAX_ANSWER_BYTES;
 
 /// One POST: the message and the headers to send with it.
 pub struct Post<'a> {
+    /// The JSON-RPC message, sent as the body.
     pub message: &'a Value,
+    /// Headers sent after the content type and `accept` (the profile's, the session's, an
+    /// identity's).
     pub headers: &'a [(String, String)],
 }
 
 /// What the POST answered, besides the exchange: headers the session needs.
 pub struct Posted {
+    /// What came back for the message.
     pub exchange: Exchange,
+    /// The `Mcp-Session-Id` the answer carried, which the session's later requests must send.
     pub session_id: Option<String>,
 }
 
+/// A client of one streamable HTTP endpoint that keeps the bytes of every answer; connections
+/// are pooled across posts.
 pub struct HttpClient {
     http: reqwest::Client,
     url: String,
 }
 
 impl HttpClient {
+    /// A client of `url`; it connects on the first post, never through a proxy.
     pub fn new(url: &str) -> Result<HttpClient, reqwest::Error> {
         let http = reqwest::Client::builder()
             .no_proxy()
@@ -45,6 +53,7 @@ impl HttpClient {
         })
     }
 
+    /// The endpoint every message is posted to.
     pub fn url(&self) -> &str {
         &self.url
     }

@@ -22,11 +22,14 @@ pub const MAX_NOTIFICATIONS: usize = 1024;
 /// The notifications kept for one call: the first [`MAX_NOTIFICATIONS`], and how many more.
 #[derive(Debug, Default)]
 pub struct Notifications {
+    /// The first [`MAX_NOTIFICATIONS`] notifications, in the order they came.
     pub items: Vec<Value>,
+    /// How many more came and were dropped.
     pub dropped: u64,
 }
 
 impl Notifications {
+    /// Keeps `message`, or counts it as dropped once [`MAX_NOTIFICATIONS`] are kept.
     pub fn push(&mut self, message: Value) {
         if self.items.len() < MAX_NOTIFICATIONS {
             self.items.push(message);

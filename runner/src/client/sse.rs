@@ -6,7 +6,9 @@
 /// One event: its name (`message` when the stream names none) and its data.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
+    /// The event's `event:` name; `message` when the stream gave none.
     pub name: String,
+    /// The event's `data:` lines, joined by newlines.
     pub data: Vec<u8>,
 }
 
@@ -21,6 +23,7 @@ pub struct Decoder {
 }
 
 impl Decoder {
+    /// A decoder that refuses a line or an event longer than `max_bytes`.
     pub fn new(max_bytes: usize) -> Decoder {
         Decoder {
             line: Vec::new(),

@@ -26,6 +26,7 @@ pub const MAX_LINE_BYTES: usize = super::MAX_ANSWER_BYTES;
 /// How many stray lines are kept, and how many bytes of each: a target flooding its stdout
 /// between calls must not grow the harness's memory for as long as the run lasts.
 pub const MAX_STRAYS: usize = 64;
+/// The most bytes kept of each stray line.
 pub const MAX_STRAY_BYTES: usize = 4096;
 
 struct Pending {
@@ -55,7 +56,9 @@ pub enum StrayKind {
 /// A line that answered no pending call: its first [`MAX_STRAY_BYTES`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stray {
+    /// What the line was.
     pub kind: StrayKind,
+    /// Its first [`MAX_STRAY_BYTES`] bytes.
     pub raw: Vec<u8>,
     /// Its length before it was cut.
     pub len: usize,
