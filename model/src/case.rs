@@ -11,11 +11,12 @@ use crate::script::{Respond, ToolScript};
 use crate::shape::Shape;
 
 /// One case file: every case of one surface.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CaseFile {
     /// The surface every case in the file belongs to; it must match the file's name, so a case is
     /// found where its id says.
+    #[schemars(regex(pattern = r"^[a-z0-9]+(-[a-z0-9]+)*$"))]
     pub surface: String,
     /// The surface's cases, in the order reports list them.
     pub cases: Vec<CaseSpec>,
@@ -23,16 +24,19 @@ pub struct CaseFile {
 
 /// One case as written: what it requires, where that comes from, the call it makes and the
 /// checks that judge it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CaseSpec {
     /// `<surface>/<behaviour-in-kebab-case>`, stable once published.
+    #[schemars(regex(pattern = r"^[a-z0-9]+(-[a-z0-9]+)*/[a-z0-9]+(-[a-z0-9]+)*$"))]
     pub id: String,
     /// How much a failure matters; no stronger than what `source` says.
     pub level: Level,
     /// The requirement, in one sentence.
+    #[schemars(length(min = 1))]
     pub requirement: String,
     /// Where the requirement comes from: seed section, spec section, SEP.
+    #[schemars(length(min = 1))]
     pub source: String,
     /// Set where the seed inventory marks the path "untested": this case is that test.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -42,11 +46,14 @@ pub struct CaseSpec {
     /// Routes to drive the call through; a target without one of them makes the case
     /// `not-applicable` for that route.
     #[serde(default = "default_routes")]
+    #[schemars(length(min = 1))]
     pub routes: Vec<String>,
     /// Shapes the case applies to; absent means all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
     pub shapes: Option<Vec<Shape>>,
     /// The checks that judge the call; the case passes only when every applicable one holds.
+    #[schemars(length(min = 1))]
     pub expect: Vec<Expectation>,
     /// Why no mutant can make this case fail, for a case that only observes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -54,10 +61,12 @@ pub struct CaseSpec {
     /// This case's own call timeout, for a case whose upstream is slow on purpose; a profile's
     /// `[timeouts]` entry for the case overrides it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub timeout_ms: Option<u64>,
     /// The upstream the call is meant for, by the label an aggregating target's profile gives
     /// it (`[canaries.b]`). A target with one upstream cannot show the case: not applicable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[a-z0-9]+(-[a-z0-9]+)*$"))]
     pub upstream: Option<String>,
 }
 
@@ -118,8 +127,9 @@ pub fn inline_tool_name(case_id: &str) -> String {
 
 /// The upstream tool a case calls: a fixed named canary, or a tool of the case's own.
 /// Exactly one of `canary` and `respond` is given.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(extend("oneOf" = [{"required": ["canary"]}, {"required": ["respond"]}]))]
 pub struct ToolRef {
     /// A named canary to call (one of `script::NAMED_CANARIES`), tuned by `arguments`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -166,7 +176,7 @@ pub struct ToolRef {
 }
 
 /// One named, parameterised check.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Expectation {
     /// The check's name, as `checks::CHECKS` lists it; lint refuses an unknown one.
     pub check: String,

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use crate::shape::Shape;
 
 /// Every tool the canary serves beyond its fixed named canaries.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CanaryScript {
     /// The case tools the canary lists and answers, beside its named canaries.
@@ -29,7 +29,7 @@ impl CanaryScript {
 }
 
 /// One tool in `tools/list` and what a call to it answers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolScript {
     /// The tool's name in `tools/list`, and the name a call must use to reach it.
@@ -97,7 +97,7 @@ fn object_root(schema: &Value) -> bool {
 /// `Result` is written in the legacy (2025-06-18) form and rendered into the shape the call
 /// speaks; `RawResult` and `Bytes` are written as given whatever the shape, for cases that need
 /// to choose every byte.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub enum Respond {
     /// A `CallToolResult` in legacy form: `content`, `structuredContent`, `isError`, `_meta` and
@@ -130,7 +130,7 @@ pub enum Respond {
 /// A generated result: `structuredContent: {rows: [{id, name, amount, note}...], total,
 /// nextCursor}`, a summary text block (or the serialized structuredContent as a mirror), and an
 /// optional result `_meta`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Rows {
     /// How many rows the table has.
@@ -190,7 +190,7 @@ impl Rows {
 }
 
 /// A JSON-RPC error the upstream answers with, code, message and data as given.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RpcError {
     /// The error code, written as given (reserved and server-defined codes alike).
@@ -213,7 +213,7 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::E
 
 /// A text result too large for a bounded read, generated as it is written so the canary holds
 /// none of it in memory.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Oversized {
     /// The size of the text, in bytes.
@@ -221,7 +221,7 @@ pub struct Oversized {
 }
 
 /// Progress notifications the upstream sends while it works on a call, then its answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Progress {
     /// How many `notifications/progress` to send (`step n of steps`); none when the call has no
@@ -232,7 +232,7 @@ pub struct Progress {
 }
 
 /// Log messages an upstream sends while it works on a call, then its answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LogMessages {
     /// The messages, in the order they are sent.
@@ -243,7 +243,7 @@ pub struct LogMessages {
 
 /// One `notifications/message`. The canary adds the call's nonce to `data` (an object), so a
 /// client that reads one stream for many calls can tell which call a message belongs to.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LogMessage {
     /// The message's severity.
@@ -256,7 +256,7 @@ pub struct LogMessage {
 }
 
 /// MCP's logging levels: the severities of RFC 5424 section 6.2.1, by name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum LogLevel {
     /// Debug-level messages.
@@ -282,7 +282,7 @@ pub enum LogLevel {
 /// own; a retry that brings that state back and a response under every key gets a result that
 /// echoes the responses it got. Only the stateless shapes have the answer; a handshake shape's
 /// call is refused, as it cannot carry one.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InputRequired {
     /// The input requests by key, each `{method, params}`: `elicitation/create`,
@@ -301,7 +301,9 @@ pub struct InputRequired {
 
 /// How the canary writes the state it hands out with `input_required`. Either form is signed
 /// (HMAC-SHA256), so the canary can tell its own state from one changed on the way.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum StateForm {
     /// No `requestState`: the input requests alone carry the exchange.
@@ -315,7 +317,7 @@ pub enum StateForm {
 }
 
 /// The handle form a task is announced in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum HandleForm {
     /// 2025-11-25 core tasks: `{task: {...}, _meta}`, `ttl`/`pollInterval`.
@@ -336,7 +338,7 @@ impl HandleForm {
 
 /// A task the upstream creates for a call that asks for one, and how it ends; a call that does
 /// not ask runs to `outcome` at once.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskScript {
     /// Forces a handle form; by default the shape decides.
@@ -368,7 +370,7 @@ fn default_poll_ms() -> u64 {
 }
 
 /// Misbehaviour at the byte level. Each is something a real upstream has been seen to do.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub enum Fault {
     /// Never answer.

@@ -579,6 +579,24 @@ mod tests {
             !validator.is_valid(&broken),
             "the schema must refuse an incomplete case"
         );
+        let case = |expect: serde_json::Value| {
+            serde_json::json!({"surface": "x", "cases": [{"id": "x/y", "level": "must",
+                "requirement": "r", "source": "s", "tool": {"canary": "echo"}, "expect": [expect]}]})
+        };
+        assert!(validator.is_valid(&case(
+            serde_json::json!({"check": "is-error", "value": true})
+        )));
+        for wrong in [
+            serde_json::json!({"check": "no-such-check"}),
+            serde_json::json!({"check": "is-error", "value": "yes"}),
+            serde_json::json!({"check": "is-error", "valu": true}),
+            serde_json::json!({"check": "answered-as"}),
+        ] {
+            assert!(
+                !validator.is_valid(&case(wrong.clone())),
+                "accepted {wrong}"
+            );
+        }
     }
 
     #[test]

@@ -1,10 +1,24 @@
-//! `relaycheck schema profile|results`: the JSON Schemas of target profiles and of a line of
-//! results.jsonl, generated from the types themselves (their doc comments are the
-//! descriptions), so the published schemas and what relaycheck reads and writes cannot drift
-//! apart. The committed copies live at [`PROFILE_SCHEMA_PATH`] and [`RESULTS_SCHEMA_PATH`]; a
-//! test fails when one is stale and names the command that regenerates it.
+//! `relaycheck schema case-file|profile|results`: the JSON Schemas of case files, target
+//! profiles and a line of results.jsonl, generated from the types themselves (their doc
+//! comments are the descriptions), so the published schemas and what relaycheck reads and
+//! writes cannot drift apart. The committed copies live at [`CASE_FILE_SCHEMA_PATH`],
+//! [`PROFILE_SCHEMA_PATH`] and [`RESULTS_SCHEMA_PATH`]; a test fails when one is stale and
+//! names the command that regenerates it.
+
+use relaycheck_checks::{CHECKS, ParamKind};
+use relaycheck_model::case::CaseFile;
+use relaycheck_model::route::RouteName;
+use relaycheck_model::script::NAMED_CANARIES;
+use serde_json::{Map, Value, json};
 
 use crate::profile::Profile;
+
+/// Where the published schema of a case file lives.
+pub const CASE_FILE_SCHEMA_PATH: &str = "specs/schema/case-file.schema.json";
+
+/// The command that regenerates the committed case-file schema.
+pub const REGENERATE_CASE_FILE: &str =
+    "cargo run -q -p relaycheck -- schema case-file --out specs/schema/case-file.schema.json";
 
 /// Where the published profile schema lives, relative to the repository root.
 pub const PROFILE_SCHEMA_PATH: &str = "specs/schema/profile.schema.json";
@@ -23,6 +37,9 @@ pub const REGENERATE_RESULTS: &str =
 /// The schemas `relaycheck schema` can print.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Which {
+    /// Case files (`specs/cases/<surface>.yaml`), for an editor that checks them as they are
+    /// written.
+    CaseFile,
     /// Target profiles (`harness/targets/*.toml`).
     Profile,
     /// One line of a run's results.jsonl (a header, a case, a result or a footer event), for
@@ -46,6 +63,82 @@ pub fn results_schema() -> String {
     text
 }
 
+/// The case-file schema as pretty JSON with a final newline, exactly as committed. Beside what
+/// the types say, it knows what lint knows without reading other files: the routes, the named
+/// canaries, and each check with its parameters, so a case with an unknown check or a wrong
+/// parameter is refused where it is written.
+pub fn case_file_schema() -> String {
+    let mut schema = schemars::schema_for!(CaseFile);
+    schema.insert(
+        "title".into(),
+        "relaycheck case file (specs/cases/<surface>.yaml)".into(),
+    );
+    let mut value = schema.to_value();
+    if let Some(defs) = value.get_mut("$defs").and_then(Value::as_object_mut) {
+        if let Some(routes) = defs
+            .get_mut("CaseSpec")
+            .and_then(|c| c.pointer_mut("/properties/routes"))
+        {
+            routes["items"] = json!({"enum": RouteName::ALL.map(RouteName::name)});
+        }
+        if let Some(canary) = defs
+            .get_mut("ToolRef")
+            .and_then(|t| t.pointer_mut("/properties/canary"))
+        {
+            canary["enum"] = json!(NAMED_CANARIES);
+        }
+        if let Some(expectation) = defs.get_mut("Expectation") {
+            expectation["oneOf"] = Value::Array(CHECKS.iter().map(check_schema).collect());
+            if let Some(fields) = expectation.as_object_mut() {
+                fields.remove("additionalProperties");
+            }
+        }
+    }
+    let mut text = serde_json::to_string_pretty(&value).expect("a schema is always JSON");
+    text.push('\n');
+    text
+}
+
+/// One check as a case writes it: its name and its parameters, the required ones required.
+fn check_schema(def: &relaycheck_checks::CheckDef) -> Value {
+    let mut properties = Map::new();
+    properties.insert("check".into(), json!({"const": def.name}));
+    let mut required = vec![json!("check")];
+    for (name, kind, needed) in def.params {
+        properties.insert(name.to_string(), param_schema(*kind));
+        if *needed {
+            required.push(json!(name));
+        }
+    }
+    json!({
+        "type": "object",
+        "description": def.asserts,
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+    })
+}
+
+/// What a parameter of `kind` accepts, as `ParamKind::accepts` reads it.
+fn param_schema(kind: ParamKind) -> Value {
+    let pointer = json!({"type": "string", "pattern": "^(/.*)?$"});
+    match kind {
+        ParamKind::Bool => json!({"type": "boolean"}),
+        ParamKind::Integer => json!({"type": "integer"}),
+        ParamKind::Pointer => pointer,
+        ParamKind::Pointers => {
+            json!({"type": "array", "items": {"type": "string", "pattern": "^/"}})
+        }
+        ParamKind::Strings => json!({"type": "array", "items": {"type": "string"}}),
+        ParamKind::AnyJson => json!({}),
+        ParamKind::Word(words) => json!({"enum": words}),
+        ParamKind::Words(words) => json!({"anyOf": [
+            {"enum": words},
+            {"type": "array", "minItems": 1, "items": {"enum": words}},
+        ]}),
+    }
+}
+
 /// The profile schema as pretty JSON with a final newline, exactly as committed.
 pub fn profile_schema() -> String {
     let mut schema = schemars::schema_for!(Profile);
@@ -66,6 +159,55 @@ mod tests {
 
     fn repo() -> &'static Path {
         Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+    }
+
+    #[test]
+    fn the_committed_case_file_schema_is_current() {
+        let path = repo().join(CASE_FILE_SCHEMA_PATH);
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            committed == case_file_schema(),
+            "{CASE_FILE_SCHEMA_PATH} is stale (or missing): the case types or the checks \
+             changed. Regenerate it from the repository root with:\n    {REGENERATE_CASE_FILE}"
+        );
+    }
+
+    /// A parameter schema accepts what lint accepts and refuses what it refuses.
+    #[test]
+    fn parameter_schemas_agree_with_lint() {
+        let samples = [
+            json!(true),
+            json!(3),
+            json!(""),
+            json!("/a"),
+            json!("a"),
+            json!(["/a"]),
+            json!(["a"]),
+            json!({"x": 1}),
+            json!("pass"),
+            json!(["pass", "fail"]),
+            json!([]),
+        ];
+        let kinds = [
+            ParamKind::Bool,
+            ParamKind::Integer,
+            ParamKind::Pointer,
+            ParamKind::Pointers,
+            ParamKind::Strings,
+            ParamKind::AnyJson,
+            ParamKind::Word(&["pass", "fail"]),
+            ParamKind::Words(&["pass", "fail"]),
+        ];
+        for kind in kinds {
+            let validator = jsonschema::validator_for(&param_schema(kind)).unwrap();
+            for sample in &samples {
+                assert_eq!(
+                    validator.is_valid(sample),
+                    kind.accepts(sample),
+                    "{kind:?} on {sample}"
+                );
+            }
+        }
     }
 
     #[test]

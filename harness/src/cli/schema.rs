@@ -16,6 +16,7 @@ pub(super) struct Args {
 
 pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let text = match args.which {
+        Which::CaseFile => relaycheck::schema::case_file_schema(),
         Which::Profile => relaycheck::schema::profile_schema(),
         Which::Results => relaycheck::schema::results_schema(),
     };
