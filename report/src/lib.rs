@@ -56,8 +56,8 @@ pub struct RunNotes<'a> {
     /// The run's conformance statement, a line per level ([`ReportSet`] fills it in from the
     /// run's data; empty when the run states none).
     pub conformance: &'a [String],
-    /// The run's predicted impact against its outcomes ([`ReportSet`] fills it in from the
-    /// run's cases; absent when they record no prediction).
+    /// A forced run's predicted impact against its outcomes ([`ReportSet`] fills it in from
+    /// the run's cases; absent for other runs and when the cases record no prediction).
     pub prediction: Option<&'a prediction::Tally>,
 }
 

@@ -25,6 +25,9 @@ pub struct Run<'a> {
     pub results: &'a [CaseResult],
     /// The run's cases, with what each shape was predicted to move.
     pub cases: &'a [CaseEvent],
+    /// Whether the run was forced: its failures are then the measured impact of its shape,
+    /// which the table sets against the prediction.
+    pub forced: bool,
 }
 
 /// The gap matrix in Markdown: for each run, surfaces by shapes with the cells its cases are
@@ -63,7 +66,7 @@ pub fn render(runs: &[Run<'_>], surfaces: &[String]) -> String {
         }
         let _ = writeln!(out, "{}\n", table.build().with(Style::markdown()));
         let tally = prediction::of_run(run.cases, run.results);
-        if tally.any() {
+        if run.forced && tally.any() {
             let _ = writeln!(out, "Predicted impact: {}.\n", tally.sentence());
         }
     }

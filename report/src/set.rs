@@ -74,13 +74,23 @@ impl ReportSet<'_> {
         })
     }
 
+    /// The run's predicted impact against its outcomes: only for a forced run, whose failures
+    /// are the measured impact of its shape. In a negotiated run a failure is the target's
+    /// own, whatever the shape, so setting it against a prediction would say nothing true.
+    fn prediction(&self) -> Option<crate::prediction::Tally> {
+        self.info
+            .forced
+            .then(|| crate::prediction::of_run(self.cases, self.results))
+            .filter(crate::prediction::Tally::any)
+    }
+
     /// summary.md, which the console also prints.
     pub fn summary(&self) -> String {
         let conformance = self.conformance();
-        let prediction = crate::prediction::of_run(self.cases, self.results);
+        let prediction = self.prediction();
         let notes = RunNotes {
             conformance: &conformance,
-            prediction: prediction.any().then_some(&prediction),
+            prediction: prediction.as_ref(),
             ..self.notes
         };
         let mut text =
@@ -108,10 +118,10 @@ impl ReportSet<'_> {
     /// ([`JsonlWriter`]), or whole with [`ReportSet::write_results`].
     pub fn write(&self, dir: &Path) -> Result<(), OutDirError> {
         let conformance = self.conformance();
-        let prediction = crate::prediction::of_run(self.cases, self.results);
+        let prediction = self.prediction();
         let notes = RunNotes {
             conformance: &conformance,
-            prediction: prediction.any().then_some(&prediction),
+            prediction: prediction.as_ref(),
             ..self.notes
         };
         for format in FORMATS {

@@ -36,6 +36,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
             provenance: info.provenance.as_ref().map(report::Provenance::describe),
             results: &back.results,
             cases: &back.cases,
+            forced: info.forced,
         })
         .collect();
     println!("{}", report::matrix::render(&runs, &surfaces));
