@@ -26,7 +26,11 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let (new_info, new_run) = super::read_run(&args.after)?;
     let (old, new) = (&old_run.results, &new_run.results);
     let mut comparison = report::compare::compare(old, new);
-    comparison.prediction = Some(report::prediction::of_comparison(&new_run.cases, old, new));
+    // What a shape was predicted to move is worth setting against what broke only where the
+    // shape is the difference between the runs: a forced run against a negotiated one.
+    if new_info.forced && !old_info.forced {
+        comparison.prediction = Some(report::prediction::of_comparison(&new_run.cases, old, new));
+    }
     let (before_label, after_label) = (
         args.before.display().to_string(),
         args.after.display().to_string(),
