@@ -120,7 +120,9 @@ pub async fn subscription(gw: &Gateway, caller: &Caller, method: &str, params: &
 pub async fn complete(gw: &Gateway, caller: &Caller, params: &Value) -> Answer {
     // With no upstream that completes, the gateway serves no completion at all: the method is
     // unknown here, whatever the reference names.
-    if !gw.upstreams.iter().any(|up| up.declares("completions")) {
+    if !gw.upstreams.iter().any(|up| up.declares("completions"))
+        || gw.mutation.is(Mutant::CapabilityInvented)
+    {
         return rpc_error(-32601, "Method not found: completion/complete");
     }
     let reference = params.get("ref");

@@ -201,7 +201,7 @@ const TABLE: &[(Mutant, &str, &str, &str)] = &[
         Mutant::CapabilityInvented,
         "capability-invented",
         "initialize",
-        "initialize declares completions, which the gateway does not serve",
+        "initialize declares completions and the gateway answers completion/complete as an unknown method, whatever its upstreams offer",
     ),
     (
         Mutant::SessionPerCall,

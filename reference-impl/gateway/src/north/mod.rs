@@ -326,6 +326,8 @@ async fn dispatch(
                 capabilities["prompts"] = json!({});
             }
             forward::declare(gw, &mut capabilities);
+            // The mutant declares completions whether or not an upstream offers them; it
+            // answers them as an unknown method (`forward::complete`).
             if gw.mutation.is(Mutant::CapabilityInvented) {
                 capabilities["completions"] = json!({});
             }
