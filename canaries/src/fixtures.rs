@@ -10,9 +10,11 @@
 //! The sampling and elicitation tools send their request to the client on the call's own
 //! stream (`sampling/createMessage`, `elicitation/create`) and answer from the client's
 //! response; a client or gateway that never answers gets a tool error saying so after
-//! [`crate::protocol::ASK_TIMEOUT`].
+//! [`crate::protocol::ASK_TIMEOUT`]. On the stateless wire, where the canary cannot send a
+//! request of its own, the suite asks by `input_required` instead: [`crate::fixtures_mrtr`].
 
 use relaycheck_model::script::RpcError;
+use relaycheck_model::shape::Shape;
 use serde_json::{Map, Value, json};
 
 /// Which fixture set the canary serves besides its named canaries.
@@ -99,8 +101,9 @@ const TOOLS: [(&str, &str); 14] = [
     ),
 ];
 
-/// Tool definitions, in `tools/list` order.
-pub fn tool_definitions() -> Vec<Value> {
+/// Tool definitions, in `tools/list` order: the multi-round-trip ones follow where `shape` can
+/// carry them.
+pub fn tool_definitions(shape: Shape) -> Vec<Value> {
     TOOLS
         .iter()
         .map(|(name, description)| {
@@ -110,6 +113,7 @@ pub fn tool_definitions() -> Vec<Value> {
                 "inputSchema": input_schema(name),
             })
         })
+        .chain(crate::fixtures_mrtr::tool_definitions(shape))
         .collect()
 }
 
@@ -386,8 +390,8 @@ pub fn subscribable(uri: &str) -> bool {
     read(uri).is_some()
 }
 
-/// Prompts, for `prompts/list`.
-pub fn prompts() -> Vec<Value> {
+/// Prompts, for `prompts/list`: the multi-round-trip one follows where `shape` can carry it.
+pub fn prompts(shape: Shape) -> Vec<Value> {
     let arg = |name: &str, description: &str| json!({"name": name, "description": description, "required": true});
     vec![
         json!({"name": "test_simple_prompt", "description": "A prompt without arguments"}),
@@ -397,6 +401,9 @@ pub fn prompts() -> Vec<Value> {
             "arguments": [arg("resourceUri", "URI of the resource to embed")]}),
         json!({"name": "test_prompt_with_image", "description": "A prompt with an image"}),
     ]
+    .into_iter()
+    .chain(crate::fixtures_mrtr::prompts(shape))
+    .collect()
 }
 
 /// `prompts/get`; `None` when `name` is not a fixture prompt.
@@ -478,7 +485,7 @@ mod tests {
 
     #[test]
     fn every_tool_has_a_definition_and_an_answer() {
-        let defs = tool_definitions();
+        let defs = tool_definitions(Shape::V2025_11_25);
         assert_eq!(defs.len(), TOOLS.len());
         for def in &defs {
             let name = def["name"].as_str().unwrap();
@@ -489,6 +496,15 @@ mod tests {
         }
         assert!(call("echo", &json!({}), None).is_none());
         assert!(!is_tool("echo"));
+        let stateless = tool_definitions(Shape::V2026_07_28);
+        let later: Vec<&Value> = stateless[defs.len()..].iter().collect();
+        assert!(!later.is_empty(), "{stateless:?}");
+        assert!(later.iter().all(|def| {
+            def["name"]
+                .as_str()
+                .is_some_and(crate::fixtures_mrtr::is_tool)
+        }));
+        assert!(prompts(Shape::V2026_07_28).len() > prompts(Shape::V2025_11_25).len());
     }
 
     #[test]
@@ -611,7 +627,7 @@ mod tests {
 
     #[test]
     fn prompts_substitute_their_arguments_and_refuse_missing_ones() {
-        for listed in prompts() {
+        for listed in prompts(Shape::V2025_11_25) {
             let name = listed["name"].as_str().unwrap();
             let args = json!({"arg1": "a", "arg2": "b", "resourceUri": "test://x"});
             let got = get_prompt(name, &args).unwrap().unwrap();

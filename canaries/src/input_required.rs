@@ -53,9 +53,9 @@ pub enum Round {
 
 /// What a state the canary issued says: the keys it asked and the responses it had so far.
 #[derive(Debug, Clone, PartialEq)]
-struct Payload {
-    asked: Vec<String>,
-    got: Map<String, Value>,
+pub(crate) struct Payload {
+    pub(crate) asked: Vec<String>,
+    pub(crate) got: Map<String, Value>,
 }
 
 /// The canary's answer to one round of the exchange `script` describes.
@@ -74,7 +74,7 @@ pub fn answer(script: &InputRequired, call: &Asked<'_>) -> Result<Round, RpcErro
             None,
         ));
     }
-    if let Some(required) = missing_capabilities(script, call.params) {
+    if let Some(required) = missing_capabilities(script.requests.values(), call.params) {
         return Err(error(
             MISSING_CAPABILITY,
             "Missing required client capability: the request does not declare what the tool's input requests need",
@@ -174,17 +174,20 @@ fn echo(got: &Map<String, Value>, form: StateForm) -> Value {
     })
 }
 
-/// The capabilities the script's input requests need that the request's
-/// `clientCapabilities` does not declare (MCP 2026-07-28: a server must not send an input
-/// request the client has not declared support for).
-fn missing_capabilities(script: &InputRequired, params: Option<&Value>) -> Option<Value> {
+/// The capabilities these input requests need that the request's `clientCapabilities` does
+/// not declare (MCP 2026-07-28: a server must not send an input request the client has not
+/// declared support for).
+pub(crate) fn missing_capabilities<'a>(
+    requests: impl IntoIterator<Item = &'a Value>,
+    params: Option<&Value>,
+) -> Option<Value> {
     let declared = params
         .and_then(|p| p.get("_meta"))
         .and_then(|m| m.get(META_CLIENT_CAPABILITIES))
         .cloned()
         .unwrap_or_else(|| json!({}));
     let mut required = Map::new();
-    for request in script.requests.values() {
+    for request in requests {
         let params = request.get("params");
         match request.get("method").and_then(Value::as_str) {
             Some("elicitation/create") => {
@@ -227,7 +230,7 @@ fn missing_capabilities(script: &InputRequired, params: Option<&Value>) -> Optio
 
 /// What is wrong with a response, for the request it answers: the result type of the request's
 /// method, in outline.
-fn response_problem(request: &Value, response: &Value) -> Option<&'static str> {
+pub(crate) fn response_problem(request: &Value, response: &Value) -> Option<&'static str> {
     let Some(fields) = response.as_object() else {
         return Some("is not an object");
     };
@@ -253,7 +256,7 @@ fn now_secs() -> u64 {
 }
 
 /// The state for `payload`, bound to this call (tool and nonce) and signed.
-fn issue(payload: &Payload, form: StateForm, call: &Asked<'_>) -> String {
+pub(crate) fn issue(payload: &Payload, form: StateForm, call: &Asked<'_>) -> String {
     let body = json!({
         "iss": ISSUER,
         "tool": call.tool,
@@ -284,7 +287,7 @@ fn issue(payload: &Payload, form: StateForm, call: &Asked<'_>) -> String {
 }
 
 /// The payload of a state this canary issued for this call, or why it is not one.
-fn verify(state: &Value, form: StateForm, call: &Asked<'_>) -> Result<Payload, String> {
+pub(crate) fn verify(state: &Value, form: StateForm, call: &Asked<'_>) -> Result<Payload, String> {
     let Some(state) = state.as_str() else {
         return Err("it is not a string".into());
     };

@@ -11,6 +11,7 @@ pub mod emit;
 pub mod error;
 pub mod faults;
 pub mod fixtures;
+pub mod fixtures_mrtr;
 pub mod headers;
 pub mod http;
 pub mod input_required;

@@ -17,7 +17,7 @@ use crate::fixtures::{self, Fixtures, ToolAnswer};
 use crate::input_required::Round;
 use crate::oversized::OversizedBody;
 use crate::tasks::{Final, Origin, TaskStore, error_object, with_related_task};
-use crate::{SERVER_NAME, faults, listings, named, resources};
+use crate::{SERVER_NAME, faults, fixtures_mrtr, listings, named, resources};
 
 /// `_meta` key of the stateless envelope's protocol version (2026-07-28).
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -501,7 +501,13 @@ impl Canary {
         Some(match method {
             "tools/call" => {
                 let name = param_str(params, "name").ok()?;
-                if !fixtures::is_tool(name) || self.script.tool(name).is_some() {
+                if self.script.tool(name).is_some() {
+                    return None;
+                }
+                if let Some(answer) = fixtures_mrtr::call(name, params, shape) {
+                    return Some(answer.map(|result| Reply::Json(response(id, result))));
+                }
+                if !fixtures::is_tool(name) {
                     return None;
                 }
                 let token = params
@@ -553,9 +559,16 @@ impl Canary {
                 Ok(uri) => Err(rpc_error(-32602, format!("Resource not found: {uri}"))),
                 Err(err) => Err(err),
             },
-            "prompts/list" => plain(json!({ "prompts": fixtures::prompts() })),
+            "prompts/list" => plain(json!({ "prompts": fixtures::prompts(shape) })),
             "prompts/get" => {
                 let name = param_str(params, "name");
+                if let Some(answer) = name
+                    .as_ref()
+                    .ok()
+                    .and_then(|name| fixtures_mrtr::get_prompt(name, params, shape))
+                {
+                    return Some(answer.map(|result| Reply::Json(response(id, result))));
+                }
                 match name {
                     Ok(name) => match fixtures::get_prompt(name, &arguments()) {
                         Some(Ok(result)) => plain(result),
@@ -654,7 +667,7 @@ impl Canary {
                 .map(|tool| tool_definition(tool, shape)),
         );
         if self.fixtures.is_some() {
-            tools.extend(fixtures::tool_definitions().into_iter().filter(|def| {
+            tools.extend(fixtures::tool_definitions(shape).into_iter().filter(|def| {
                 def["name"]
                     .as_str()
                     .is_some_and(|n| self.script.tool(n).is_none())

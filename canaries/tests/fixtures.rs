@@ -247,3 +247,99 @@ fn asking_tools_send_their_request_and_answer_from_the_response() {
     let text = events[1]["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("did not answer elicitation/create"), "{text}");
 }
+
+/// A request on the stateless wire as the official suite sends it: every client capability
+/// it declares, unless `capabilities` says otherwise, and the routing headers.
+fn stateless(
+    canary: &HttpCanary,
+    method: &str,
+    params: Value,
+    capabilities: Value,
+) -> HttpResponse {
+    let mut params = params;
+    params["_meta"] = json!({V_META: "2026-07-28", CAPS_META: capabilities});
+    let name = params["name"].as_str().map(str::to_string);
+    let msg = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let mut headers = vec![
+        ("Mcp-Method", method),
+        ("MCP-Protocol-Version", "2026-07-28"),
+    ];
+    if let Some(name) = name.as_deref() {
+        headers.push(("Mcp-Name", name));
+    }
+    canary.post(&msg, &headers)
+}
+
+fn all_capabilities() -> Value {
+    json!({"sampling": {}, "elicitation": {}, "roots": {"listChanged": true}})
+}
+
+#[test]
+fn multi_round_trip_fixtures_answer_on_the_stateless_wire_only() {
+    let mut canary = HttpCanary::start(&["--fixtures", "official"], &[]);
+    let tool = "test_input_required_result_multi_round";
+    let listed = stateless(&canary, "tools/list", json!({}), all_capabilities()).json();
+    assert!(tool_names(&listed).iter().any(|n| n == tool), "{listed}");
+    let prompts = stateless(&canary, "prompts/list", json!({}), all_capabilities()).json();
+    assert!(
+        prompts
+            .to_string()
+            .contains("test_input_required_result_prompt"),
+        "{prompts}"
+    );
+
+    // Three rounds: a name, then a color under a new state, then the result.
+    let round = |extra: Value| {
+        let mut params = json!({"name": tool, "arguments": {}});
+        if let (Some(p), Some(extra)) = (params.as_object_mut(), extra.as_object()) {
+            p.extend(extra.clone());
+        }
+        stateless(&canary, "tools/call", params, all_capabilities())
+    };
+    let first = round(json!({})).json();
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    let state1 = first["result"]["requestState"].clone();
+    let second = round(json!({
+        "inputResponses": {"step1": {"action": "accept", "content": {"name": "Alice"}}},
+        "requestState": state1,
+    }))
+    .json();
+    assert!(
+        second["result"]["inputRequests"]["step2"].is_object(),
+        "{second}"
+    );
+    let state2 = second["result"]["requestState"].clone();
+    assert_ne!(state1, state2);
+    let step2 = json!({"step2": {"action": "accept", "content": {"color": "blue"}}});
+    let third = round(json!({"inputResponses": step2, "requestState": state2})).json();
+    assert_eq!(third["result"]["resultType"], "complete", "{third}");
+    assert_eq!(
+        third["result"]["content"][0]["text"],
+        "Alice's favorite color is blue."
+    );
+    let tampered = format!("{}-TAMPERED", state2.as_str().unwrap());
+    let refused = round(json!({"inputResponses": step2, "requestState": tampered})).json();
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+
+    // A request that cannot answer what a fixture asks is refused with HTTP 400.
+    let no_roots = stateless(
+        &canary,
+        "tools/call",
+        json!({"name": "test_input_required_result_list_roots", "arguments": {}}),
+        json!({"sampling": {}}),
+    );
+    assert_eq!(no_roots.status, 400);
+    assert_eq!(no_roots.json()["error"]["code"], -32021);
+
+    // In a session of an earlier revision they are neither listed nor answered.
+    canary.initialize("2025-11-25");
+    let names = tool_names(&request(&canary, 2, "tools/list", json!({})));
+    assert!(!names.iter().any(|n| n == tool), "{names:?}");
+    let old = request(
+        &canary,
+        3,
+        "tools/call",
+        json!({"name": tool, "arguments": {}}),
+    );
+    assert_eq!(old["error"]["code"], -32602, "{old}");
+}
