@@ -81,6 +81,61 @@ pub fn mismatch(get: impl Fn(&str) -> Option<String>, msg: &Value) -> Option<Str
     })
 }
 
+/// For a stateless `tools/call` of a tool whose input schema mirrors parameters into headers
+/// (`x-mcp-header`), the first `Mcp-Param-*` header that is missing, undecodable or disagrees
+/// with the argument it mirrors, as a message for the `-32020` error; `None` when all agree.
+/// A server that reads the body holds the two to agreement, integers compared as numbers (MCP
+/// 2026-07-28 basic/transports/streamable-http#server-behavior-for-custom-headers).
+pub fn param_mismatch(
+    get: impl Fn(&str) -> Option<String>,
+    msg: &Value,
+    schema: &Value,
+) -> Option<String> {
+    use relaycheck_model::headers::{argument_at, decode, header_text, param_headers};
+    let params = msg.get("params")?;
+    params.get("_meta")?.get(META_PROTOCOL_VERSION)?;
+    let annotated = param_headers(schema).ok()?;
+    let empty = Value::Object(serde_json::Map::new());
+    let arguments = params.get("arguments").unwrap_or(&empty);
+    annotated.into_iter().find_map(|param| {
+        let header = param.header();
+        let want = argument_at(arguments, &param.path).and_then(header_text);
+        let got = get(&header.to_ascii_lowercase());
+        match (got, want) {
+            (None, None) => None,
+            (None, Some(want)) => Some(format!(
+                "Header mismatch: {header} is missing; the body says `{want}`"
+            )),
+            (Some(got), None) => Some(format!(
+                "Header mismatch: {header} is `{got}` but the body has no value for it"
+            )),
+            (Some(got), Some(want)) => match decode(got.trim()) {
+                None => Some(format!(
+                    "Header mismatch: {header} is `{got}`, which does not decode"
+                )),
+                Some(decoded) if agrees(&decoded, &want, argument_at(arguments, &param.path)) => {
+                    None
+                }
+                Some(decoded) => Some(format!(
+                    "Header mismatch: {header} is `{decoded}` but the body says `{want}`"
+                )),
+            },
+        }
+    })
+}
+
+/// Whether a decoded header agrees with the argument it mirrors: as text, or as the same number
+/// for an integer argument.
+fn agrees(decoded: &str, want: &str, argument: Option<&Value>) -> bool {
+    if decoded == want {
+        return true;
+    }
+    match (argument.and_then(Value::as_f64), decoded.parse::<f64>()) {
+        (Some(body), Ok(header)) => argument.is_some_and(Value::is_number) && body == header,
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,5 +181,41 @@ mod tests {
         assert!(mismatch(bad, &msg).unwrap().contains("Mcp-Name"));
         let legacy = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
         assert_eq!(mismatch(|_| None, &legacy), None);
+    }
+
+    #[test]
+    fn mirrored_parameters_must_match_their_arguments() {
+        let schema = json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "count": {"type": "integer", "x-mcp-header": "Count"},
+            "note": {"type": "string", "x-mcp-header": "Note"}
+        }});
+        let msg = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "t", "arguments": {"region": "Hello, 世界", "count": 42, "note": null},
+            "_meta": {META_PROTOCOL_VERSION: "2026-07-28"}}});
+        let headers = |region: &'static str, count: &'static str| {
+            move |h: &str| match h {
+                "mcp-param-region" => Some(region.to_string()),
+                "mcp-param-count" => Some(count.to_string()),
+                _ => None,
+            }
+        };
+        assert_eq!(
+            param_mismatch(
+                headers("=?base64?SGVsbG8sIOS4lueVjA==?=", "42.0"),
+                &msg,
+                &schema
+            ),
+            None
+        );
+        let wrong = param_mismatch(headers("Hello", "42"), &msg, &schema).unwrap();
+        assert!(wrong.contains("Mcp-Param-Region"), "{wrong}");
+        let missing = param_mismatch(|_| None, &msg, &schema).unwrap();
+        assert!(missing.contains("is missing"), "{missing}");
+        let with_note = |h: &str| match h {
+            "mcp-param-note" => Some("x".to_string()),
+            other => headers("=?base64?SGVsbG8sIOS4lueVjA==?=", "42")(other),
+        };
+        assert!(param_mismatch(with_note, &msg, &schema).is_some());
     }
 }

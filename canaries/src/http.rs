@@ -333,7 +333,11 @@ async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) 
             (Arc::new(Session::default()), new)
         }
     };
-    if let Some(message) = headers::mismatch(|name| header_str(&headers, name), &msg) {
+    let mismatch = headers::mismatch(|name| header_str(&headers, name), &msg).or_else(|| {
+        let schema = app.canary.mirrored_schema(&msg)?;
+        headers::param_mismatch(|name| header_str(&headers, name), &msg, schema)
+    });
+    if let Some(message) = mismatch {
         let mut ctx = ctx;
         ctx.shape = app.canary.shape_of(msg.get("params"), &session);
         return app.error(StatusCode::BAD_REQUEST, &ctx, -32020, message);

@@ -9,7 +9,9 @@ use std::sync::Mutex;
 use bytes::Bytes;
 use relaycheck_model::NONCE_ARG;
 use relaycheck_model::render::{Selector, render_result};
-use relaycheck_model::script::{CanaryScript, Respond, RpcError, ToolScript, default_input_schema};
+use relaycheck_model::script::{
+    CanaryScript, LogLevel, Respond, RpcError, ToolScript, default_input_schema,
+};
 use relaycheck_model::shape::Shape;
 use serde_json::{Map, Value, json};
 
@@ -25,6 +27,10 @@ pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 /// The tasks extension's id (SEP-2663).
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+/// `_meta` key of the log level a stateless request asks for (2026-07-28).
+pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+/// Result `_meta` key in which a 2026-07-28 server names itself.
+pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
 /// Versions an `initialize` handshake can settle on.
 pub const HANDSHAKE_VERSIONS: [&str; 3] = ["2025-03-26", "2025-06-18", "2025-11-25"];
@@ -261,6 +267,16 @@ impl Canary {
         }
     }
 
+    /// The input schema of the script tool a `tools/call` names, when the tool has one: the
+    /// schema whose `x-mcp-header` annotations the call's headers must agree with.
+    pub fn mirrored_schema(&self, msg: &Value) -> Option<&Value> {
+        if msg.get("method").and_then(Value::as_str) != Some("tools/call") {
+            return None;
+        }
+        let name = msg.pointer("/params/name").and_then(Value::as_str)?;
+        self.script.tool(name)?.input_schema.as_ref()
+    }
+
     /// Serves a fixture set too (the official conformance suite's tools, resources, prompts).
     pub fn with_fixtures(mut self, fixtures: Option<Fixtures>) -> Canary {
         self.fixtures = fixtures;
@@ -383,6 +399,18 @@ impl Canary {
             );
             handled.reply = Reply::Json(error_response(id, &err));
             handled.bad_request = true;
+            return handled;
+        }
+        // A level that is no level is refused (MCP 2026-07-28 server/utilities/logging#error-handling).
+        if let Some(level) = asked_log_level(params)
+            && envelope_version(params).is_some()
+            && level.as_str().and_then(LogLevel::named).is_none()
+        {
+            let err = rpc_error(
+                -32602,
+                format!("Invalid params: `{META_LOG_LEVEL}` is {level}, not a log level"),
+            );
+            handled.reply = Reply::Json(error_response(id, &err));
             return handled;
         }
         let shape = handled.ctx.shape;
@@ -588,31 +616,9 @@ impl Canary {
     }
 
     fn discover(&self) -> Value {
-        let mut discovered = self.discovered();
+        let mut discovered = discovered(self.force);
         self.withhold_capabilities(&mut discovered["capabilities"]);
         discovered
-    }
-
-    fn discovered(&self) -> Value {
-        let mut versions: Vec<&str> = HANDSHAKE_VERSIONS.to_vec();
-        versions.push("2026-07-28");
-        // SEP-3279 is a draft: offered only when a run forces it, so a gateway that picks the
-        // newest version does not wander into it by accident.
-        if self.force == Some(Shape::Sep3279) {
-            versions.push("2026-12-01");
-        }
-        json!({
-            "supportedVersions": versions,
-            "capabilities": {
-                "tools": {"listChanged": false},
-                "resources": {},
-                "prompts": {},
-                "completions": {},
-                "logging": {},
-                "extensions": { TASKS_EXTENSION: {} },
-            },
-            "serverInfo": server_info(),
-        })
     }
 
     /// One page of the listing: every tool, or with the script's page size the page the
@@ -756,9 +762,23 @@ impl Canary {
                 }
             }
             Respond::Log(log) => {
+                // On the stateless wire a request gets log messages only by naming a level, and
+                // then only those at or above it (MCP 2026-07-28
+                // server/utilities/logging#per-request-log-level); a handshake session gets them
+                // all, as a server that was never sent logging/setLevel may send any.
+                let floor = if call.shape.is_stateless() {
+                    asked_log_level(call.params)
+                        .and_then(Value::as_str)
+                        .and_then(LogLevel::named)
+                } else {
+                    Some(LogLevel::Debug)
+                };
                 let notifications = log
                     .messages
                     .iter()
+                    .filter(|message| {
+                        floor.is_some_and(|floor| message.level >= floor)
+                    })
                     .map(|message| {
                         let mut data = message.data.clone();
                         if let Some(nonce) = &call.nonce {
@@ -894,6 +914,36 @@ fn complete(result: Value, shape: Shape) -> Value {
 
 fn server_info() -> Value {
     json!({"name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION")})
+}
+
+/// The canary's answer to `server/discover` (before `--withhold`), for a run that forces
+/// `force` or none: every version it speaks, every capability it serves, and its identity in
+/// the result's `_meta`, where 2026-07-28 puts it (MCP 2026-07-28 server/discover#discoverresult).
+pub fn discovered(force: Option<Shape>) -> Value {
+    let mut versions: Vec<&str> = HANDSHAKE_VERSIONS.to_vec();
+    versions.push("2026-07-28");
+    // SEP-3279 is a draft: offered only when a run forces it, so a gateway that picks the
+    // newest version does not wander into it by accident.
+    if force == Some(Shape::Sep3279) {
+        versions.push("2026-12-01");
+    }
+    json!({
+        "supportedVersions": versions,
+        "capabilities": {
+            "tools": {"listChanged": false},
+            "resources": {},
+            "prompts": {},
+            "completions": {},
+            "logging": {},
+            "extensions": { TASKS_EXTENSION: {} },
+        },
+        "_meta": {META_SERVER_INFO: server_info()},
+    })
+}
+
+/// The log level a stateless request asks for in its `_meta`, when it asks for one.
+fn asked_log_level(params: Option<&Value>) -> Option<&Value> {
+    params?.get("_meta")?.get(META_LOG_LEVEL)
 }
 
 fn initialize(params: Option<&Value>, session: &Session) -> Value {
@@ -1032,6 +1082,51 @@ mod tests {
         init(&c, &s, "2025-11-25");
         let old = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "ask", "arguments": {}}});
         assert_eq!(json_of(c.handle(&old, &s))["error"]["code"], -32602);
+    }
+
+    #[test]
+    fn stateless_log_messages_only_at_or_above_the_level_asked() {
+        let c = canary(
+            json!({"tools": [{"name": "logs", "respond": {"log": {
+                "messages": [
+                    {"level": "debug", "data": {"t": "d"}},
+                    {"level": "warning", "data": {"t": "w"}},
+                    {"level": "error", "data": {"t": "e"}}
+                ],
+                "then": {"result": {"content": []}}
+            }}}]}),
+            None,
+        );
+        let s = Session::default();
+        let levels = |meta: Value| -> Result<Vec<String>, Value> {
+            let msg = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                "params": {"name": "logs", "arguments": {"nonce": "n"}, "_meta": meta}});
+            match c.handle(&msg, &s).reply {
+                Reply::Progress { notifications, .. } => Ok(notifications
+                    .iter()
+                    .map(|n| n["params"]["level"].as_str().unwrap().to_string())
+                    .collect()),
+                Reply::Json(answer) => Err(answer),
+                other => panic!("{other:?}"),
+            }
+        };
+        let envelope = |extra: Value| {
+            let mut meta =
+                json!({META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}});
+            if let (Some(meta), Some(extra)) = (meta.as_object_mut(), extra.as_object()) {
+                meta.extend(extra.clone());
+            }
+            meta
+        };
+        assert_eq!(levels(envelope(json!({}))).unwrap(), Vec::<String>::new());
+        assert_eq!(
+            levels(envelope(json!({META_LOG_LEVEL: "warning"}))).unwrap(),
+            ["warning", "error"]
+        );
+        let refused = levels(envelope(json!({META_LOG_LEVEL: "loud"}))).unwrap_err();
+        assert_eq!(refused["error"]["code"], -32602, "{refused}");
+        init(&c, &s, "2025-11-25");
+        assert_eq!(levels(json!({})).unwrap().len(), 3);
     }
 
     #[test]

@@ -5,6 +5,7 @@ use serde_json::{Map, Value};
 
 use super::{
     Evidence, Verdict, envelope, eval, follow, listing, methods, reach, relay, round_trip,
+    stateless,
 };
 
 /// The kind of value a parameter takes.
@@ -123,6 +124,10 @@ pub enum Gathers {
     /// with the case's scripted response to each input request the client got and the
     /// `requestState` it got; again while the answer asks for input, a few times at most.
     InputRetry,
+    /// After the call, `server/discover`, and once each the requests a client makes of the
+    /// capabilities discovery may declare (`prompts/list`, `resources/list`,
+    /// `completion/complete`), whether it declares them or not.
+    Discover,
 }
 
 impl Gathers {
@@ -698,7 +703,7 @@ pub const CHECKS: &[CheckDef] = &[
     },
     CheckDef {
         name: "upstream-headers",
-        asserts: "over an HTTP upstream, each request the target sent for the call (and its task follow-ups) carried the headers its revision requires, agreeing with its body: MCP-Protocol-Version from 2025-06-18, and in the 2026-07-28 envelope Mcp-Method and Mcp-Name (the tool, or the task of a follow-up); not applicable over stdio or the legacy HTTP+SSE transport",
+        asserts: "over an HTTP upstream, each request the target sent for the call (and its task follow-ups) carried the headers its revision requires, agreeing with its body: MCP-Protocol-Version from 2025-06-18, and in the 2026-07-28 envelope Mcp-Method, Mcp-Name (the tool, or the task of a follow-up) and an Mcp-Param-{Name} for each argument the tool's inputSchema marks with x-mcp-header that holds a value (decoded from `=?base64?…?=`, integers as numbers), none for one that is null or absent; not applicable over stdio or the legacy HTTP+SSE transport",
         params: &[],
         reads: Reads::Evidence,
         fields: Fields::None,
@@ -778,5 +783,68 @@ pub const CHECKS: &[CheckDef] = &[
         fields: Fields::Whole,
         gathers: &[Gathers::InputRetry],
         run: round_trip::retry_result_relayed,
+    },
+    CheckDef {
+        name: "header-mismatch-refused",
+        asserts: "on the 2026-07-28 wire over streamable HTTP, the call, sent with the headers the case gives in place of the runner's (a routing header that disagrees with the body, or one left out), was refused with HTTP 400 and a HeaderMismatch (-32020) JSON-RPC error, and no upstream ran it; not applicable over stdio or the legacy HTTP+SSE transport, which carry no headers",
+        params: &[],
+        reads: Reads::Fault,
+        fields: Fields::None,
+        gathers: &[],
+        run: stateless::header_mismatch_refused,
+    },
+    CheckDef {
+        name: "log-at-requested-level",
+        asserts: "the call named a log level in its `_meta` (io.modelcontextprotocol/logLevel), and each log message the upstream sent at or above it reached the client before the result, level and data unchanged, and none below it did; not applicable where the target's server/discover declares no `logging`",
+        params: &[],
+        reads: Reads::Reply,
+        fields: Fields::None,
+        gathers: &[Gathers::Discover],
+        run: stateless::log_at_requested_level,
+    },
+    CheckDef {
+        name: "no-log-unasked",
+        asserts: "the call named no log level in its `_meta`, and no log message (notifications/message) reached the client for it, the upstream's or the target's own",
+        params: &[],
+        reads: Reads::Reply,
+        fields: Fields::None,
+        gathers: &[],
+        run: stateless::no_log_unasked,
+    },
+    CheckDef {
+        name: "envelope-relayed",
+        asserts: "the upstream's request carried the protocol version and client capabilities of the client's stateless envelope, the same in value; its clientInfo (the client's or the target's own) is noted; not applicable where the target reaches its upstream over a handshake session",
+        params: &[],
+        reads: Reads::Evidence,
+        fields: Fields::None,
+        gathers: &[],
+        run: stateless::envelope_relayed,
+    },
+    CheckDef {
+        name: "discover-answered",
+        asserts: "the target answered the server/discover the runner sent after the call with a result: supportedVersions (strings, the version the call spoke among them) and a capabilities object",
+        params: &[],
+        reads: Reads::Evidence,
+        fields: Fields::None,
+        gathers: &[Gathers::Discover],
+        run: stateless::discover_answered,
+    },
+    CheckDef {
+        name: "discover-capabilities-relayed",
+        asserts: "of prompts, resources and completions, each capability the target's server/discover declares is served (its request gets no method-not-found error), and each the upstream declares that the target serves is declared",
+        params: &[],
+        reads: Reads::Evidence,
+        fields: Fields::None,
+        gathers: &[Gathers::Discover],
+        run: stateless::discover_capabilities_relayed,
+    },
+    CheckDef {
+        name: "server-info-as-declared",
+        asserts: "the result's `_meta` names its server (io.modelcontextprotocol/serverInfo, an Implementation) as the profile declares (`[claims] server_info`): the target's own, the upstream's relayed, or either where the profile says nothing; not applicable where it declares the target configured to name none",
+        params: &[],
+        reads: Reads::Picked,
+        fields: Fields::Named(&["_meta"]),
+        gathers: &[],
+        run: stateless::server_info_as_declared,
     },
 ];

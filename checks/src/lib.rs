@@ -18,6 +18,7 @@ mod methods;
 mod reach;
 mod relay;
 mod round_trip;
+mod stateless;
 pub mod upstream;
 
 use std::collections::BTreeMap;
@@ -41,6 +42,7 @@ pub use relay::{
 };
 pub use relaycheck_model::verdict::Verdict;
 pub use round_trip::RETRY_STEP;
+pub use stateless::DISCOVER_STEP;
 
 /// One follow-up request of a multi-step route (a continuation fetch, a task poll, a link
 /// read) and its answer.
@@ -113,6 +115,16 @@ pub struct Evidence<'a> {
     /// For a call the runner cancelled once the upstream had it: the request ids the upstream
     /// was told were cancelled. `None` when the runner did not cancel the call.
     pub upstream_cancellations: Option<&'a [Value]>,
+    /// The JSON-RPC request the runner sent for the call, as it went.
+    pub request: Option<&'a Value>,
+    /// The HTTP headers the case sent north in place of the runner's own (`null`: left out).
+    pub north_headers: &'a Map<String, Value>,
+    /// What the upstream answers `server/discover` with, as the runner knows the canary: what
+    /// a relay's own answer is held against.
+    pub upstream_discover: Option<&'a Value>,
+    /// How the profile declares the target's results name their server (`[claims]
+    /// server_info`), when it declares it.
+    pub server_info: Option<relaycheck_model::claims::ServerInfo>,
 }
 
 /// The items the canary lists under a method in a shape, and the result member that holds them.

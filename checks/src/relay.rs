@@ -433,7 +433,8 @@ fn holds_token(text: &str, token: &str) -> bool {
 /// The HTTP headers each request the target sent upstream for this call (the call, and its task
 /// follow-ups) carried, against what its revision requires: `MCP-Protocol-Version` from
 /// 2025-06-18 on, the version the request speaks; in the 2026-07-28 envelope also `Mcp-Method`,
-/// and `Mcp-Name` naming the tool (or, on a task follow-up, the task). An upstream reached over
+/// and `Mcp-Name` naming the tool (or, on a task follow-up, the task), and an `Mcp-Param-*` for
+/// each argument the tool's inputSchema marks with `x-mcp-header`. An upstream reached over
 /// stdio or the legacy HTTP+SSE transport has no such headers: not applicable.
 pub(super) fn upstream_headers(
     name: &str,
@@ -481,36 +482,68 @@ pub(super) fn upstream_headers(
                 .and_then(|o| o.shape.as_deref()?.parse::<relaycheck_model::Shape>().ok())
                 .map(|shape| shape.protocol_version().to_string())
         });
-        let mut wanted: Vec<(&str, String)> = Vec::new();
+        // (header, the value it must carry, whether that value is an integer)
+        let mut wanted: Vec<(String, String, bool)> = Vec::new();
         match version.as_deref() {
             // 2025-03-26 and before defined no such header.
-            Some(v) if v >= "2025-06-18" => wanted.push(("MCP-Protocol-Version", v.to_string())),
+            Some(v) if v >= "2025-06-18" => {
+                wanted.push(("MCP-Protocol-Version".into(), v.to_string(), false))
+            }
             _ => {}
         }
+        let headers = request.headers.clone().unwrap_or_default();
+        let header = |name: &str| {
+            headers
+                .get(&name.to_ascii_lowercase())
+                .and_then(Value::as_str)
+                .map(decoded_header)
+        };
         if envelope.is_some() {
-            wanted.push(("Mcp-Method", method.to_string()));
+            wanted.push(("Mcp-Method".into(), method.to_string(), false));
             let key = if method == "tools/call" {
                 "name"
             } else {
                 "taskId"
             };
             if let Some(value) = params.and_then(|p| p.get(key)).and_then(Value::as_str) {
-                wanted.push(("Mcp-Name", value.to_string()));
+                wanted.push(("Mcp-Name".into(), value.to_string(), false));
+            }
+            // The parameters the tool's inputSchema marks with `x-mcp-header`, each mirrored
+            // where the upstream's arguments hold a value and left out where they hold none.
+            let schema = evidence.tool.and_then(|tool| tool.input_schema.as_ref());
+            if method == "tools/call"
+                && let Some(Ok(annotated)) = schema.map(relaycheck_model::headers::param_headers)
+            {
+                let empty = Value::Object(Map::new());
+                let arguments = params.and_then(|p| p.get("arguments")).unwrap_or(&empty);
+                for param in annotated {
+                    let value = relaycheck_model::headers::argument_at(arguments, &param.path);
+                    match value.and_then(relaycheck_model::headers::header_text) {
+                        Some(text) => {
+                            let integer = value.is_some_and(Value::is_number);
+                            wanted.push((param.header(), text, integer));
+                        }
+                        None => {
+                            if let Some(got) = header(&param.header()) {
+                                problems.push(format!(
+                                    "`{method}` went upstream with `{}: {got}` for an argument that is {}",
+                                    param.header(),
+                                    if value.is_some() { "null" } else { "absent" }
+                                ));
+                            }
+                        }
+                    }
+                }
             }
         }
-        let headers = request.headers.clone().unwrap_or_default();
         let mut missing = Vec::new();
-        for (header, want) in wanted {
-            let got = headers
-                .get(&header.to_ascii_lowercase())
-                .and_then(Value::as_str)
-                .map(decoded_header);
-            match got {
-                Some(got) if got == want => {}
+        for (name, want, integer) in wanted {
+            match header(&name) {
+                Some(got) if got == want || (integer && same_integer(&got, &want)) => {}
                 Some(got) => problems.push(format!(
-                    "`{method}` went upstream with `{header}: {got}` for a body that says `{want}`"
+                    "`{method}` went upstream with `{name}: {got}` for a body that says `{want}`"
                 )),
-                None => missing.push(format!("`{header}`")),
+                None => missing.push(format!("`{name}`")),
             }
         }
         if !missing.is_empty() {
@@ -531,6 +564,15 @@ pub(super) fn upstream_headers(
         )
     } else {
         Verdict::fail(name, problems.join("; "))
+    }
+}
+
+/// Whether a header and the body's integer are the same number (`42.0` for `42`), which a
+/// server compares as numbers.
+fn same_integer(got: &str, want: &str) -> bool {
+    match (got.trim().parse::<f64>(), want.parse::<i64>()) {
+        (Ok(got), Ok(want)) => got == want as f64,
+        _ => false,
     }
 }
 

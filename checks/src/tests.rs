@@ -83,6 +83,10 @@ struct Fixture {
     read_bound: Option<u64>,
     cancellations: Option<Vec<Value>>,
     other: Option<super::OtherCall>,
+    request: Option<Value>,
+    north_headers: serde_json::Map<String, Value>,
+    upstream_discover: Option<Value>,
+    server_info: Option<relaycheck_model::claims::ServerInfo>,
 }
 
 impl Fixture {
@@ -123,6 +127,10 @@ impl Fixture {
             read_bound: None,
             cancellations: None,
             other: None,
+            request: None,
+            north_headers: serde_json::Map::new(),
+            upstream_discover: None,
+            server_info: None,
         }
     }
 
@@ -236,6 +244,10 @@ impl Fixture {
                 read_bound: self.read_bound,
                 served_listing: relaycheck_canary::listings::items,
                 upstream_cancellations: self.cancellations.as_deref(),
+                request: self.request.as_ref(),
+                north_headers: &self.north_headers,
+                upstream_discover: self.upstream_discover.as_ref(),
+                server_info: self.server_info,
             },
         )
     }
@@ -2394,4 +2406,482 @@ fn retry_result_relayed_wants_the_upstreams_final_answer() {
         vec![(retry_params(Some(answers()), Some("S1")), reworded)],
     );
     fails(&refused_otherwise, "retry-result-relayed", json!({}));
+}
+
+/// A call on the 2026-07-28 wire: the runner's request carries the envelope (and `meta`), and
+/// so does the request the upstream got.
+fn stateless(upstream: Value, north: Value, meta: Value) -> Fixture {
+    let mut fixture = Fixture::results(upstream, north);
+    fixture.shape = Shape::V2026_07_28;
+    let mut envelope = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "progressToken": "n"
+    });
+    if let (Some(envelope), Some(meta)) = (envelope.as_object_mut(), meta.as_object()) {
+        envelope.extend(meta.clone());
+    }
+    fixture.request = Some(json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": "tool", "arguments": fixture.arguments.clone(), "_meta": envelope.clone()}}));
+    fixture.upstream[0].params = Some(
+        json!({"name": "tool", "arguments": fixture.arguments.clone(),
+        "_meta": envelope}),
+    );
+    fixture
+}
+
+#[test]
+fn upstream_headers_want_each_mirrored_parameter_and_none_for_null() {
+    let mut fixture = stateless(json!({"content": []}), json!({"content": []}), json!({}));
+    fixture.tool = Some(ToolScript {
+        name: "tool".into(),
+        title: None,
+        description: None,
+        input_schema: Some(json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "count": {"type": "integer", "x-mcp-header": "Count"},
+            "note": {"type": "string", "x-mcp-header": "Note"}
+        }})),
+        output_schema: None,
+        output_variants: None,
+        meta: None,
+        extra: Default::default(),
+        shapes: None,
+        respond: Respond::Echo,
+    });
+    fixture.upstream[0].transport = "http".into();
+    if let Some(params) = fixture.upstream[0].params.as_mut() {
+        params["arguments"] =
+            json!({"nonce": "n", "region": "Hello, 世界", "count": 42, "note": null});
+    }
+    let headers = |pairs: &[(&str, &str)]| -> serde_json::Map<String, Value> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), json!(v)))
+            .collect()
+    };
+    let routing = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "tool"),
+    ];
+    let with = |extra: &[(&str, &str)]| {
+        let mut all = routing.to_vec();
+        all.extend_from_slice(extra);
+        headers(&all)
+    };
+    fixture.upstream[0].headers = Some(with(&[
+        ("mcp-param-region", "=?base64?SGVsbG8sIOS4lueVjA==?="),
+        ("mcp-param-count", "42.0"),
+    ]));
+    passes(&fixture, "upstream-headers", json!({}));
+    fixture.upstream[0].headers = Some(with(&[("mcp-param-count", "42")]));
+    let verdict = fails(&fixture, "upstream-headers", json!({}));
+    assert_eq!(
+        verdict.message,
+        "`tools/call` went upstream without `Mcp-Param-Region`"
+    );
+    fixture.upstream[0].headers = Some(with(&[
+        ("mcp-param-region", "Hello"),
+        ("mcp-param-count", "42"),
+        ("mcp-param-note", "x"),
+    ]));
+    let verdict = fails(&fixture, "upstream-headers", json!({}));
+    assert!(
+        verdict
+            .message
+            .contains("`Mcp-Param-Note: x` for an argument that is null")
+            && verdict
+                .message
+                .contains("`Mcp-Param-Region: Hello` for a body that says `Hello, 世界`"),
+        "{}",
+        verdict.message
+    );
+}
+
+#[test]
+fn header_mismatch_refused_wants_400_and_32020_and_no_upstream_run() {
+    let error =
+        json!({"jsonrpc": "2.0", "id": 9, "error": {"code": -32020, "message": "Header mismatch"}});
+    let refused = |status: u16, north: Value| {
+        let mut fixture = stateless(json!({"content": []}), json!({}), json!({}));
+        fixture.north_headers = json!({"Mcp-Name": "not-this-tool"})
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        fixture.upstream.clear();
+        fixture.exchange = Exchange::Reply(Reply {
+            raw: serde_json::to_vec(&north).unwrap(),
+            message: north,
+            http_status: Some(status),
+            ..Reply::default()
+        });
+        fixture
+    };
+    let verdict = refused(400, error.clone()).check("header-mismatch-refused", json!({}));
+    assert!(
+        verdict.passed && verdict.message.contains("`Mcp-Name: not-this-tool`"),
+        "{}",
+        verdict.message
+    );
+    let relayed = json!({"jsonrpc": "2.0", "id": 9, "result": {"content": []}});
+    let mut ran = refused(200, relayed);
+    ran.upstream = Fixture::results(json!({"content": []}), json!({})).upstream;
+    let verdict = fails(&ran, "header-mismatch-refused", json!({}));
+    assert!(
+        verdict.message.contains("HTTP 200 with a result")
+            && verdict
+                .message
+                .contains("its upstream got the call and ran it"),
+        "{}",
+        verdict.message
+    );
+    let other_code =
+        json!({"jsonrpc": "2.0", "id": 9, "error": {"code": -32600, "message": "bad"}});
+    let verdict = fails(
+        &refused(400, other_code),
+        "header-mismatch-refused",
+        json!({}),
+    );
+    assert!(
+        verdict
+            .message
+            .contains("HTTP 400 with a JSON-RPC error -32600"),
+        "{}",
+        verdict.message
+    );
+    let mut closed = refused(400, error.clone());
+    closed.exchange = Exchange::Closed {
+        detail: "HTTP 400 with an empty body".into(),
+    };
+    let verdict = fails(&closed, "header-mismatch-refused", json!({}));
+    assert!(verdict.message.contains("HTTP 400 with an empty body"));
+    // Over stdio, or in a handshake revision, there are no headers to refuse.
+    let mut stdio = refused(400, error.clone());
+    if let Exchange::Reply(reply) = &mut stdio.exchange {
+        reply.http_status = None;
+    }
+    assert!(!stdio.check("header-mismatch-refused", json!({})).applicable);
+    let mut handshake = refused(400, error);
+    handshake.handshake = Some(("2025-11-25".into(), json!({})));
+    assert!(
+        !handshake
+            .check("header-mismatch-refused", json!({}))
+            .applicable
+    );
+}
+
+/// A stateless call that asked for `asked` (or nothing), whose upstream sent `sent` log
+/// messages and whose client got `got`.
+fn logged(asked: Option<&str>, sent: &[Value], got: &[Value]) -> Fixture {
+    let meta = match asked {
+        Some(level) => json!({"io.modelcontextprotocol/logLevel": level}),
+        None => json!({}),
+    };
+    let mut fixture = stateless(json!({"content": []}), json!({"content": []}), meta);
+    for params in sent {
+        let mut line = observation(
+            Direction::Out,
+            None,
+            Some(json!({"jsonrpc": "2.0", "method": "notifications/message", "params": params})),
+        );
+        line.method = Some("notifications/message".into());
+        fixture.upstream.insert(1, line);
+    }
+    if let Exchange::Reply(reply) = &mut fixture.exchange {
+        reply.notifications = got
+            .iter()
+            .map(|params| json!({"jsonrpc": "2.0", "method": "notifications/message", "params": params}))
+            .collect();
+    }
+    fixture
+}
+
+#[test]
+fn log_at_requested_level_wants_every_message_at_or_above_and_none_below() {
+    let warning = json!({"level": "warning", "data": {"t": "w", "nonce": "n"}});
+    let error = json!({"level": "error", "data": {"t": "e", "nonce": "n"}});
+    let debug = json!({"level": "debug", "data": {"t": "d", "nonce": "n"}});
+    let both = [warning.clone(), error.clone()];
+    passes(
+        &logged(Some("warning"), &both, &both),
+        "log-at-requested-level",
+        json!({}),
+    );
+    // A handshake leg sends every level: the target keeps back what is below the request's.
+    let all = [debug.clone(), warning.clone(), error.clone()];
+    passes(
+        &logged(Some("warning"), &all, &both),
+        "log-at-requested-level",
+        json!({}),
+    );
+    let verdict = fails(
+        &logged(Some("warning"), &all, &all),
+        "log-at-requested-level",
+        json!({}),
+    );
+    assert_eq!(
+        verdict.message,
+        "1 log message(s) below `warning` reached the client"
+    );
+    let verdict = fails(
+        &logged(Some("warning"), &both, std::slice::from_ref(&warning)),
+        "log-at-requested-level",
+        json!({}),
+    );
+    assert!(
+        verdict.message.starts_with(
+            "1 of the upstream's 2 log message(s) at or above `warning` did not reach"
+        ),
+        "{}",
+        verdict.message
+    );
+    // The level never went upstream, so the upstream sent nothing.
+    let mut dropped = logged(Some("warning"), &[], &[]);
+    if let Some(meta) = dropped.upstream[0]
+        .params
+        .as_mut()
+        .and_then(|p| p.get_mut("_meta"))
+        .and_then(Value::as_object_mut)
+    {
+        meta.remove("io.modelcontextprotocol/logLevel");
+    }
+    let verdict = fails(&dropped, "log-at-requested-level", json!({}));
+    assert!(
+        verdict.message.contains("its upstream sent none")
+            && verdict.message.contains("named no log level"),
+        "{}",
+        verdict.message
+    );
+    // A target that declares no logging owes none.
+    dropped.follow(
+        super::DISCOVER_STEP,
+        json!({"jsonrpc": "2.0", "id": 3, "result": {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}}),
+    );
+    assert!(
+        !dropped
+            .check("log-at-requested-level", json!({}))
+            .applicable
+    );
+    assert!(
+        !logged(None, &[], &[])
+            .check("log-at-requested-level", json!({}))
+            .applicable
+    );
+}
+
+#[test]
+fn no_log_unasked_fails_any_log_message_to_a_request_that_named_no_level() {
+    let message = json!({"level": "info", "data": {"t": "i", "nonce": "n"}});
+    passes(&logged(None, &[], &[]), "no-log-unasked", json!({}));
+    let verdict = fails(
+        &logged(
+            None,
+            std::slice::from_ref(&message),
+            std::slice::from_ref(&message),
+        ),
+        "no-log-unasked",
+        json!({}),
+    );
+    assert!(
+        verdict
+            .message
+            .contains("1 log message(s) reached the client")
+            && verdict.message.contains("1 of them the upstream's"),
+        "{}",
+        verdict.message
+    );
+    assert!(
+        !logged(Some("info"), &[], &[])
+            .check("no-log-unasked", json!({}))
+            .applicable
+    );
+}
+
+#[test]
+fn envelope_relayed_wants_the_clients_version_and_capabilities() {
+    let meta = json!({
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "caller", "version": "1"}
+    });
+    let mut fixture = stateless(json!({"content": []}), json!({"content": []}), meta);
+    let verdict = fixture.check("envelope-relayed", json!({}));
+    assert!(
+        verdict.passed && verdict.message.contains("with the client's clientInfo"),
+        "{}",
+        verdict.message
+    );
+    let upstream_meta = |fixture: &mut Fixture| -> serde_json::Map<String, Value> {
+        fixture.upstream[0]
+            .params
+            .as_mut()
+            .and_then(|p| p.get_mut("_meta"))
+            .and_then(Value::as_object_mut)
+            .map(std::mem::take)
+            .unwrap_or_default()
+    };
+    let mut rebuilt = upstream_meta(&mut fixture);
+    rebuilt.insert(
+        "io.modelcontextprotocol/clientCapabilities".into(),
+        json!({}),
+    );
+    rebuilt.insert(
+        "io.modelcontextprotocol/clientInfo".into(),
+        json!({"name": "gateway", "version": "2"}),
+    );
+    fixture.upstream[0].params.as_mut().unwrap()["_meta"] = Value::Object(rebuilt);
+    let verdict = fails(&fixture, "envelope-relayed", json!({}));
+    assert!(
+        verdict
+            .message
+            .contains("`io.modelcontextprotocol/clientCapabilities` went upstream as {}")
+            && verdict
+                .message
+                .contains("a clientInfo of the target's own (gateway)"),
+        "{}",
+        verdict.message
+    );
+    // A handshake leg carries no envelope.
+    fixture.upstream[0].params.as_mut().unwrap()["_meta"] = json!({"progressToken": "g"});
+    assert!(!fixture.check("envelope-relayed", json!({})).applicable);
+}
+
+#[test]
+fn discover_answered_wants_the_spoken_version_and_capabilities() {
+    let discovered = |result: Value| {
+        let mut fixture = stateless(json!({"content": []}), json!({"content": []}), json!({}));
+        fixture.follow(
+            super::DISCOVER_STEP,
+            json!({"jsonrpc": "2.0", "id": 3, "result": result}),
+        );
+        fixture
+    };
+    passes(
+        &discovered(json!({"supportedVersions": ["2025-11-25", "2026-07-28"], "capabilities": {}})),
+        "discover-answered",
+        json!({}),
+    );
+    let verdict = fails(
+        &discovered(json!({"supportedVersions": ["2025-11-25"], "capabilities": {}})),
+        "discover-answered",
+        json!({}),
+    );
+    assert!(
+        verdict.message.contains("leave out 2026-07-28"),
+        "{}",
+        verdict.message
+    );
+    let mut unknown = stateless(json!({"content": []}), json!({"content": []}), json!({}));
+    unknown.follow(
+        super::DISCOVER_STEP,
+        json!({"jsonrpc": "2.0", "id": 3, "error": {"code": -32601, "message": "Method not found"}}),
+    );
+    let verdict = fails(&unknown, "discover-answered", json!({}));
+    assert!(
+        verdict.message.contains("servers MUST implement it"),
+        "{}",
+        verdict.message
+    );
+}
+
+#[test]
+fn discover_capabilities_relayed_wants_served_ones_declared_and_declared_ones_served() {
+    let probe = |capability: &str, method: &str, refused: Option<&str>| super::CapabilityProbe {
+        capability: capability.into(),
+        method: method.into(),
+        refused: refused.map(str::to_string),
+    };
+    let with = |declared: Value| {
+        let mut fixture = stateless(json!({"content": []}), json!({"content": []}), json!({}));
+        fixture.follow(
+            super::DISCOVER_STEP,
+            json!({"jsonrpc": "2.0", "id": 3, "result": {"supportedVersions": ["2026-07-28"], "capabilities": declared}}),
+        );
+        fixture.upstream_discover = Some(
+            json!({"capabilities": {"tools": {}, "prompts": {}, "resources": {}, "completions": {}}}),
+        );
+        fixture.probes = vec![
+            probe("prompts", "prompts/list", None),
+            probe("resources", "resources/list", None),
+            probe(
+                "completions",
+                "completion/complete",
+                Some("a method-not-found error (-32601)"),
+            ),
+        ];
+        fixture
+    };
+    passes(
+        &with(json!({"tools": {}, "prompts": {}, "resources": {}})),
+        "discover-capabilities-relayed",
+        json!({}),
+    );
+    let verdict = fails(
+        &with(json!({"tools": {}})),
+        "discover-capabilities-relayed",
+        json!({}),
+    );
+    assert!(
+        verdict
+            .message
+            .contains("it serves `prompts/list` and its upstream declares `prompts`"),
+        "{}",
+        verdict.message
+    );
+    let verdict = fails(
+        &with(json!({"tools": {}, "prompts": {}, "resources": {}, "completions": {}})),
+        "discover-capabilities-relayed",
+        json!({}),
+    );
+    assert_eq!(
+        verdict.message,
+        "it declares `completions` but answers `completion/complete` with a method-not-found error (-32601)"
+    );
+}
+
+#[test]
+fn server_info_as_declared_holds_a_result_to_the_profiles_word() {
+    use relaycheck_model::claims::ServerInfo;
+    let upstream = json!({"name": "orders-upstream", "version": "4.2.0"});
+    let gateway = json!({"name": "gw", "version": "1"});
+    let named = |info: Option<Value>, claim: Option<ServerInfo>| {
+        let mut north = json!({"content": []});
+        if let Some(info) = info {
+            north["_meta"] = json!({"io.modelcontextprotocol/serverInfo": info});
+        }
+        let mut fixture = stateless(
+            json!({"content": [], "_meta": {"io.modelcontextprotocol/serverInfo": upstream.clone()}}),
+            north,
+            json!({}),
+        );
+        fixture.server_info = claim;
+        fixture.check("server-info-as-declared", json!({}))
+    };
+    for claim in [None, Some(ServerInfo::Upstream)] {
+        assert!(named(Some(upstream.clone()), claim).passed);
+    }
+    for claim in [None, Some(ServerInfo::Own)] {
+        assert!(named(Some(gateway.clone()), claim).passed);
+    }
+    let replaced = named(Some(gateway.clone()), Some(ServerInfo::Upstream));
+    assert!(
+        !replaced.passed
+            && replaced
+                .message
+                .contains("names `gw` where the profile declares"),
+        "{}",
+        replaced.message
+    );
+    let relayed = named(Some(upstream.clone()), Some(ServerInfo::Own));
+    assert!(!relayed.passed, "{}", relayed.message);
+    for claim in [None, Some(ServerInfo::Own), Some(ServerInfo::Upstream)] {
+        assert!(!named(None, claim).passed);
+    }
+    let invalid = named(Some(json!({"name": "gw"})), None);
+    assert!(
+        !invalid.passed && invalid.message.contains("not an Implementation"),
+        "{}",
+        invalid.message
+    );
+    assert!(!named(None, Some(ServerInfo::Omitted)).applicable);
 }

@@ -147,6 +147,8 @@ pub async fn measure(
                 listings: 0,
                 other_listings: &[],
                 relayed_requests: &[],
+                mirrors: None,
+                north_headers: &Map::new(),
             };
             let started = Instant::now();
             let done = drive(profile, route, &running.session, request).await;

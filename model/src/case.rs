@@ -152,6 +152,11 @@ pub struct ToolRef {
     /// (trace context, a client's own keys), for cases on what reaches the upstream.
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub request_meta: Map<String, Value>,
+    /// HTTP headers the call carries over a streamable HTTP north on the 2026-07-28 wire, each in
+    /// place of the runner's own of the same name (`null` leaves that header out): a routing
+    /// header that disagrees with the body, for cases on how a target validates them.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub north_headers: Map<String, Value>,
     /// The `inputSchema` of the case's own tool; absent gives it `script::default_input_schema`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_schema: Option<Value>,

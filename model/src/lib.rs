@@ -8,6 +8,8 @@
 
 pub mod case;
 pub mod catalogue;
+pub mod claims;
+pub mod headers;
 pub mod impact;
 pub mod observation;
 pub mod outcome;

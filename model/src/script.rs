@@ -255,8 +255,11 @@ pub struct LogMessage {
     pub data: Map<String, Value>,
 }
 
-/// MCP's logging levels: the severities of RFC 5424 section 6.2.1, by name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+/// MCP's logging levels: the severities of RFC 5424 section 6.2.1, by name, least severe first
+/// (so `a >= b` reads "a is at or above b").
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum LogLevel {
     /// Debug-level messages.
@@ -275,6 +278,41 @@ pub enum LogLevel {
     Alert,
     /// The system is unusable.
     Emergency,
+}
+
+impl LogLevel {
+    /// Every level, least severe first, as a request's level is compared with a message's.
+    pub const ALL: [LogLevel; 8] = [
+        LogLevel::Debug,
+        LogLevel::Info,
+        LogLevel::Notice,
+        LogLevel::Warning,
+        LogLevel::Error,
+        LogLevel::Critical,
+        LogLevel::Alert,
+        LogLevel::Emergency,
+    ];
+
+    /// The level's name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogLevel::Debug => "debug",
+            LogLevel::Info => "info",
+            LogLevel::Notice => "notice",
+            LogLevel::Warning => "warning",
+            LogLevel::Error => "error",
+            LogLevel::Critical => "critical",
+            LogLevel::Alert => "alert",
+            LogLevel::Emergency => "emergency",
+        }
+    }
+
+    /// The level a word names, if it names one.
+    pub fn named(word: &str) -> Option<LogLevel> {
+        LogLevel::ALL
+            .into_iter()
+            .find(|level| level.as_str() == word)
+    }
 }
 
 /// An upstream that needs input before it can finish a call (SEP-2322). The first call is

@@ -462,6 +462,30 @@ fn lint_case(case: &LoadedCase, known_surfaces: &[&str]) -> Vec<String> {
                 .into(),
         );
     }
+    for (header, value) in &spec.tool.north_headers {
+        let token = !header.is_empty()
+            && header
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+        if !token {
+            problems.push(format!(
+                "tool.north_headers: `{header}` is not a header name"
+            ));
+        }
+        let printable = |v: &str| v.bytes().all(|b| (0x20..0x7f).contains(&b));
+        if !(value.is_null() || value.as_str().is_some_and(printable)) {
+            problems.push(format!(
+                "tool.north_headers.{header}: a header's value is a string of printable ASCII, or null to leave it out"
+            ));
+        }
+    }
+    if let Some(schema) = &spec.tool.input_schema
+        && let Err(why) = relaycheck_model::headers::param_headers(schema)
+    {
+        problems.push(format!(
+            "tool.input_schema: {why}: a client over streamable HTTP leaves such a tool out of its listing"
+        ));
+    }
     if spec.expect.is_empty() {
         problems.push("expect is empty: a case that checks nothing cannot fail".into());
     }

@@ -50,6 +50,45 @@ pub struct Request<'a> {
     pub other_listings: &'a [&'a str],
     /// Requests other than tool calls to relay after the call: method and params.
     pub relayed_requests: &'a [(&'a str, &'a Value)],
+    /// The upstream tool's input schema, whose `x-mcp-header` parameters the call mirrors into
+    /// headers on the stateless wire where the route calls the tool by a name of its own.
+    pub mirrors: Option<&'a Value>,
+    /// Headers the call carries in place of the runner's own (`null` leaves one out).
+    pub north_headers: &'a Map<String, Value>,
+}
+
+/// The headers of a route's first call of its own on the stateless wire: an `Mcp-Param-*` for
+/// each argument the tool's schema marks with `x-mcp-header`, as a client over streamable HTTP
+/// mirrors them (a meta tool or an argument template calls another tool's schema, which has
+/// none), then the case's own.
+fn call_headers(
+    session: &Session,
+    route: &Route,
+    params: &Value,
+    request: &Request<'_>,
+) -> Vec<(String, Option<String>)> {
+    if !session.shape().is_stateless() {
+        return Vec::new();
+    }
+    let mut headers = Vec::new();
+    if let Some(schema) = request.mirrors
+        && route.kind == crate::profile::RouteKind::Direct
+        && route.arguments.is_none()
+        && let Some(arguments) = params.get("arguments")
+    {
+        headers.extend(
+            relaycheck_model::headers::mirrored(schema, arguments)
+                .into_iter()
+                .map(|(name, value)| (name, Some(value))),
+        );
+    }
+    headers.extend(
+        request
+            .north_headers
+            .iter()
+            .map(|(name, value)| (name.clone(), value.as_str().map(str::to_string))),
+    );
+    headers
 }
 
 /// Makes the call through `route_name`, then the steps that route takes after its answer; a
@@ -69,10 +108,14 @@ pub async fn drive(
         listings,
         other_listings,
         relayed_requests,
+        ..
     } = request;
     let (route, first_route, params) =
         first_call(profile, route_name, tool, arguments, extra_params);
-    let call = session.call("tools/call", params, timeout).await;
+    let headers = call_headers(session, &first_route, &params, &request);
+    let call = session
+        .call_with("tools/call", params, timeout, &headers)
+        .await;
     let view = match &call.exchange {
         Exchange::Reply(reply) => View::of(&reply.message, &first_route),
         _ => View::default(),
@@ -154,8 +197,9 @@ pub async fn drive_cancelled(
         request.arguments,
         request.extra_params,
     );
+    let headers = call_headers(session, &first_route, &params, &request);
     let (call, cancelled) = session
-        .call_cancelling("tools/call", params, request.timeout, when)
+        .call_cancelling("tools/call", params, request.timeout, &headers, when)
         .await;
     let view = match &call.exchange {
         Exchange::Reply(reply) => View::of(&reply.message, &first_route),
@@ -426,6 +470,44 @@ async fn relay_request(
     drive
         .follow_ups
         .push(step(session, method, method, params, &plain, timeout).await);
+}
+
+/// After the call, what a client of the stateless wire asks to learn what the target offers:
+/// `server/discover` (a step of its own), then, once each, the request of every capability
+/// discovery may declare that a client acts on (logging has none on this wire), whether the
+/// target declares it or not, so a check can set what it declares beside what it serves.
+pub async fn discover(
+    session: &Session,
+    drive: &mut Drive,
+    timeout: Duration,
+) -> Vec<relaycheck_checks::CapabilityProbe> {
+    let plain = Route::default();
+    drive.follow_ups.push(
+        step(
+            session,
+            relaycheck_checks::DISCOVER_STEP,
+            "server/discover",
+            json!({}),
+            &plain,
+            timeout,
+        )
+        .await,
+    );
+    let mut probes = Vec::new();
+    for (capability, method) in relaycheck_checks::PROBED_CAPABILITIES {
+        if *method == "logging/setLevel" {
+            continue;
+        }
+        let call = session
+            .call(method, relaycheck_checks::probe_params(method), timeout)
+            .await;
+        probes.push(relaycheck_checks::CapabilityProbe {
+            capability: capability.to_string(),
+            method: method.to_string(),
+            refused: relaycheck_checks::probe_refusal(&call.exchange),
+        });
+    }
+    probes
 }
 
 /// Most retries of one call: a target that keeps answering `input_required` to answered

@@ -556,6 +556,12 @@ pub struct Claims {
     /// relayed whole. Without it, a large result may be either.
     #[serde(default)]
     pub read_bound_bytes: Option<u64>,
+    /// How the target's results name their server on the 2026-07-28 wire
+    /// (`io.modelcontextprotocol/serverInfo` in each result's `_meta`): `own` (the gateway's
+    /// identity), `upstream` (the upstream's, relayed) or `omitted` (configured to name none).
+    /// Without it, either identity passes and none is reported.
+    #[serde(default)]
+    pub server_info: Option<relaycheck_model::claims::ServerInfo>,
 }
 
 /// The schema of a list of shape names, from [`Shape::ALL`] so it cannot drift.
@@ -791,6 +797,15 @@ impl Profile {
                 }
                 _ => {}
             }
+        }
+        if self.claims.server_info.is_some()
+            && !self.claims.shapes.is_empty()
+            && !self.claims.shapes.iter().any(|shape| shape.is_stateless())
+        {
+            return Err(invalid(
+                "claims.server_info",
+                "says how results name their server on the 2026-07-28 wire, and `claims.shapes` names no shape of that wire",
+            ));
         }
         if self.timeouts.case_ms == Some(0) {
             return Err(invalid(
@@ -2229,6 +2244,31 @@ mod tests {
         )
         .unwrap();
         assert!(unclaimed.claims_shape(Shape::Sep3279));
+    }
+
+    #[test]
+    fn a_server_info_claim_is_a_known_word_for_a_stateless_shape() {
+        let parse = |claims: &str| {
+            Profile::parse(
+                Path::new("t.toml"),
+                &format!("{MINIMAL}[routes.flat]\ntool='x'\n[claims]\n{claims}\n"),
+            )
+        };
+        let own = parse("server_info='own'").unwrap();
+        assert_eq!(
+            own.claims.server_info,
+            Some(relaycheck_model::claims::ServerInfo::Own)
+        );
+        let err = parse("server_info='gateway'").unwrap_err().to_string();
+        assert!(err.contains("claims.server_info"), "{err}");
+        let err = parse("shapes=['2025-11-25']\nserver_info='upstream'")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("claims.server_info") && err.contains("2026-07-28"),
+            "{err}"
+        );
+        parse("shapes=['2026-07-28']\nserver_info='upstream'").unwrap();
     }
 
     #[test]

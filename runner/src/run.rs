@@ -482,13 +482,14 @@ const COLLATERAL_STREAK: usize = 3;
 
 /// Whether a result could be the collateral of a dead upstream: a failure whose call the
 /// target answered without the upstream ever getting it, on a case whose call is meant to
-/// reach the upstream.
+/// reach the upstream (a call sent with headers of its own may be meant to be refused).
 fn collateral_like(result: &CaseResult, case: &LoadedCase) -> bool {
     matches!(result.outcome, Outcome::Fail | Outcome::Error)
         && !result.reached
         && result.north.is_some()
         && case.spec.tool.call.is_none()
         && case.spec.tool.north_name.is_none()
+        && case.spec.tool.north_headers.is_empty()
 }
 
 /// The case (its index in a batch) and route each case task runs.
@@ -808,6 +809,8 @@ pub async fn run_one(
             .count(),
         other_listings: &other_listings,
         relayed_requests: &relayed_requests,
+        mirrors: case.spec.tool.input_schema.as_ref(),
+        north_headers: &case.spec.tool.north_headers,
     };
     let meant_for = case
         .spec
@@ -842,6 +845,8 @@ pub async fn run_one(
             listings: 0,
             other_listings: &[],
             relayed_requests: &[],
+            mirrors: case.spec.tool.input_schema.as_ref(),
+            north_headers: &Map::new(),
         };
         let _ = drive(&routed, route, &target.session, first).await;
         let _ = log.settle(&first_nonce, Duration::from_millis(1000)).await;
@@ -849,7 +854,7 @@ pub async fn run_one(
     } else {
         None
     };
-    let capability_probes = if checks::gathers(&case.spec.expect, Gathers::CapabilityProbes) {
+    let mut capability_probes = if checks::gathers(&case.spec.expect, Gathers::CapabilityProbes) {
         probe_capabilities(target, timeout).await
     } else {
         Vec::new()
@@ -890,6 +895,8 @@ pub async fn run_one(
             listings: 0,
             other_listings: &[],
             relayed_requests: &[],
+            mirrors: case.spec.tool.input_schema.as_ref(),
+            north_headers: &Map::new(),
         };
         let (own, other) = tokio::join!(
             drive(&routed, route, &target.session, request),
@@ -973,6 +980,14 @@ pub async fn run_one(
         crate::drive::retry_input_required(&target.session, &mut drive, &script.responses, timeout)
             .await;
     }
+    // A case that reads what the target says it offers asks it, as a client of the stateless
+    // wire does, and uses each capability once; the upstream's own answer is the canary's.
+    let gathers_discover = checks::gathers(&case.spec.expect, Gathers::Discover);
+    if gathers_discover {
+        capability_probes
+            .extend(crate::drive::discover(&target.session, &mut drive, timeout).await);
+    }
+    let upstream_discover = gathers_discover.then(|| relaycheck_canary::protocol::discovered(None));
     let call_window = (called_from, std::time::SystemTime::now());
     crate::target_time::note_target_time(drive_started.elapsed());
     let patience = match drive.exchange {
@@ -1049,6 +1064,10 @@ pub async fn run_one(
         read_bound: profile.claims.read_bound_bytes,
         served_listing: relaycheck_canary::listings::items,
         upstream_cancellations: upstream_cancellations.as_deref(),
+        request: Some(&drive.request),
+        north_headers: &case.spec.tool.north_headers,
+        upstream_discover: upstream_discover.as_ref(),
+        server_info: profile.claims.server_info,
     };
     let mut result = CaseResult::without_run(case, route, shape, Outcome::Pass, "");
     result.reached = !evidence.upstream_calls().is_empty();

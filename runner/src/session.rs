@@ -210,8 +210,23 @@ impl Session {
     /// Sends `method` with `params` as a request of this session, and waits up to `timeout` for
     /// its answer.
     pub async fn call(&self, method: &str, params: Value, timeout: Duration) -> Call {
+        self.call_with(method, params, timeout, &[]).await
+    }
+
+    /// [`Session::call`] with headers of its own on the stateless wire over HTTP, each in place
+    /// of the runner's of the same name (`None` leaves it out).
+    pub async fn call_with(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+        headers: &[(String, Option<String>)],
+    ) -> Call {
         let request = self.build(method, params);
-        let exchange = self.send(&request, timeout).await;
+        let exchange = self
+            .north
+            .request(&request, self.framing(&[], headers), timeout)
+            .await;
         Call { request, exchange }
     }
 
@@ -223,13 +238,16 @@ impl Session {
         method: &str,
         params: Value,
         timeout: Duration,
+        headers: &[(String, Option<String>)],
         when: impl std::future::Future<Output = bool>,
     ) -> (Call, bool) {
         let request = self.build(method, params);
         let id = request.get("id").cloned().unwrap_or(Value::Null);
         let mut cancelled = false;
         let exchange = {
-            let sent = self.send(&request, timeout);
+            let sent = self
+                .north
+                .request(&request, self.framing(&[], headers), timeout);
             tokio::pin!(sent);
             tokio::select! {
             exchange = &mut sent => exchange,
@@ -277,22 +295,27 @@ impl Session {
         identity: &[(String, String)],
     ) -> Exchange {
         self.north
-            .request(request, self.framing(identity), timeout)
+            .request(request, self.framing(identity, &[]), timeout)
             .await
     }
 
     async fn notify(&self, method: &str, params: Value, timeout: Duration) -> Result<(), String> {
         let message = json!({"jsonrpc": "2.0", "method": method, "params": params});
         self.north
-            .notify(&message, self.framing(&[]), timeout)
+            .notify(&message, self.framing(&[], &[]), timeout)
             .await
     }
 
-    fn framing<'a>(&'a self, identity: &'a [(String, String)]) -> Framing<'a> {
+    fn framing<'a>(
+        &'a self,
+        identity: &'a [(String, String)],
+        headers: &'a [(String, Option<String>)],
+    ) -> Framing<'a> {
         Framing {
             shape: self.shape,
             negotiated: self.negotiated.as_deref(),
             identity,
+            headers,
         }
     }
 

@@ -696,6 +696,8 @@ async fn relay(
             listings: 0,
             other_listings: &[],
             relayed_requests: &[],
+            mirrors: None,
+            north_headers: &Map::new(),
         },
     )
     .await;

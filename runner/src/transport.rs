@@ -32,6 +32,9 @@ pub struct Framing<'a> {
     pub negotiated: Option<&'a str>,
     /// Headers that make the message another caller's (an identity of the profile's).
     pub identity: &'a [(String, String)],
+    /// Headers of this message alone on the stateless wire, each in place of any of the same
+    /// name (`None` leaves it out): the parameters its tool mirrors, or a case's own.
+    pub headers: &'a [(String, Option<String>)],
 }
 
 /// One north transport, connected to a target.
@@ -249,7 +252,8 @@ impl Http {
     }
 
     /// The headers of one message: the profile's, then what the session's shape puts in
-    /// headers, then the caller's identity in place of any of the same name.
+    /// headers, then the caller's identity and the message's own headers in place of any of the
+    /// same name.
     fn headers_of(&self, message: &Value, framing: Framing<'_>) -> Vec<(String, String)> {
         let mut headers = self.headers.clone();
         let method = message.get("method").and_then(Value::as_str).unwrap_or("");
@@ -274,6 +278,14 @@ impl Http {
         for (name, value) in framing.identity {
             headers.retain(|(existing, _)| !existing.eq_ignore_ascii_case(name));
             headers.push((name.clone(), value.clone()));
+        }
+        if framing.shape.is_stateless() {
+            for (name, value) in framing.headers {
+                headers.retain(|(existing, _)| !existing.eq_ignore_ascii_case(name));
+                if let Some(value) = value {
+                    headers.push((name.clone(), value.clone()));
+                }
+            }
         }
         headers
     }

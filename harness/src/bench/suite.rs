@@ -244,6 +244,8 @@ pub async fn overhead(
                         listings: 0,
                         other_listings: &[],
                         relayed_requests: &[],
+                        mirrors: None,
+                        north_headers: &Map::new(),
                     };
                     let started = Instant::now();
                     let done = drive(profile, "flat", &target.session, request).await;

@@ -55,6 +55,15 @@ impl Rewrite {
         serde_json::to_vec(&msg).ok()
     }
 
+    /// The `Mcp-Name` header of a `tools/call` whose body [`Rewrite::body`] renamed: the
+    /// header mirrors the body's name, so it is renamed the same way (decoded first, encoded
+    /// again), and a header that disagreed with the body still disagrees.
+    pub fn name_header(&self, value: &str) -> String {
+        let plain =
+            relaycheck_model::headers::decode(value.trim()).unwrap_or_else(|| value.to_string());
+        relaycheck_model::headers::encode(&self.tool(&plain))
+    }
+
     /// The suite's name for a tool the target lists as `listed`, when the template made it.
     pub fn bare<'a>(&self, listed: &'a str) -> Option<&'a str> {
         let (prefix, suffix) = self.tool_template.split_once("{tool}")?;
@@ -218,13 +227,20 @@ async fn forward(
             .and_then(|m| m.get("method").and_then(Value::as_str).map(str::to_string))
             .as_deref()
             == Some("tools/list");
-    let body = match method {
-        Method::POST => bridge.rewrite.body(&body).map(Bytes::from).unwrap_or(body),
-        _ => body,
+    let renamed = match method {
+        Method::POST => bridge.rewrite.body(&body).map(Bytes::from),
+        _ => None,
     };
+    let named_again = renamed.is_some();
+    let body = renamed.unwrap_or(body);
     let mut request = bridge.client.request(method, &bridge.target);
     for (name, value) in headers.iter().filter(|(name, _)| passes(name)) {
-        request = request.header(name, value);
+        match value.to_str() {
+            Ok(value) if named_again && name.as_str() == "mcp-name" => {
+                request = request.header(name, bridge.rewrite.name_header(value));
+            }
+            _ => request = request.header(name, value),
+        }
     }
     for (name, value) in &bridge.rewrite.headers {
         request = request.header(name.as_str(), value.as_str());
@@ -311,6 +327,9 @@ mod tests {
                 .body(call.to_string().as_bytes())
                 .is_none()
         );
+        // The header that mirrors the name follows it, and one that disagreed still does.
+        assert_eq!(r.name_header("test_simple_text"), "canary.test_simple_text");
+        assert_eq!(r.name_header("=?base64?ZmFrZQ==?="), "canary.fake");
     }
 
     /// A target that answers with what it received: Host, Origin, the added header, the

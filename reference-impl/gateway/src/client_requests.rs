@@ -34,6 +34,47 @@ pub struct ClientLink {
     capabilities: Mutex<Option<Value>>,
     waiting: Mutex<HashMap<String, oneshot::Sender<Value>>>,
     next: AtomicU64,
+    /// How many of the client's stateless requests in flight named each log level, by rank: a
+    /// log line that relates to no request reaches the client only while one of them asks for
+    /// its level.
+    asking: Mutex<[usize; LOG_LEVELS.len()]>,
+}
+
+/// MCP's log levels, least severe first (RFC 5424's severities by name).
+pub const LOG_LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+/// The `_meta` key in which a stateless request names the log level it wants messages at.
+pub const LOG_LEVEL_KEY: &str = "io.modelcontextprotocol/logLevel";
+
+/// How severe a level is (its place in [`LOG_LEVELS`]); `None` for a word that is no level.
+pub fn log_rank(level: &str) -> Option<usize> {
+    LOG_LEVELS.iter().position(|known| *known == level)
+}
+
+fn message_rank(message: &Value) -> Option<usize> {
+    log_rank(message.pointer("/params/level")?.as_str()?)
+}
+
+/// Counts one stateless request that named a log level for as long as it is in flight.
+pub struct Asking {
+    link: Arc<ClientLink>,
+    rank: usize,
+}
+
+impl Drop for Asking {
+    fn drop(&mut self) {
+        let mut asking = lock(&self.link.asking);
+        asking[self.rank] = asking[self.rank].saturating_sub(1);
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -78,6 +119,35 @@ impl ClientLink {
     fn give_up(&self, id: &str) {
         lock(&self.waiting).remove(id);
     }
+
+    /// Counts a request in flight that asked for log messages at `rank` and above, until the
+    /// returned guard is dropped.
+    pub fn asking(self: &Arc<Self>, rank: usize) -> Asking {
+        lock(&self.asking)[rank] += 1;
+        Asking {
+            link: self.clone(),
+            rank,
+        }
+    }
+
+    /// Whether a request in flight asked for log messages at a level at or below `rank`.
+    fn asks_for(&self, rank: usize) -> bool {
+        lock(&self.asking)[..=rank.min(LOG_LEVELS.len() - 1)]
+            .iter()
+            .any(|n| *n > 0)
+    }
+}
+
+/// Which log messages a way back carries.
+#[derive(Debug, Clone, Copy)]
+enum Logs {
+    /// A connection's: all of them to a client that made the handshake (its level is the
+    /// session's, set upstream by `logging/setLevel`); on the stateless wire, those at a level
+    /// some request in flight asks for.
+    Connection,
+    /// One stateless request's: those at or above the level it named, none if it named none
+    /// (MCP 2026-07-28 server/utilities/logging#per-request-log-level).
+    Request(Option<usize>),
 }
 
 /// Whether a message is a JSON-RPC response: an id and a result or error, no method.
@@ -97,6 +167,7 @@ pub struct Back {
     patience: Duration,
     /// Whether log messages are dropped (the `log-messages-dropped` mutant).
     drops_logs: bool,
+    logs: Logs,
 }
 
 impl Back {
@@ -106,6 +177,7 @@ impl Back {
             stream,
             patience,
             drops_logs: false,
+            logs: Logs::Connection,
         }
     }
 
@@ -117,13 +189,35 @@ impl Back {
         }
     }
 
-    /// Relays an upstream notification: log messages only, and only to a client that made the
-    /// handshake (a stateless client asks for log messages per request, which is not built).
+    /// The way back for one stateless request of a client of `gw`, which asks for log messages
+    /// at `level` and above (`None`: it named no level, and gets none). The upstream cannot ask
+    /// it anything on this wire: it declared nothing in an `initialize`.
+    pub fn for_request(
+        gw: &crate::gateway::Gateway,
+        link: Arc<ClientLink>,
+        stream: Sink,
+        level: Option<usize>,
+    ) -> Back {
+        Back {
+            logs: Logs::Request(level),
+            ..Back::of(gw, link, stream)
+        }
+    }
+
+    /// Relays an upstream notification: log messages only, each to a client that asked for its
+    /// level (see [`Logs`]).
     pub fn notify(&self, message: Value) {
-        if message.get("method").and_then(Value::as_str) == Some(LOG_METHOD)
-            && self.link.initialized()
-            && !self.drops_logs
-        {
+        if message.get("method").and_then(Value::as_str) != Some(LOG_METHOD) || self.drops_logs {
+            return;
+        }
+        let rank = message_rank(&message);
+        let wanted = match self.logs {
+            Logs::Connection => {
+                self.link.initialized() || rank.is_some_and(|rank| self.link.asks_for(rank))
+            }
+            Logs::Request(floor) => floor.zip(rank).is_some_and(|(floor, rank)| rank >= floor),
+        };
+        if wanted {
             let _ = self.stream.send(message);
         }
     }
@@ -348,6 +442,42 @@ mod tests {
         back.notify(json!({"jsonrpc": "2.0", "method": "notifications/resources/list_changed"}));
         back.notify(json!({"jsonrpc": "2.0", "method": LOG_METHOD, "params": {"level": "info", "data": "x"}}));
         assert_eq!(client.try_recv().unwrap()["method"], LOG_METHOD);
+        assert!(client.try_recv().is_err());
+    }
+
+    #[test]
+    fn a_stateless_request_gets_log_messages_at_or_above_its_level_only() {
+        let log = |level: &str| json!({"jsonrpc": "2.0", "method": LOG_METHOD, "params": {"level": level, "data": "x"}});
+        let link = Arc::new(ClientLink::default());
+        let (tx, mut client) = tokio::sync::mpsc::unbounded_channel();
+        let asked = Back {
+            logs: Logs::Request(log_rank("warning")),
+            ..Back::new(link.clone(), tx.clone(), Duration::from_secs(5))
+        };
+        for level in ["debug", "warning", "error"] {
+            asked.notify(log(level));
+        }
+        let got: Vec<Value> = std::iter::from_fn(|| client.try_recv().ok())
+            .map(|m| m["params"]["level"].clone())
+            .collect();
+        assert_eq!(got, [json!("warning"), json!("error")]);
+        let unasked = Back {
+            logs: Logs::Request(None),
+            ..Back::new(link.clone(), tx.clone(), Duration::from_secs(5))
+        };
+        unasked.notify(log("emergency"));
+        assert!(client.try_recv().is_err());
+        // A connection's lines reach it while a request asks for their level.
+        let connection = Back::new(link.clone(), tx, Duration::from_secs(5));
+        connection.notify(log("info"));
+        assert!(client.try_recv().is_err());
+        let asking = link.asking(1);
+        connection.notify(log("debug"));
+        connection.notify(log("info"));
+        assert_eq!(client.try_recv().unwrap()["params"]["level"], "info");
+        assert!(client.try_recv().is_err());
+        drop(asking);
+        connection.notify(log("info"));
         assert!(client.try_recv().is_err());
     }
 

@@ -23,6 +23,7 @@ pub mod continuation;
 pub mod error;
 pub mod forward;
 pub mod gateway;
+pub mod headers;
 mod json;
 pub mod links;
 pub mod listings;

@@ -85,10 +85,66 @@ pub enum Mutant {
     RequestStateRewritten,
     RetryParamsDropped,
     RetryAnsweredFromCache,
+    ParamHeadersDropped,
+    RoutingHeadersUnchecked,
+    LogLevelDropped,
+    LogLevelInvented,
+    RequestEnvelopeRebuilt,
+    DiscoverNotServed,
+    DiscoverCapabilitiesFixed,
+    ServerInfoReplaced,
 }
 
 /// (mutant, name, surface, defect)
 const TABLE: &[(Mutant, &str, &str, &str)] = &[
+    (
+        Mutant::ParamHeadersDropped,
+        "param-headers-dropped",
+        "stateless-wire",
+        "calls to an HTTP upstream carry no Mcp-Param-* headers: the parameters a tool marks with x-mcp-header are never mirrored",
+    ),
+    (
+        Mutant::RoutingHeadersUnchecked,
+        "routing-headers-unchecked",
+        "stateless-wire",
+        "on the HTTP north only MCP-Protocol-Version is compared with the body: a request whose Mcp-Method, Mcp-Name or Mcp-Param-* headers are missing or disagree with it is relayed",
+    ),
+    (
+        Mutant::LogLevelDropped,
+        "log-level-dropped",
+        "stateless-wire",
+        "the request _meta goes upstream without the caller's io.modelcontextprotocol/logLevel, so the upstream sends no log messages for a request that asked",
+    ),
+    (
+        Mutant::LogLevelInvented,
+        "log-level-invented",
+        "stateless-wire",
+        "a stateless request that names no log level is read as one asking for debug, as a gateway that fills in a default level does: its upstream's log messages reach a client that never asked",
+    ),
+    (
+        Mutant::RequestEnvelopeRebuilt,
+        "request-envelope-rebuilt",
+        "stateless-wire",
+        "the upstream request's envelope is rebuilt as an SDK client builds its own: empty clientCapabilities and the gateway's clientInfo, whatever the caller declared",
+    ),
+    (
+        Mutant::DiscoverNotServed,
+        "discover-not-served",
+        "stateless-wire",
+        "server/discover is answered method not found, as by a gateway built for the handshake revisions",
+    ),
+    (
+        Mutant::DiscoverCapabilitiesFixed,
+        "discover-capabilities-fixed",
+        "stateless-wire",
+        "server/discover declares tools alone, whatever the upstreams offer and the gateway relays (prompts, resources, completions, logging)",
+    ),
+    (
+        Mutant::ServerInfoReplaced,
+        "server-info-replaced",
+        "stateless-wire",
+        "every relayed result on the 2026-07-28 wire gets the gateway's own io.modelcontextprotocol/serverInfo in its _meta, in place of the upstream's",
+    ),
     (
         Mutant::InputRequestsDropped,
         "input-requests-dropped",
@@ -630,9 +686,9 @@ mod tests {
             assert_eq!(m.name().parse::<Mutant>(), Ok(m));
             assert!(!m.defect().is_empty());
         }
-        assert_eq!(Mutant::all().count(), 77);
+        assert_eq!(Mutant::all().count(), 85);
         let err = "nope".parse::<Mutant>().unwrap_err().to_string();
         assert!(err.contains("meta-cut-apart"), "{err}");
-        assert_eq!(Mutant::listing().lines().count(), 77);
+        assert_eq!(Mutant::listing().lines().count(), 85);
     }
 }

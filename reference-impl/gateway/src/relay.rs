@@ -462,6 +462,24 @@ pub async fn flat(
     {
         meta.retain(|key, _| key == "progressToken");
     }
+    if let Some(meta) = upstream.get_mut("_meta").and_then(Value::as_object_mut) {
+        if gw.mutation.is(Mutant::LogLevelDropped) {
+            meta.shift_remove(crate::client_requests::LOG_LEVEL_KEY);
+        }
+        if gw.mutation.is(Mutant::RequestEnvelopeRebuilt)
+            && meta.contains_key(crate::gateway::META_VERSION)
+        {
+            // The envelope an SDK client builds of its own: no capabilities, its own name.
+            meta.insert(
+                "io.modelcontextprotocol/clientCapabilities".into(),
+                json!({}),
+            );
+            meta.insert(
+                "io.modelcontextprotocol/clientInfo".into(),
+                json!({"name": crate::upstream::CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")}),
+            );
+        }
+    }
     if gw.mutation.is(Mutant::NullArgumentsDropped)
         && let Some(arguments) = upstream.get_mut("arguments").and_then(Value::as_object_mut)
     {

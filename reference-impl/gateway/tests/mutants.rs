@@ -624,3 +624,134 @@ fn retry_answered_from_cache_repeats_the_question() {
         .count();
     assert_eq!(calls, 1, "the retry never reached the upstream");
 }
+
+/// The 2026-07-28 envelope, with `more` in its `_meta`.
+fn envelope(more: Value) -> Value {
+    let mut meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}});
+    if let (Some(meta), Some(more)) = (meta.as_object_mut(), more.as_object()) {
+        meta.extend(more.clone());
+    }
+    meta
+}
+
+/// The log levels a stateless call of `canary.logs` got before its answer, over stdio.
+fn log_levels(gw: &mut Gateway, more: Value) -> Vec<String> {
+    let id = gw.send(
+        "tools/call",
+        json!({"name": "canary.logs", "arguments": {"nonce": "n-m"}, "_meta": envelope(more)}),
+    );
+    let mut levels = Vec::new();
+    while let Some(line) = gw.next_line() {
+        let v: Value = serde_json::from_str(&line).expect("JSON lines");
+        if v.get("id") == Some(&json!(id)) {
+            break;
+        }
+        if v["method"] == "notifications/message" {
+            levels.push(v["params"]["level"].as_str().unwrap_or("").to_string());
+        }
+    }
+    levels
+}
+
+#[test]
+fn routing_headers_unchecked_relays_a_call_its_mcp_name_misroutes() {
+    let gw = http_mutant("routing-headers-unchecked");
+    let url = gw.url.clone().expect("an HTTP gateway");
+    let body = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "canary.echo", "arguments": {"q": 1}, "_meta": envelope(json!({}))}});
+    let (status, _, got) = common::http_post(
+        &url,
+        &body,
+        &[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-name", "canary.other"),
+        ],
+    );
+    assert_eq!(status, 200, "{got}");
+    assert!(got["result"]["content"].is_array(), "{got}");
+}
+
+#[test]
+fn log_level_dropped_leaves_an_asking_request_without_messages() {
+    let mut gw = Gateway::start(Options {
+        mutant: Some("log-level-dropped"),
+        ..Options::default()
+    });
+    let levels = log_levels(
+        &mut gw,
+        json!({"io.modelcontextprotocol/logLevel": "debug"}),
+    );
+    assert!(levels.is_empty(), "{levels:?}");
+}
+
+#[test]
+fn log_level_invented_sends_messages_nobody_asked_for() {
+    let mut gw = Gateway::start(Options {
+        mutant: Some("log-level-invented"),
+        ..Options::default()
+    });
+    let levels = log_levels(&mut gw, json!({}));
+    assert_eq!(levels, ["debug", "warning", "error"]);
+}
+
+#[test]
+fn request_envelope_rebuilt_sends_the_upstream_no_capabilities() {
+    let mut gw = Gateway::start(Options {
+        mutant: Some("request-envelope-rebuilt"),
+        ..Options::default()
+    });
+    let meta = envelope(json!({"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}));
+    let got = gw.request(
+        "tools/call",
+        json!({"name": "canary.echo", "arguments": {"nonce": "n-env"}, "_meta": meta}),
+    );
+    assert!(got.get("result").is_some(), "{got}");
+    let log = gw.side_channel("canary.jsonl");
+    let line = log
+        .lines()
+        .find(|l| l.contains("n-env") && l.contains("\"direction\":\"in\""))
+        .expect("the upstream got the call");
+    let seen: Value = serde_json::from_str(line).expect("a JSON line");
+    assert_eq!(
+        seen["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"],
+        json!({}),
+        "{seen}"
+    );
+}
+
+fn discovered(mutant_name: &'static str) -> Value {
+    let mut gw = Gateway::start(Options {
+        mutant: Some(mutant_name),
+        ..Options::default()
+    });
+    gw.request("server/discover", json!({"_meta": envelope(json!({}))}))
+}
+
+#[test]
+fn discover_not_served_answers_method_not_found() {
+    let got = discovered("discover-not-served");
+    assert_eq!(got["error"]["code"], -32601, "{got}");
+}
+
+#[test]
+fn discover_capabilities_fixed_declares_tools_alone() {
+    let got = discovered("discover-capabilities-fixed");
+    assert_eq!(got["result"]["capabilities"], json!({"tools": {}}), "{got}");
+}
+
+#[test]
+fn server_info_replaced_names_the_gateway_on_a_relayed_result() {
+    let mut gw = Gateway::start(Options {
+        mutant: Some("server-info-replaced"),
+        ..Options::default()
+    });
+    let got = gw.request(
+        "tools/call",
+        json!({"name": "canary.echo", "arguments": {}, "_meta": envelope(json!({}))}),
+    );
+    assert_eq!(
+        got["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "relaycheck-gateway",
+        "{got}"
+    );
+}

@@ -527,7 +527,7 @@ fn config_errors_name_the_field_and_unknown_mutants_exit_2() {
         .output()
         .expect("run");
     let listing = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(listing.lines().count(), 77);
+    assert_eq!(listing.lines().count(), 85);
     assert!(listing.lines().all(|l| l.split('\t').count() == 3));
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -590,4 +590,99 @@ fn a_tool_error_is_not_held_to_the_success_schema_and_unknown_names_are_errors()
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
     let echoed = gw.call("canary.echo", json!({"q": 1}));
     assert!(echoed["result"].get("isError").is_none(), "{echoed}");
+}
+
+#[test]
+fn the_stateless_wire_refuses_routing_headers_that_disagree_with_the_body() {
+    let gw = Gateway::start(Options {
+        http: true,
+        ..Options::default()
+    });
+    let url = gw.url.clone().expect("an HTTP gateway");
+    let call = |tool: &str, arguments: Value| {
+        json!({"jsonrpc": "2.0", "id": 41, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments,
+                "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                          "io.modelcontextprotocol/clientCapabilities": {}}}})
+    };
+    let version = ("mcp-protocol-version", "2026-07-28");
+    let (status, _, ok) =
+        common::http_post(&url, &call("canary.echo", json!({"q": 1})), &[version]);
+    assert_eq!(status, 200, "{ok}");
+    let (status, _, refused) = common::http_post(
+        &url,
+        &call("canary.echo", json!({"q": 2})),
+        &[version, ("mcp-name", "canary.other")],
+    );
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(refused["error"]["code"], -32020, "{refused}");
+    assert_eq!(
+        refused["id"], 41,
+        "the error answers the request: {refused}"
+    );
+    let (status, _, refused) = common::http_post_exact(
+        &url,
+        &call("canary.echo", json!({"q": 3})),
+        &[version, ("mcp-name", "canary.echo")],
+    );
+    assert_eq!(status, 400, "no Mcp-Method: {refused}");
+    // A mirrored parameter must come with its header, equal to its argument.
+    let regional = call("canary.regional", json!({"region": "eu-west"}));
+    let (status, _, refused) = common::http_post(&url, &regional, &[version]);
+    assert_eq!(status, 400, "{refused}");
+    let (status, _, ok) =
+        common::http_post(&url, &regional, &[version, ("mcp-param-region", "eu-west")]);
+    assert_eq!(status, 200, "{ok}");
+    let discover = json!({"jsonrpc": "2.0", "id": 42, "method": "server/discover",
+        "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                             "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let (status, _, found) = common::http_post(&url, &discover, &[version]);
+    assert_eq!(status, 200, "{found}");
+    let result = &found["result"];
+    assert!(
+        result["supportedVersions"]
+            .as_array()
+            .is_some_and(|v| v.contains(&json!("2026-07-28"))),
+        "{found}"
+    );
+    assert!(result["capabilities"].get("prompts").is_some(), "{found}");
+    assert_eq!(
+        result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "relaycheck-gateway",
+        "{found}"
+    );
+}
+
+#[test]
+fn a_stateless_request_gets_log_messages_only_at_the_level_it_names() {
+    let mut gw = stdio();
+    let logs = |gw: &mut Gateway, meta: Value| {
+        let mut params = json!({"name": "canary.logs", "arguments": {"nonce": "n-logs"}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}});
+        if let (Some(into), Some(meta)) = (params["_meta"].as_object_mut(), meta.as_object()) {
+            into.extend(meta.clone());
+        }
+        let id = gw.send("tools/call", params);
+        let mut levels = Vec::new();
+        loop {
+            let line: Value = gw
+                .next_line()
+                .and_then(|l| serde_json::from_str(&l).ok())
+                .expect("an answer");
+            if line.get("id") == Some(&json!(id)) {
+                return (levels, line);
+            }
+            if line["method"] == "notifications/message" {
+                levels.push(line["params"]["level"].as_str().unwrap_or("").to_string());
+            }
+        }
+    };
+    let (levels, answer) = logs(
+        &mut gw,
+        json!({"io.modelcontextprotocol/logLevel": "warning"}),
+    );
+    assert_eq!(levels, ["warning", "error"], "{answer}");
+    let (levels, answer) = logs(&mut gw, json!({}));
+    assert!(levels.is_empty(), "{levels:?} {answer}");
+    assert_eq!(answer["result"]["content"][0]["text"], "logged");
 }

@@ -23,9 +23,12 @@ use super::pieces::{Framed, frame};
 use super::{ConnState, handle};
 use crate::error::ServeError;
 use crate::gateway::{Gateway, META_VERSION};
+use crate::mutant::Mutant;
 
 const TRANSPORT: &str = "http";
 const SESSION: &str = "mcp-session-id";
+/// The JSON-RPC code of a header that disagrees with its body.
+const HEADER_MISMATCH: i64 = -32020;
 
 struct App {
     gw: Arc<Gateway>,
@@ -163,17 +166,8 @@ async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) 
             None,
         );
     }
-    let body_version = msg
-        .get("params")
-        .and_then(|p| p.get("_meta"))
-        .and_then(|m| m.get(META_VERSION))
-        .and_then(Value::as_str);
-    if let (Some(b), Some(h)) = (body_version, header(&headers, "mcp-protocol-version"))
-        && b != h
-    {
-        let message =
-            format!("Header mismatch: MCP-Protocol-Version is `{h}` but the body says `{b}`");
-        return json_response(StatusCode::BAD_REQUEST, error_body(-32020, &message), None);
+    if let Some(refused) = refuse_mismatch(&app, &headers, &msg).await {
+        return refused;
     }
     let is_initialize = msg.get("method").and_then(Value::as_str) == Some("initialize");
     let (conn, session_id) = match header(&headers, SESSION) {
@@ -232,6 +226,45 @@ async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) 
         }
     });
     sse_response(Vec::new(), Some(stream), None, session_id.as_deref())
+}
+
+/// The answer to a request on the 2026-07-28 wire whose routing headers fail validation:
+/// HTTP 400 and a `HeaderMismatch` (-32020) error under the request's id. A proxy in front
+/// may have routed on the headers while the gateway would act on the body, so such a request
+/// is never relayed (MCP 2026-07-28 basic/transports/streamable-http#server-validation).
+async fn refuse_mismatch(app: &App, headers: &HeaderMap, msg: &Value) -> Option<Response> {
+    let version = msg
+        .get("params")
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(META_VERSION))
+        .and_then(Value::as_str)?;
+    // Notifications have no header rules of their own in this revision.
+    let id = msg.get("id")?;
+    let read = |name: &str| header(headers, name).map(str::to_string);
+    let problem = if app.gw.mutation.is(Mutant::RoutingHeadersUnchecked) {
+        read("mcp-protocol-version")
+            .filter(|h| h != version)
+            .map(|h| format!("Header mismatch: MCP-Protocol-Version header value '{h}' does not match body value '{version}'"))
+    } else {
+        let schema = listed_schema(app, msg).await;
+        crate::headers::problem(read, msg, version, schema.as_ref())
+    }?;
+    let body =
+        json!({"jsonrpc": "2.0", "id": id, "error": {"code": HEADER_MISMATCH, "message": problem}});
+    Some(json_response(StatusCode::BAD_REQUEST, body, None))
+}
+
+/// The input schema of the tool a `tools/call` names, as the gateway lists it to this caller:
+/// its `x-mcp-header` parameters are the `Mcp-Param-*` headers the call must agree with.
+async fn listed_schema(app: &App, msg: &Value) -> Option<Value> {
+    if msg.get("method").and_then(Value::as_str) != Some("tools/call") {
+        return None;
+    }
+    let params = msg.get("params");
+    let name = params?.get("name")?.as_str()?;
+    let caller = super::caller_of(params, &ConnState::default(), &Identity::new(""), TRANSPORT);
+    let catalog = app.gw.catalog(&caller).await;
+    catalog.find(name)?.definition.get("inputSchema").cloned()
 }
 
 /// A plain JSON answer; a successful `initialize` opens a session.

@@ -16,7 +16,7 @@ use relaycheck_reference::Identity;
 use serde_json::{Map, Value, json};
 
 use crate::audit::{RequestLog, now_rfc3339};
-use crate::client_requests::{Back, ClientLink, is_response};
+use crate::client_requests::{Back, ClientLink, LOG_LEVEL_KEY, is_response, log_rank};
 use crate::gateway::{Answer, Caller, Cancel, Gateway, META_VERSION, rpc_error};
 use crate::mutant::Mutant;
 use crate::progress::Sink;
@@ -26,6 +26,8 @@ use crate::{batch, continuation, forward, relay, resources, tasks_relay};
 pub const HANDSHAKE_VERSIONS: [&str; 3] = ["2025-03-26", "2025-06-18", "2025-11-25"];
 pub const LATEST_HANDSHAKE: &str = "2025-11-25";
 pub const SERVER_NAME: &str = "relaycheck-gateway";
+/// The result `_meta` key in which a 2026-07-28 server names itself.
+pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
 
 /// What one connection (stdio) or session (HTTP) settled on, its requests in flight (by
 /// id), which the caller may cancel, and the requests relayed to its client.
@@ -143,20 +145,52 @@ fn number_len(n: &serde_json::Number) -> usize {
     }
 }
 
-/// A result the gateway made, in the caller's shape: 2026-07-28 requires `resultType`.
+/// A result the gateway made, in the caller's shape: 2026-07-28 requires `resultType`, and
+/// the gateway names itself in the result's `_meta`, as a server there should.
 fn own_result(result: Value, caller: &Caller) -> Value {
     // SEP-3279 callers get the gateway's own results in the legacy form too (content and
     // structuredContent beside resultType): the harness picks batch entries at
     // /structuredContent, and no SEP-3279 client reads them yet. `caller.requested` is kept
     // for rendering `outputs` once that is wanted.
     match result {
-        Value::Object(fields) if caller.stateless && !fields.contains_key("resultType") => {
+        Value::Object(fields) if caller.stateless => {
             let mut out = Map::new();
-            out.insert("resultType".into(), json!("complete"));
+            if !fields.contains_key("resultType") {
+                out.insert("resultType".into(), json!("complete"));
+            }
             out.extend(fields);
-            Value::Object(out)
+            let mut out = Value::Object(out);
+            name_server(&mut out);
+            out
         }
         other => other,
+    }
+}
+
+/// Puts the gateway's identity in a result's `_meta`, in place of any other.
+fn name_server(result: &mut Value) {
+    let Some(fields) = result.as_object_mut() else {
+        return;
+    };
+    let meta = fields
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Some(meta) = meta.as_object_mut() {
+        meta.insert(SERVER_INFO_KEY.into(), server_info());
+    }
+}
+
+/// The `log-level-invented` mutant: a stateless request that names no log level is read as
+/// one asking for every level, as a gateway that fills in a default level does.
+fn invent_log_level(msg: &mut Value) {
+    let meta = msg
+        .get_mut("params")
+        .and_then(|p| p.get_mut("_meta"))
+        .and_then(Value::as_object_mut);
+    if let Some(meta) = meta
+        && meta.contains_key(META_VERSION)
+    {
+        meta.entry(LOG_LEVEL_KEY).or_insert_with(|| json!("debug"));
     }
 }
 
@@ -207,6 +241,10 @@ pub async fn handle(
     stream: Option<Sink>,
 ) -> Option<Value> {
     let started = Instant::now();
+    let mut msg = msg;
+    if gw.mutation.is(Mutant::LogLevelInvented) {
+        invent_log_level(&mut msg);
+    }
     let Some(fields) = msg.as_object() else {
         return Some(
             json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": "Invalid Request: not a JSON-RPC object"}}),
@@ -220,10 +258,20 @@ pub async fn handle(
     let method = fields.get("method").and_then(Value::as_str)?;
     let params = fields.get("params");
     let mut caller = caller_of(params, conn, identity, transport);
-    if !caller.stateless
-        && let Some(stream) = &stream
-    {
-        caller.back = Some(Back::of(gw, conn.link.clone(), stream.clone()));
+    // The log level a stateless request names, which it alone gets log messages at.
+    let log_level = caller
+        .meta
+        .as_ref()
+        .and_then(|m| m.get(LOG_LEVEL_KEY))
+        .and_then(Value::as_str)
+        .and_then(log_rank)
+        .filter(|_| caller.stateless);
+    if let Some(stream) = &stream {
+        caller.back = Some(if caller.stateless {
+            Back::for_request(gw, conn.link.clone(), stream.clone(), log_level)
+        } else {
+            Back::of(gw, conn.link.clone(), stream.clone())
+        });
     }
     caller.progress = stream;
     let Some(id) = fields.get("id") else {
@@ -241,8 +289,16 @@ pub async fn handle(
     let cancel = Arc::new(Cancel::default());
     conn.in_flight().insert(id_key(id), cancel.clone());
     caller.cancel = Some(cancel.clone());
-    let answer = dispatch(gw, method, params, conn, &caller).await;
+    let asking = log_level.map(|rank| conn.link.asking(rank));
+    let mut answer = dispatch(gw, method, params, conn, &caller).await;
+    drop(asking);
     conn.in_flight().remove(&id_key(id));
+    if gw.mutation.is(Mutant::ServerInfoReplaced)
+        && caller.stateless
+        && let Answer::Relayed(result) = &mut answer
+    {
+        name_server(result);
+    }
     if cancel.fired() {
         // The caller cancelled it: no answer goes back (MCP's cancellation asks as much).
         return None;
@@ -341,18 +397,29 @@ async fn dispatch(
             }))
         }
         "ping" => Answer::Own(json!({})),
+        "server/discover" if gw.mutation.is(Mutant::DiscoverNotServed) => {
+            rpc_error(-32601, "Method not found: server/discover")
+        }
         "server/discover" => {
+            // What the gateway serves of its upstreams, declared as the handshake declares it;
+            // its identity goes in the result's `_meta` (`own_result`).
             let mut capabilities = json!({"tools": {"listChanged": false}, "resources": {},
                 "extensions": {"io.modelcontextprotocol/tasks": {}}});
             if gw.upstreams.iter().any(|up| up.declares("prompts")) {
                 capabilities["prompts"] = json!({});
             }
             forward::declare(gw, &mut capabilities);
-            Answer::Own(json!({
+            if gw.mutation.is(Mutant::DiscoverCapabilitiesFixed) {
+                capabilities = json!({"tools": {}});
+            }
+            let mut answer = json!({
                 "supportedVersions": ["2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"],
                 "capabilities": capabilities,
-                "serverInfo": server_info(),
-            }))
+            });
+            if !caller.stateless {
+                answer["serverInfo"] = server_info();
+            }
+            Answer::Own(answer)
         }
         "tools/list" => {
             let catalog = gw.catalog(caller).await;

@@ -1,6 +1,7 @@
 //! A streamable HTTP upstream: one POST per message, answered as JSON or as an event stream,
 //! read in chunks and abandoned as soon as it passes the byte limit.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -30,6 +31,9 @@ pub struct HttpConn {
     next_id: AtomicU64,
     progress: Arc<Progress>,
     mutation: Mutation,
+    /// Each tool's input schema as the upstream last listed it: the `x-mcp-header` parameters
+    /// a call of it mirrors into headers.
+    schemas: Mutex<HashMap<String, Value>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -61,7 +65,22 @@ impl HttpConn {
             next_id: AtomicU64::new(1),
             progress,
             mutation,
+            schemas: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Keeps the input schemas of a listing, the most recent the gateway has seen, as a client
+    /// builds `Mcp-Param-*` headers from.
+    pub fn learn(&self, tools: &[Value]) {
+        let mut schemas = lock(&self.schemas);
+        for tool in tools {
+            if let (Some(name), Some(schema)) = (
+                tool.get("name").and_then(Value::as_str),
+                tool.get("inputSchema"),
+            ) {
+                schemas.insert(name.to_string(), schema.clone());
+            }
+        }
     }
 
     pub fn set_protocol_version(&self, v: &str) {
@@ -163,6 +182,9 @@ impl HttpConn {
                         .unwrap_or("");
                     out.push(("mcp-name".into(), header_safe(name)));
                 }
+                if method == "tools/call" && !self.mutation.is(Mutant::ParamHeadersDropped) {
+                    out.extend(self.mirrored(params));
+                }
             }
             None => {
                 if let Some(v) = lock(&self.version).clone() {
@@ -174,6 +196,26 @@ impl HttpConn {
             out.push(("mcp-session-id".into(), s));
         }
         out
+    }
+
+    /// The `Mcp-Param-*` headers of a call of a tool the upstream listed, whose names are
+    /// valid header names.
+    fn mirrored(&self, params: Option<&Value>) -> Vec<(String, String)> {
+        let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else {
+            return Vec::new();
+        };
+        let schemas = lock(&self.schemas);
+        let Some(schema) = schemas.get(name) else {
+            return Vec::new();
+        };
+        let empty = Value::Object(serde_json::Map::new());
+        let arguments = params.and_then(|p| p.get("arguments")).unwrap_or(&empty);
+        crate::headers::mirrored(schema, arguments)
+            .into_iter()
+            .filter(|(header, _)| {
+                reqwest::header::HeaderName::from_bytes(header.as_bytes()).is_ok()
+            })
+            .collect()
     }
 
     async fn post(&self, msg: &Value, id: Option<u64>, back: Option<&Back>) -> Ending {

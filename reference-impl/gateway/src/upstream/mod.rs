@@ -202,6 +202,9 @@ impl Upstream {
                 break;
             }
         }
+        if let Conn::Http(h) = &self.conn {
+            h.learn(&tools);
+        }
         Ok(tools)
     }
 

@@ -75,6 +75,15 @@ pub(crate) fn script() -> Value {
         {"name": "few_rows", "respond": {"rows": {"count": 5}}},
         {"name": "progress",
          "respond": {"progress": {"steps": 3, "then": {"result": {"content": [{"type": "text", "text": "done"}]}}}}},
+        {"name": "logs",
+         "respond": {"log": {"messages": [
+            {"level": "debug", "data": {"text": "below"}},
+            {"level": "warning", "data": {"text": "at"}},
+            {"level": "error", "data": {"text": "above"}}
+         ], "then": {"result": {"content": [{"type": "text", "text": "logged"}]}}}}},
+        {"name": "regional",
+         "input_schema": {"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}},
+         "respond": "echo"},
         {"name": "ask_region",
          "respond": {"input-required": {"state": "jwt", "requests": {"region": {"method": "elicitation/create", "params": {"message": "Which region?", "requestedSchema": {"type": "object", "properties": {"region": {"type": "string"}}}}}}}}},
         {"name": "ask_typed",
@@ -246,7 +255,7 @@ command = {canary}
         gw
     }
 
-    fn next_line(&self) -> Option<String> {
+    pub(crate) fn next_line(&self) -> Option<String> {
         self.lines.as_ref()?.recv_timeout(WAIT).ok()
     }
 
@@ -394,8 +403,38 @@ pub(crate) fn http_post(
     (status, headers, value)
 }
 
-/// As [`http_post`], the body as text (an event stream is not one JSON value).
+/// As [`http_post`], the body as text (an event stream is not one JSON value). A request on the
+/// 2026-07-28 wire gets the routing headers a conforming client sends (`Mcp-Method`, and
+/// `Mcp-Name` where its method has one) unless `headers` names them.
 pub(crate) fn http_post_raw(
+    url: &str,
+    body: &Value,
+    headers: &[(&str, &str)],
+) -> (u16, Vec<(String, String)>, String) {
+    let stateless = body
+        .pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
+        .is_some();
+    let method = body.get("method").and_then(Value::as_str).unwrap_or("");
+    let name = match method {
+        "tools/call" | "prompts/get" => body.pointer("/params/name"),
+        "resources/read" => body.pointer("/params/uri"),
+        m if m.starts_with("tasks/") => body.pointer("/params/taskId"),
+        _ => None,
+    }
+    .and_then(Value::as_str);
+    let mut all: Vec<(&str, &str)> = headers.to_vec();
+    let given = |name: &str| headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
+    if stateless && !given("mcp-method") {
+        all.push(("mcp-method", method));
+    }
+    if let Some(name) = name.filter(|_| stateless && !given("mcp-name")) {
+        all.push(("mcp-name", name));
+    }
+    http_post_exact(url, body, &all)
+}
+
+/// One POST with exactly the headers given, besides those every request needs.
+pub(crate) fn http_post_exact(
     url: &str,
     body: &Value,
     headers: &[(&str, &str)],
