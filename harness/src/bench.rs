@@ -147,6 +147,7 @@ pub async fn measure(
                 listings: 0,
                 other_listings: &[],
                 relayed_requests: &[],
+                steps: Default::default(),
             };
             let started = Instant::now();
             let done = drive(profile, route, &running.session, request).await;

@@ -688,6 +688,7 @@ async fn relay(
             listings: 0,
             other_listings: &[],
             relayed_requests: &[],
+            steps: Default::default(),
         },
     )
     .await;

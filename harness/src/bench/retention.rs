@@ -131,6 +131,7 @@ pub async fn run(r: &Retention<'_>) -> Result<Measured, String> {
             listings: 0,
             other_listings: &[],
             relayed_requests: &[],
+            steps: Default::default(),
         };
         let done = drive(&routed, "batch", &target.session, request).await;
         // A cut answer is what this bench wants, so no size is asked of the result.

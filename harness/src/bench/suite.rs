@@ -244,6 +244,7 @@ pub async fn overhead(
                         listings: 0,
                         other_listings: &[],
                         relayed_requests: &[],
+                        steps: Default::default(),
                     };
                     let started = Instant::now();
                     let done = drive(profile, "flat", &target.session, request).await;
