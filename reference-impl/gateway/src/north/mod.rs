@@ -26,6 +26,8 @@ use crate::{batch, continuation, forward, relay, resources, tasks_relay};
 pub const HANDSHAKE_VERSIONS: [&str; 3] = ["2025-03-26", "2025-06-18", "2025-11-25"];
 pub const LATEST_HANDSHAKE: &str = "2025-11-25";
 pub const SERVER_NAME: &str = "relaycheck-gateway";
+/// How long a client may keep the gateway's `server/discover` answer.
+const DISCOVER_TTL_MS: u64 = 300_000;
 
 /// What one connection (stdio) or session (HTTP) settled on, its requests in flight (by
 /// id), which the caller may cancel, and the requests relayed to its client.
@@ -346,10 +348,14 @@ async fn dispatch(
                 capabilities["prompts"] = json!({});
             }
             forward::declare(gw, &mut capabilities);
+            // What the gateway serves is fixed when it starts and the same for every caller;
+            // the caching hints 2026-07-28 requires say so.
             Answer::Own(json!({
                 "supportedVersions": ["2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"],
                 "capabilities": capabilities,
                 "serverInfo": server_info(),
+                "ttlMs": DISCOVER_TTL_MS,
+                "cacheScope": "public",
             }))
         }
         "tools/list" => {
@@ -361,7 +367,12 @@ async fn dispatch(
                 let turn = gw.next_listing_turn() % tools.len();
                 tools.rotate_left(turn);
             }
-            Answer::Own(json!({"tools": tools}))
+            let mut result = Map::new();
+            result.insert("tools".into(), Value::Array(tools));
+            // The pins are the gateway's listing for as long as it runs; the hints are those
+            // of the upstream listings they were pinned from.
+            crate::listings::own_hints(gw, caller, &[catalog.hints], &mut result);
+            Answer::Own(Value::Object(result))
         }
         "tools/call" => call(gw, params, caller).await,
         "resources/list" => resources::list(gw, caller).await,
@@ -385,7 +396,10 @@ async fn dispatch(
         }
         "completion/complete" => forward::complete(gw, caller, params).await,
         "logging/setLevel" => forward::set_level(gw, caller, params).await,
-        "tasks/get" | "tasks/result" | "tasks/cancel" => {
+        "tasks/update" if gw.mutation.is(Mutant::TaskUpdateUnrouted) => {
+            rpc_error(-32601, format!("Method not found: {method}"))
+        }
+        "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/update" => {
             tasks_relay::follow_up(gw, caller, method, params).await
         }
         _ => rpc_error(-32601, format!("Method not found: {method}")),
