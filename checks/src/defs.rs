@@ -649,8 +649,8 @@ pub const CHECKS: &[CheckDef] = &[
     },
     CheckDef {
         name: "upstream-headers",
-        asserts: "over an HTTP upstream, each request the target sent for the call (and its task follow-ups) carried the headers its revision requires, agreeing with its body: MCP-Protocol-Version from 2025-06-18, and in the 2026-07-28 envelope Mcp-Method and Mcp-Name (the tool, or the task of a follow-up); not applicable over stdio or the legacy HTTP+SSE transport",
-        params: &[],
+        asserts: "over an HTTP upstream, each request the target sent for the call (and its task follow-ups) carried the headers its revision requires, agreeing with its body: MCP-Protocol-Version from 2025-06-18, and in the 2026-07-28 envelope Mcp-Method and Mcp-Name (the tool, or the task of a follow-up); with `task-follow-ups`, the runner also answers the task's input with tasks/update and cancels it, so those go upstream too, and the methods the target sent are named; not applicable over stdio or the legacy HTTP+SSE transport",
+        params: &[("task-follow-ups", ParamKind::Bool, false)],
         reads: Reads::Evidence,
         gathers: &[],
         run: relay::upstream_headers,
@@ -748,7 +748,7 @@ pub const CHECKS: &[CheckDef] = &[
     },
     CheckDef {
         name: "task-confined",
-        asserts: "another identity's tasks/get with the task id got no answer holding the task, and its tasks/cancel never reached the upstream's task; not applicable where the profile declares no other identity over a transport that carries one",
+        asserts: "another identity's tasks/get with the task id got no answer holding the task, and its tasks/cancel never reached the upstream's task; not applicable where the profile declares no other identity over a transport that carries one, or where the owner could not read the task either",
         params: &[],
         reads: Reads::Evidence,
         gathers: &[Gathers::TaskAsOther],

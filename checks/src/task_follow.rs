@@ -440,7 +440,7 @@ pub(super) fn task_cancel_relayed(
         return Verdict::fail(
             name,
             format!(
-                "the client never saw the task working, so it had nothing to cancel: {}",
+                "the client never saw the task unfinished, so it had nothing to cancel: {}",
                 match polled.last() {
                     Some(last) => match &last.view.error {
                         Some(error) => format!(
@@ -506,6 +506,17 @@ pub(super) fn task_confined(
         return Verdict::not_applicable(
             name,
             "the profile declares no second identity (north.identities.other) over a transport that carries one, so no other caller could ask about the task",
+        );
+    }
+    // A target that lets nobody read the task, its owner included, shows no confinement.
+    let owner_read = evidence
+        .steps(GET_STEP)
+        .into_iter()
+        .any(|p| status_of(p.view.result.as_ref()).is_some());
+    if !owner_read {
+        return Verdict::not_applicable(
+            name,
+            "the task's owner could not read the task either (no tasks/get of its answered with the task), so a refusal of another identity tells nothing of confinement",
         );
     }
     for get in &gets {

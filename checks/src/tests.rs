@@ -1411,6 +1411,61 @@ fn upstream_headers_name_each_header_missing_or_disagreeing() {
         "{}",
         verdict.message
     );
+    // A task's follow-ups are named by the task, and a pass names the methods it saw.
+    let envelope = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"});
+    let mut tasked = Fixture::extension_task();
+    for (at, method) in ["tools/call", "tasks/get", "tasks/update", "tasks/cancel"]
+        .into_iter()
+        .enumerate()
+    {
+        let name = if method == "tools/call" {
+            "tool"
+        } else {
+            "up-1"
+        };
+        let mut line = logged(
+            Direction::In,
+            method,
+            at as u64,
+            Some(json!({"name": "tool", "taskId": "up-1", "_meta": envelope})),
+            None,
+        );
+        line.transport = "http".into();
+        line.headers = Some(headers(&[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", method),
+            ("mcp-name", name),
+        ]));
+        if method == "tools/call" {
+            tasked.upstream[0] = line;
+        } else {
+            tasked.upstream.push(line);
+        }
+    }
+    let verdict = tasked.check("upstream-headers", json!({"task-follow-ups": true}));
+    assert!(
+        verdict.passed
+            && verdict
+                .message
+                .contains("(tools/call, tasks/get, tasks/update, tasks/cancel)"),
+        "{}",
+        verdict.message
+    );
+    if let Some(headers) = tasked.upstream[3].headers.as_mut() {
+        headers.remove("mcp-name");
+    }
+    let verdict = fails(
+        &tasked,
+        "upstream-headers",
+        json!({"task-follow-ups": true}),
+    );
+    assert!(
+        verdict
+            .message
+            .contains("`tasks/update` went upstream without `Mcp-Name`"),
+        "{}",
+        verdict.message
+    );
 }
 
 #[test]
@@ -2733,16 +2788,37 @@ fn task_cancel_relayed_needs_the_upstream_told() {
     );
 }
 
+/// A task its owner reads, asked about by another identity only as the test adds.
+fn owned_task() -> Fixture {
+    let mut fixture = Fixture::extension_task();
+    fixture.poll(
+        2,
+        task_state("up-1", "working"),
+        task_state("gw-1", "working"),
+    );
+    fixture
+}
+
 #[test]
 fn task_confined_refuses_another_identity() {
-    let mut fixture = Fixture::extension_task();
+    let mut fixture = owned_task();
     let verdict = fixture.check("task-confined", json!({}));
     assert!(!verdict.applicable, "{}", verdict.message);
     let refusal = json!({"jsonrpc": "2.0", "id": 9, "error": {"code": -32602, "message": "Unknown task: gw-1"}});
     fixture.step("tasks/get-as-other", json!({}), refusal.clone());
-    fixture.step("tasks/cancel-as-other", json!({}), refusal);
+    fixture.step("tasks/cancel-as-other", json!({}), refusal.clone());
     passes(&fixture, "task-confined", json!({}));
-    let mut read = Fixture::extension_task();
+    // A target that refuses the owner too shows nothing of confinement.
+    let mut nobody = Fixture::extension_task();
+    nobody.step("tasks/get", json!({}), refusal.clone());
+    nobody.step("tasks/get-as-other", json!({}), refusal);
+    let verdict = nobody.check("task-confined", json!({}));
+    assert!(
+        !verdict.applicable && verdict.message.contains("owner could not read"),
+        "{}",
+        verdict.message
+    );
+    let mut read = owned_task();
     read.step(
         "tasks/get-as-other",
         json!({}),
@@ -2754,7 +2830,7 @@ fn task_confined_refuses_another_identity() {
         "{}",
         verdict.message
     );
-    let mut cancelled = Fixture::extension_task();
+    let mut cancelled = owned_task();
     cancelled.step(
         "tasks/cancel-as-other",
         json!({}),

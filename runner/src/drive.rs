@@ -399,6 +399,30 @@ async fn tasks(
             .unwrap_or_default();
         let answered = poll.exchange.reply().is_some();
         drive.follow_ups.push(poll);
+        // A task not seen to end is cancelled at the first poll that does not ask for input,
+        // whatever it answered: a target that lost the task shows it in its answer to the
+        // cancellation too.
+        if steps.task_cancel
+            && !cancelled
+            && answered
+            && !matches!(
+                status.as_deref(),
+                Some("completed" | "failed" | "cancelled" | "input_required")
+            )
+        {
+            cancelled = true;
+            drive.follow_ups.push(
+                step(
+                    session,
+                    relaycheck_checks::CANCEL_STEP,
+                    "tasks/cancel",
+                    get_params.clone(),
+                    &plain,
+                    timeout,
+                )
+                .await,
+            );
+        }
         match status.as_deref() {
             Some("completed" | "failed" | "cancelled") => break,
             Some("input_required") => {
@@ -431,23 +455,7 @@ async fn tasks(
                 }
                 tokio::time::sleep(Duration::from_millis(poll_ms)).await;
             }
-            Some(_) if answered => {
-                if steps.task_cancel && !cancelled {
-                    cancelled = true;
-                    drive.follow_ups.push(
-                        step(
-                            session,
-                            relaycheck_checks::CANCEL_STEP,
-                            "tasks/cancel",
-                            get_params.clone(),
-                            &plain,
-                            timeout,
-                        )
-                        .await,
-                    );
-                }
-                tokio::time::sleep(Duration::from_millis(poll_ms)).await
-            }
+            Some(_) if answered => tokio::time::sleep(Duration::from_millis(poll_ms)).await,
             _ => return,
         }
     }

@@ -811,7 +811,12 @@ pub async fn run_one(
                 Some(Respond::Task(task)) => task.input.as_ref().map(|input| &input.responses),
                 _ => None,
             },
-            task_cancel: checks::gathers(&case.spec.expect, Gathers::TaskCancel),
+            // A check on the headers of a task's follow-ups has the task cancelled too, so
+            // tasks/cancel goes upstream beside tasks/get and tasks/update.
+            task_cancel: checks::gathers(&case.spec.expect, Gathers::TaskCancel)
+                || case.spec.expect.iter().any(|e| {
+                    e.params.get("task-follow-ups").and_then(Value::as_bool) == Some(true)
+                }),
             task_as_other: checks::gathers(&case.spec.expect, Gathers::TaskAsOther),
             cache: cache_check.map(|(e, how)| crate::drive::CacheSteps {
                 method: e
