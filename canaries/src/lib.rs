@@ -5,6 +5,7 @@
 //! received the request. Keeping the two apart is what lets a case mean the same bytes on both
 //! transports, and lets faults be acted out at the byte level without the protocol knowing how.
 
+pub mod caching;
 pub mod cli;
 pub mod digest;
 pub mod emit;

@@ -159,6 +159,7 @@ fn task_handle(args: &Value) -> Result<Respond, RpcError> {
         ttl_ms: 60_000,
         poll_interval_ms: 50,
         polls_before_done: u32::try_from(polls).map_err(|_| invalid("polls", "a u32"))?,
+        input: None,
         outcome: Box::new(Respond::Result(
             json!({"content": [{"type": "text", "text": text}]}),
         )),

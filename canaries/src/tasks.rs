@@ -53,6 +53,8 @@ pub struct Task {
     last_updated_at: String,
     polls: u32,
     cancelled: bool,
+    /// The responses `tasks/update` brought for the task's input requests, by key.
+    answered: Map<String, Value>,
 }
 
 impl Task {
@@ -67,14 +69,33 @@ impl Task {
         }
     }
 
+    /// How many polls answer `working` in all, before the input and after it.
+    fn done_at(&self) -> u32 {
+        let before_input = self.script.input.as_ref().map_or(0, |i| i.after_polls);
+        before_input.saturating_add(self.script.polls_before_done)
+    }
+
+    /// Whether the task is waiting for a response to one of its input requests.
+    fn awaits_input(&self) -> bool {
+        self.script.input.as_ref().is_some_and(|input| {
+            self.polls >= input.after_polls
+                && input
+                    .requests
+                    .keys()
+                    .any(|k| !self.answered.contains_key(k))
+        })
+    }
+
     pub fn is_terminal(&self) -> bool {
-        self.cancelled || self.polls >= self.script.polls_before_done
+        self.cancelled || (!self.awaits_input() && self.polls >= self.done_at())
     }
 
     pub fn status(&self) -> &'static str {
         if self.cancelled {
             "cancelled"
-        } else if self.polls < self.script.polls_before_done {
+        } else if self.awaits_input() {
+            "input_required"
+        } else if self.polls < self.done_at() {
             "working"
         } else if matches!(self.final_outcome(), Final::Error(_)) {
             "failed"
@@ -127,6 +148,17 @@ impl Task {
                 out.insert("lastUpdatedAt".into(), json!(self.last_updated_at));
                 out.insert("ttlMs".into(), json!(self.script.ttl_ms));
                 out.insert("pollIntervalMs".into(), json!(self.script.poll_interval_ms));
+                if self.awaits_input()
+                    && let Some(input) = &self.script.input
+                {
+                    let outstanding: Map<String, Value> = input
+                        .requests
+                        .iter()
+                        .filter(|(key, _)| !self.answered.contains_key(*key))
+                        .map(|(key, request)| (key.clone(), request.clone()))
+                        .collect();
+                    out.insert("inputRequests".into(), Value::Object(outstanding));
+                }
                 if self.is_terminal() && !self.cancelled {
                     match self.final_outcome() {
                         Final::Result(legacy) => {
@@ -207,6 +239,7 @@ impl TaskStore {
             last_updated_at: created,
             polls: 0,
             cancelled: false,
+            answered: Map::new(),
         };
         let handle = render_task_handle(&task.script, &task.state("working"), form);
         let mut inner = self.lock();
@@ -224,17 +257,50 @@ impl TaskStore {
     pub fn get(&self, id: &str) -> Result<Value, RpcError> {
         let mut inner = self.lock();
         let task = inner.tasks.get_mut(id).ok_or_else(|| unknown(id))?;
-        if !task.cancelled && task.polls < task.script.polls_before_done {
+        if !task.cancelled && !task.awaits_input() && task.polls < task.done_at() {
             task.polls += 1;
-            if task.polls == task.script.polls_before_done {
+            if task.polls == task.done_at() || task.awaits_input() {
                 task.last_updated_at = now();
             }
             let mut view = task.clone();
-            // This poll still reports `working`: the task ends at the next one.
+            // This poll still reports `working`: the task moves on at the next one.
             view.polls -= 1;
             return Ok(view.detailed());
         }
         Ok(task.detailed())
+    }
+
+    /// `tasks/update` (tasks extension only): takes the responses to the requests the task is
+    /// waiting on and acknowledges, empty. A response under a key the task is not waiting on is
+    /// ignored, as SEP-2663 asks of a server.
+    pub fn update(&self, id: &str, responses: Option<&Value>) -> Result<Value, RpcError> {
+        let mut inner = self.lock();
+        let task = inner.tasks.get_mut(id).ok_or_else(|| unknown(id))?;
+        if task.form == HandleForm::Nested {
+            return Err(RpcError {
+                code: -32601,
+                message: "Method not found: tasks/update is part of the tasks extension, not of 2025-11-25 tasks".into(),
+                data: None,
+            });
+        }
+        let Some(responses) = responses.and_then(Value::as_object) else {
+            return Err(RpcError {
+                code: -32602,
+                message: "Invalid params: tasks/update needs an object `inputResponses`".into(),
+                data: None,
+            });
+        };
+        if task.awaits_input()
+            && let Some(input) = &task.script.input
+        {
+            for (key, response) in responses {
+                if input.requests.contains_key(key) {
+                    task.answered.insert(key.clone(), response.clone());
+                }
+            }
+            task.last_updated_at = now();
+        }
+        Ok(json!({"resultType": "complete"}))
     }
 
     /// `tasks/result` (core tasks only): ends the task at once (the canary never blocks) and
@@ -250,7 +316,7 @@ impl TaskStore {
             });
         }
         if !task.is_terminal() {
-            task.polls = task.script.polls_before_done;
+            task.polls = task.done_at();
             task.last_updated_at = now();
         }
         Ok(task.clone())
@@ -279,7 +345,8 @@ impl TaskStore {
                     task.cancelled = true;
                     task.last_updated_at = now();
                 }
-                Ok(json!({}))
+                // SEP-2663: the acknowledgement is empty, `resultType` aside.
+                Ok(json!({"resultType": "complete"}))
             }
         }
     }
@@ -324,6 +391,7 @@ mod tests {
             ttl_ms: 1000,
             poll_interval_ms: 10,
             polls_before_done: polls,
+            input: None,
             outcome: Box::new(outcome),
         }
     }
@@ -366,7 +434,7 @@ mod tests {
         let got = store.get(id).unwrap();
         assert_eq!(got["resultType"], "complete");
         assert_eq!(got["result"]["structuredContent"]["a"], 1);
-        assert_eq!(store.cancel(id).unwrap(), json!({}));
+        assert_eq!(store.cancel(id).unwrap(), json!({"resultType": "complete"}));
         assert_eq!(store.finish(id).unwrap_err().code, -32601);
 
         let err = Respond::Error(RpcError {
@@ -382,6 +450,44 @@ mod tests {
         let got = store.get(handle["taskId"].as_str().unwrap()).unwrap();
         assert_eq!(got["status"], "failed");
         assert_eq!(got["error"]["data"], 1);
+    }
+
+    #[test]
+    fn flat_task_asks_for_input_until_updated() {
+        let store = TaskStore::default();
+        let mut task = script(1, Respond::Echo, None);
+        task.input = Some(relaycheck_model::script::TaskInput {
+            after_polls: 1,
+            requests: serde_json::from_value(json!({"who": {"method": "elicitation/create"}}))
+                .unwrap(),
+            responses: Map::new(),
+        });
+        let handle = store.create(&task, Shape::V2026_07_28, origin());
+        let id = handle["taskId"].as_str().unwrap();
+        assert_eq!(store.get(id).unwrap()["status"], "working");
+        let asking = store.get(id).unwrap();
+        assert_eq!(asking["status"], "input_required");
+        assert_eq!(
+            asking["inputRequests"]["who"]["method"],
+            "elicitation/create"
+        );
+        // Asking again changes nothing; a response under another key is ignored.
+        assert_eq!(store.get(id).unwrap()["status"], "input_required");
+        let ack = store.update(id, Some(&json!({"other": {}}))).unwrap();
+        assert_eq!(ack, json!({"resultType": "complete"}));
+        assert_eq!(store.get(id).unwrap()["status"], "input_required");
+        store
+            .update(id, Some(&json!({"who": {"action": "accept"}})))
+            .unwrap();
+        let working = store.get(id).unwrap();
+        assert_eq!(working["status"], "working");
+        assert!(working.get("inputRequests").is_none(), "{working}");
+        assert_eq!(store.get(id).unwrap()["status"], "completed");
+        assert_eq!(
+            store.update("nope", Some(&json!({}))).unwrap_err().code,
+            -32602
+        );
+        assert_eq!(store.update(id, None).unwrap_err().code, -32602);
     }
 
     #[test]

@@ -185,7 +185,7 @@ fn task_handle_serves_core_tasks_and_the_extension() {
     );
     assert_eq!(
         canary.request("tasks/cancel", json!({"taskId": id3}))["result"],
-        json!({})
+        json!({"resultType": "complete"})
     );
 }
 

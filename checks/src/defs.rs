@@ -4,8 +4,8 @@
 use serde_json::{Map, Value};
 
 use super::{
-    Evidence, Verdict, envelope, eval, follow, listing, methods, reach, relay, round_trip,
-    stateless,
+    Evidence, Verdict, cache, envelope, eval, follow, listing, methods, reach, relay, round_trip,
+    stateless, task_follow,
 };
 
 /// The kind of value a parameter takes.
@@ -21,6 +21,8 @@ pub enum ParamKind {
     Pointers,
     /// A list of strings.
     Strings,
+    /// A string.
+    Text,
     /// Any JSON value.
     AnyJson,
     /// One of a fixed set of words.
@@ -46,6 +48,7 @@ impl ParamKind {
             ParamKind::Strings => value
                 .as_array()
                 .is_some_and(|items| items.iter().all(Value::is_string)),
+            ParamKind::Text => value.is_string(),
             ParamKind::AnyJson => true,
             ParamKind::Word(words) => value.as_str().is_some_and(|w| words.contains(&w)),
             ParamKind::Words(words) => match value {
@@ -68,6 +71,7 @@ impl ParamKind {
             ParamKind::Pointer => "a JSON pointer (\"\" or starting with /)".into(),
             ParamKind::Pointers => "a list of JSON pointers".into(),
             ParamKind::Strings => "a list of strings".into(),
+            ParamKind::Text => "a string".into(),
             ParamKind::AnyJson => "any JSON value".into(),
             ParamKind::Word(words) => format!("one of {}", words.join(", ")),
             ParamKind::Words(words) => format!("one or a list of {}", words.join(", ")),
@@ -128,6 +132,22 @@ pub enum Gathers {
     /// capabilities discovery may declare (`prompts/list`, `resources/list`,
     /// `completion/complete`), whether it declares them or not.
     Discover,
+    /// After the first `tasks/get` that says the task is working, a `tasks/cancel` of it, then
+    /// polls until it ends.
+    TaskCancel,
+    /// Before the first poll, the task's `tasks/get` and `tasks/cancel` as the profile's other
+    /// identity.
+    TaskAsOther,
+    /// The request its `method` names, after the call: every page of a listing (the hints of
+    /// its first page kept with the items), or a read of its `uri` with the call's nonce
+    /// appended.
+    CacheHints,
+    /// A read of its `uri` (the call's nonce appended), then the same read as the profile's
+    /// other identity.
+    CacheReadAsOther,
+    /// A read of its `uri` (the call's nonce appended), then the same read once the `ttlMs` its
+    /// answer gave has passed.
+    CacheReadAfterTtl,
 }
 
 impl Gathers {
@@ -703,8 +723,8 @@ pub const CHECKS: &[CheckDef] = &[
     },
     CheckDef {
         name: "upstream-headers",
-        asserts: "over an HTTP upstream, each request the target sent for the call (and its task follow-ups) carried the headers its revision requires, agreeing with its body: MCP-Protocol-Version from 2025-06-18, and in the 2026-07-28 envelope Mcp-Method, Mcp-Name (the tool, or the task of a follow-up) and an Mcp-Param-{Name} for each argument the tool's inputSchema marks with x-mcp-header that holds a value (decoded from `=?base64?…?=`, integers as numbers), none for one that is null or absent; not applicable over stdio or the legacy HTTP+SSE transport",
-        params: &[],
+        asserts: "over an HTTP upstream, each request the target sent for the call (and its task follow-ups) carried the headers its revision requires, agreeing with its body: MCP-Protocol-Version from 2025-06-18, and in the 2026-07-28 envelope Mcp-Method, Mcp-Name (the tool, or the task of a follow-up) and an Mcp-Param-{Name} for each argument the tool's inputSchema marks with x-mcp-header that holds a value (decoded from `=?base64?…?=`, integers as numbers), none for one that is null or absent; with `task-follow-ups`, the runner also answers the task's input with tasks/update and cancels it, so those go upstream too, and the methods the target sent are named; not applicable over stdio or the legacy HTTP+SSE transport",
+        params: &[("task-follow-ups", ParamKind::Bool, false)],
         reads: Reads::Evidence,
         fields: Fields::None,
         gathers: &[],
@@ -846,5 +866,71 @@ pub const CHECKS: &[CheckDef] = &[
         fields: Fields::Named(&["_meta"]),
         gathers: &[],
         run: stateless::server_info_as_declared,
+    },
+    CheckDef {
+        name: "task-polls-relayed",
+        asserts: "each tasks/get answer the client got for the task is one the upstream gave for it, the same in value (status, timestamps, ttlMs, pollIntervalMs, inputRequests, the inline result as the shape reads a result, an error by its code), only the task id the target's own, naming the task the client's handle named, and `_meta` keys of the target's own aside; an answer the upstream gave may reach the client more than once",
+        params: &[],
+        reads: Reads::Evidence,
+        fields: Fields::Whole,
+        gathers: &[],
+        run: task_follow::task_polls_relayed,
+    },
+    CheckDef {
+        name: "task-update-relayed",
+        asserts: "the client, asked for input by a tasks/get answer (status input_required), answered with tasks/update, which reached the upstream's task (named by the upstream's id) with the client's inputResponses unchanged, and the upstream's acknowledgement reached the client empty (`resultType` and `_meta` aside), or its refusal with its code",
+        params: &[],
+        reads: Reads::Evidence,
+        fields: Fields::None,
+        gathers: &[],
+        run: task_follow::task_update_relayed,
+    },
+    CheckDef {
+        name: "task-cancel-relayed",
+        asserts: "the client's tasks/cancel of the working task reached the upstream's task (named by the upstream's id), the upstream's acknowledgement reached the client empty (`resultType` and `_meta` aside), or its refusal with its code, and the status the client then read is the one the upstream then gave",
+        params: &[],
+        reads: Reads::Evidence,
+        fields: Fields::None,
+        gathers: &[Gathers::TaskCancel],
+        run: task_follow::task_cancel_relayed,
+    },
+    CheckDef {
+        name: "task-confined",
+        asserts: "another identity's tasks/get with the task id got no answer holding the task, and its tasks/cancel never reached the upstream's task; not applicable where the profile declares no other identity over a transport that carries one, or where the owner could not read the task either",
+        params: &[],
+        reads: Reads::Evidence,
+        fields: Fields::None,
+        gathers: &[Gathers::TaskAsOther],
+        run: task_follow::task_confined,
+    },
+    CheckDef {
+        name: "cache-hints-kept",
+        asserts: "the client's answer to `method` (a listing, every page asked, or a read of `uri` with the call's nonce appended) carries the caching hints the upstream put on its own, no looser: `ttlMs` no longer than the upstream's and `cacheScope` never widened from `private` to `public` (a shorter ttl or a narrower scope is noted); not applicable where the upstream gave no hints",
+        params: &[
+            ("method", ParamKind::Word(cache::HINTED_METHODS), true),
+            ("uri", ParamKind::Text, false),
+        ],
+        reads: Reads::Evidence,
+        fields: Fields::None,
+        gathers: &[Gathers::CacheHints, Gathers::UpstreamListings],
+        run: cache::cache_hints_kept,
+    },
+    CheckDef {
+        name: "cache-private-unshared",
+        asserts: "a read of `uri` (the call's nonce appended), which the upstream answers marked `private` with contents that name that read alone, then the same read as the profile's other identity: the other identity is not answered with the first identity's contents; not applicable where the profile declares no other identity over a transport that carries one",
+        params: &[("uri", ParamKind::Text, true)],
+        reads: Reads::Evidence,
+        fields: Fields::None,
+        gathers: &[Gathers::CacheReadAsOther],
+        run: cache::cache_private_unshared,
+    },
+    CheckDef {
+        name: "cache-ttl-honoured",
+        asserts: "a read of `uri` (the call's nonce appended), whose contents name that read alone, then the same read once the ttlMs of its answer has passed: the second is not answered with the first's contents",
+        params: &[("uri", ParamKind::Text, true)],
+        reads: Reads::Evidence,
+        fields: Fields::None,
+        gathers: &[Gathers::CacheReadAfterTtl],
+        run: cache::cache_ttl_honoured,
     },
 ];

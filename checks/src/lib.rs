@@ -5,6 +5,7 @@
 
 #![warn(missing_docs)]
 
+mod cache;
 mod defs;
 mod envelope;
 mod equal;
@@ -19,6 +20,7 @@ mod reach;
 mod relay;
 mod round_trip;
 mod stateless;
+mod task_follow;
 pub mod upstream;
 
 use std::collections::BTreeMap;
@@ -33,6 +35,7 @@ use crate::exchange::Exchange;
 use crate::lines::ChannelLines;
 use relaycheck_model::route::View;
 
+pub use cache::{READ_AFTER_TTL, READ_AS_OTHER, READ_STEP, step_of as cache_step_of};
 pub use defs::{CHECKS, CheckDef, CheckFn, Fields, Gathers, ParamKind, Reads};
 pub use equal::{Equivalence, form_changes, rules, same, same_number, same_opt};
 pub use follow::collect_links;
@@ -43,6 +46,7 @@ pub use relay::{
 pub use relaycheck_model::verdict::Verdict;
 pub use round_trip::RETRY_STEP;
 pub use stateless::DISCOVER_STEP;
+pub use task_follow::{CANCEL_AS_OTHER, CANCEL_STEP, GET_AS_OTHER, UPDATE_STEP};
 
 /// One follow-up request of a multi-step route (a continuation fetch, a task poll, a link
 /// read) and its answer.

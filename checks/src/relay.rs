@@ -438,7 +438,7 @@ fn holds_token(text: &str, token: &str) -> bool {
 /// stdio or the legacy HTTP+SSE transport has no such headers: not applicable.
 pub(super) fn upstream_headers(
     name: &str,
-    _params: &Map<String, Value>,
+    params: &Map<String, Value>,
     evidence: &Evidence<'_>,
 ) -> Verdict {
     let sent: Vec<&relaycheck_model::observation::Observation> = evidence
@@ -555,10 +555,18 @@ pub(super) fn upstream_headers(
     }
     problems.dedup();
     if problems.is_empty() {
+        // A task's follow-ups are named, so a pass says which of them the target sent at all.
+        let mut methods: Vec<&str> = sent.iter().filter_map(|o| o.method.as_deref()).collect();
+        methods.dedup();
+        let named = if params.get("task-follow-ups").and_then(Value::as_bool) == Some(true) {
+            format!(" ({})", methods.join(", "))
+        } else {
+            String::new()
+        };
         Verdict::pass(
             name,
             format!(
-                "the {} request(s) the upstream got carried the headers their revision requires",
+                "the {} request(s) the upstream got{named} carried the headers their revision requires",
                 sent.len()
             ),
         )

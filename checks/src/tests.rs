@@ -1275,6 +1275,7 @@ fn listed(listed: &[&[&str]], pages: &[(&[&str], Option<&str>)], asked: &[&str])
             .collect(),
         asked_with: asked.iter().map(|c| json!(c)).collect(),
         items: Default::default(),
+        hints: Default::default(),
     });
     fixture
 }
@@ -1419,6 +1420,61 @@ fn upstream_headers_name_each_header_missing_or_disagreeing() {
             && verdict
                 .message
                 .contains("with `Mcp-Name: other` for a body that says `tool`"),
+        "{}",
+        verdict.message
+    );
+    // A task's follow-ups are named by the task, and a pass names the methods it saw.
+    let envelope = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"});
+    let mut tasked = Fixture::extension_task();
+    for (at, method) in ["tools/call", "tasks/get", "tasks/update", "tasks/cancel"]
+        .into_iter()
+        .enumerate()
+    {
+        let name = if method == "tools/call" {
+            "tool"
+        } else {
+            "up-1"
+        };
+        let mut line = observed_line(
+            Direction::In,
+            method,
+            at as u64,
+            Some(json!({"name": "tool", "taskId": "up-1", "_meta": envelope})),
+            None,
+        );
+        line.transport = "http".into();
+        line.headers = Some(headers(&[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", method),
+            ("mcp-name", name),
+        ]));
+        if method == "tools/call" {
+            tasked.upstream[0] = line;
+        } else {
+            tasked.upstream.push(line);
+        }
+    }
+    let verdict = tasked.check("upstream-headers", json!({"task-follow-ups": true}));
+    assert!(
+        verdict.passed
+            && verdict
+                .message
+                .contains("(tools/call, tasks/get, tasks/update, tasks/cancel)"),
+        "{}",
+        verdict.message
+    );
+    if let Some(headers) = tasked.upstream[3].headers.as_mut() {
+        headers.remove("mcp-name");
+    }
+    let verdict = fails(
+        &tasked,
+        "upstream-headers",
+        json!({"task-follow-ups": true}),
+    );
+    assert!(
+        verdict
+            .message
+            .contains("`tasks/update` went upstream without `Mcp-Name`"),
         "{}",
         verdict.message
     );
@@ -2884,4 +2940,620 @@ fn server_info_as_declared_holds_a_result_to_the_profiles_word() {
         invalid.message
     );
     assert!(!named(None, Some(ServerInfo::Omitted)).applicable);
+}
+
+/// One line of the canary's log about the call's task or resource: `method`, under `id`.
+fn observed_line(
+    direction: Direction,
+    method: &str,
+    id: u64,
+    params: Option<Value>,
+    message: Option<Value>,
+) -> Observation {
+    Observation {
+        method: Some(method.into()),
+        id: Some(json!(id)),
+        ..observation(direction, params, message)
+    }
+}
+
+impl Fixture {
+    /// A follow-up step the runner made, read with no route's pointers.
+    fn step(&mut self, step: &str, request: Value, message: Value) {
+        self.follow_ups.push(super::FollowUp {
+            step: step.into(),
+            view: View::of(&message, &relaycheck_model::route::Route::default()),
+            request,
+            exchange: Exchange::Reply(Reply {
+                raw: serde_json::to_vec(&message).unwrap(),
+                message,
+                ..Reply::default()
+            }),
+        });
+    }
+
+    /// A tasks-extension task: the upstream's handle names `up-1`, the client's `gw-1`.
+    fn extension_task() -> Fixture {
+        let mut fixture = Fixture::results(
+            json!({"resultType": "task", "taskId": "up-1", "status": "working", "ttlMs": 45000, "pollIntervalMs": 40}),
+            json!({"resultType": "task", "taskId": "gw-1", "status": "working", "ttlMs": 45000, "pollIntervalMs": 40}),
+        );
+        fixture.shape = Shape::V2026_07_28;
+        fixture
+    }
+
+    /// One `tasks/get` of the task: the upstream's answer `sent` (naming `up-1`), the client's
+    /// `got` (naming `gw-1`).
+    fn poll(&mut self, id: u64, sent: Value, got: Value) {
+        self.upstream.push(observed_line(
+            Direction::In,
+            "tasks/get",
+            id,
+            Some(json!({"taskId": "up-1"})),
+            None,
+        ));
+        self.upstream.push(observed_line(
+            Direction::Out,
+            "tasks/get",
+            id,
+            None,
+            Some(json!({"jsonrpc": "2.0", "id": id, "result": sent})),
+        ));
+        self.step(
+            "tasks/get",
+            json!({"params": {"taskId": "gw-1"}}),
+            json!({"jsonrpc": "2.0", "id": 50 + id, "result": got}),
+        );
+    }
+}
+
+fn task_state(id: &str, status: &str) -> Value {
+    json!({"resultType": "complete", "taskId": id, "status": status, "createdAt": "a",
+        "lastUpdatedAt": "b", "ttlMs": 45000, "pollIntervalMs": 40})
+}
+
+#[test]
+fn task_polls_relayed_holds_each_answer_to_one_the_upstream_gave() {
+    let mut fixture = Fixture::extension_task();
+    fails(&fixture, "task-polls-relayed", json!({}));
+    fixture.poll(
+        2,
+        task_state("up-1", "working"),
+        task_state("gw-1", "working"),
+    );
+    let mut done = task_state("up-1", "completed");
+    done["result"] = json!({"resultType": "complete", "content": [text("done")]});
+    let mut got = done.clone();
+    got["taskId"] = json!("gw-1");
+    got["result"]["isError"] = json!(false);
+    got["_meta"] = json!({"io.modelcontextprotocol/serverInfo": {"name": "gw"}});
+    fixture.poll(3, done, got);
+    passes(&fixture, "task-polls-relayed", json!({}));
+    // A poll the gateway answers again from what the upstream said before is still its answer.
+    let mut replayed = fixture.clone();
+    replayed.step(
+        "tasks/get",
+        json!({}),
+        json!({"jsonrpc": "2.0", "id": 60, "result": task_state("gw-1", "working")}),
+    );
+    passes(&replayed, "task-polls-relayed", json!({}));
+
+    let mut renamed = Fixture::extension_task();
+    let mut older = task_state("gw-1", "working");
+    let fields = older.as_object_mut().unwrap();
+    let ttl = fields.shift_remove("ttlMs").unwrap();
+    let poll = fields.shift_remove("pollIntervalMs").unwrap();
+    fields.insert("ttl".into(), ttl);
+    fields.insert("pollInterval".into(), poll);
+    renamed.poll(2, task_state("up-1", "working"), older);
+    let verdict = fails(&renamed, "task-polls-relayed", json!({}));
+    assert!(
+        verdict.message.contains("`ttlMs` dropped")
+            && verdict.message.contains("`pollInterval` added"),
+        "{}",
+        verdict.message
+    );
+    assert!(verdict.expected.is_some() && verdict.actual.is_some());
+
+    let mut other_task = Fixture::extension_task();
+    other_task.poll(
+        2,
+        task_state("up-1", "working"),
+        task_state("gw-9", "working"),
+    );
+    let verdict = fails(&other_task, "task-polls-relayed", json!({}));
+    assert!(verdict.message.contains("`gw-1`"), "{}", verdict.message);
+
+    let mut unasked = Fixture::extension_task();
+    unasked.step(
+        "tasks/get",
+        json!({}),
+        json!({"jsonrpc": "2.0", "id": 7, "result": task_state("gw-1", "working")}),
+    );
+    let verdict = fails(&unasked, "task-polls-relayed", json!({}));
+    assert!(
+        verdict.message.contains("answered them itself"),
+        "{}",
+        verdict.message
+    );
+
+    let mut invented = Fixture::extension_task();
+    invented.poll(
+        2,
+        task_state("up-1", "working"),
+        task_state("gw-1", "working"),
+    );
+    invented.step(
+        "tasks/get",
+        json!({}),
+        json!({"jsonrpc": "2.0", "id": 8, "error": {"code": -32603, "message": "upstream gone"}}),
+    );
+    let verdict = fails(&invented, "task-polls-relayed", json!({}));
+    assert!(
+        verdict.message.contains("never gave"),
+        "{}",
+        verdict.message
+    );
+}
+
+/// A task that asked for input, answered by the client's `tasks/update` with `responses`, which
+/// reached the upstream as `reached`.
+fn updated_task(responses: Value, reached: Option<Value>, client_ack: Value) -> Fixture {
+    let mut fixture = Fixture::extension_task();
+    let mut asking = task_state("up-1", "input_required");
+    asking["inputRequests"] =
+        json!({"who": {"method": "elicitation/create", "params": {"message": "who?"}}});
+    let mut shown = asking.clone();
+    shown["taskId"] = json!("gw-1");
+    fixture.poll(2, asking, shown);
+    fixture.step(
+        "tasks/update",
+        json!({"params": {"taskId": "gw-1", "inputResponses": responses}}),
+        json!({"jsonrpc": "2.0", "id": 70, "result": client_ack}),
+    );
+    if let Some(reached) = reached {
+        fixture.upstream.push(observed_line(
+            Direction::In,
+            "tasks/update",
+            3,
+            Some(json!({"taskId": "up-1", "inputResponses": reached})),
+            None,
+        ));
+        fixture.upstream.push(observed_line(
+            Direction::Out,
+            "tasks/update",
+            3,
+            None,
+            Some(json!({"jsonrpc": "2.0", "id": 3, "result": {"resultType": "complete"}})),
+        ));
+    }
+    fixture
+}
+
+#[test]
+fn task_update_relayed_follows_the_responses_to_the_upstream() {
+    let responses = json!({"who": {"action": "accept", "content": {"name": "ada"}}});
+    let ack = json!({"resultType": "complete"});
+    passes(
+        &updated_task(responses.clone(), Some(responses.clone()), ack.clone()),
+        "task-update-relayed",
+        json!({}),
+    );
+    let verdict = fails(
+        &updated_task(
+            responses.clone(),
+            Some(json!({"who": {"action": "decline"}})),
+            ack.clone(),
+        ),
+        "task-update-relayed",
+        json!({}),
+    );
+    assert!(
+        verdict.message.contains("other inputResponses"),
+        "{}",
+        verdict.message
+    );
+    let verdict = fails(
+        &updated_task(
+            responses.clone(),
+            Some(responses.clone()),
+            json!({"resultType": "complete", "status": "working"}),
+        ),
+        "task-update-relayed",
+        json!({}),
+    );
+    assert!(verdict.message.contains("`status`"), "{}", verdict.message);
+    let verdict = fails(
+        &updated_task(responses.clone(), None, ack),
+        "task-update-relayed",
+        json!({}),
+    );
+    assert!(
+        verdict.message.contains("never reached"),
+        "{}",
+        verdict.message
+    );
+    // A target that does not route the method says so in its answer.
+    let mut unrouted = Fixture::extension_task();
+    unrouted.step(
+        "tasks/update",
+        json!({"params": {"taskId": "gw-1", "inputResponses": responses}}),
+        json!({"jsonrpc": "2.0", "id": 70, "error": {"code": -32601, "message": "Method not found: tasks/update"}}),
+    );
+    let verdict = fails(&unrouted, "task-update-relayed", json!({}));
+    assert!(
+        verdict.message.contains("method not found"),
+        "{}",
+        verdict.message
+    );
+    // The upstream asked, and the client was never told.
+    let mut hidden = Fixture::extension_task();
+    let mut asking = task_state("up-1", "input_required");
+    asking["inputRequests"] = json!({"who": {"method": "elicitation/create"}});
+    hidden.poll(2, asking, task_state("gw-1", "working"));
+    let verdict = fails(&hidden, "task-update-relayed", json!({}));
+    assert!(
+        verdict.message.contains("never asked"),
+        "{}",
+        verdict.message
+    );
+}
+
+/// A working task the client cancelled; the upstream got the cancellation when `reached`.
+fn cancelled_task(reached: bool, client_final: &str) -> Fixture {
+    let mut fixture = Fixture::extension_task();
+    fixture.poll(
+        2,
+        task_state("up-1", "working"),
+        task_state("gw-1", "working"),
+    );
+    fixture.step(
+        "tasks/cancel",
+        json!({"params": {"taskId": "gw-1"}}),
+        json!({"jsonrpc": "2.0", "id": 71, "result": {"resultType": "complete"}}),
+    );
+    if reached {
+        fixture.upstream.push(observed_line(
+            Direction::In,
+            "tasks/cancel",
+            4,
+            Some(json!({"taskId": "up-1"})),
+            None,
+        ));
+        fixture.upstream.push(observed_line(
+            Direction::Out,
+            "tasks/cancel",
+            4,
+            None,
+            Some(json!({"jsonrpc": "2.0", "id": 4, "result": {"resultType": "complete"}})),
+        ));
+    }
+    let upstream_final = if reached { "cancelled" } else { "working" };
+    fixture.poll(
+        5,
+        task_state("up-1", upstream_final),
+        task_state("gw-1", client_final),
+    );
+    fixture
+}
+
+#[test]
+fn task_cancel_relayed_needs_the_upstream_told() {
+    passes(
+        &cancelled_task(true, "cancelled"),
+        "task-cancel-relayed",
+        json!({}),
+    );
+    let verdict = fails(
+        &cancelled_task(false, "working"),
+        "task-cancel-relayed",
+        json!({}),
+    );
+    assert!(
+        verdict.message.contains("never reached"),
+        "{}",
+        verdict.message
+    );
+    let verdict = fails(
+        &cancelled_task(true, "working"),
+        "task-cancel-relayed",
+        json!({}),
+    );
+    assert!(
+        verdict.message.contains("the client was told working"),
+        "{}",
+        verdict.message
+    );
+    let mut uncancelled = Fixture::extension_task();
+    uncancelled.poll(
+        2,
+        task_state("up-1", "completed"),
+        task_state("gw-1", "completed"),
+    );
+    let verdict = fails(&uncancelled, "task-cancel-relayed", json!({}));
+    assert!(
+        verdict.message.contains("nothing to cancel"),
+        "{}",
+        verdict.message
+    );
+}
+
+/// A task its owner reads, asked about by another identity only as the test adds.
+fn owned_task() -> Fixture {
+    let mut fixture = Fixture::extension_task();
+    fixture.poll(
+        2,
+        task_state("up-1", "working"),
+        task_state("gw-1", "working"),
+    );
+    fixture
+}
+
+#[test]
+fn task_confined_refuses_another_identity() {
+    let mut fixture = owned_task();
+    let verdict = fixture.check("task-confined", json!({}));
+    assert!(!verdict.applicable, "{}", verdict.message);
+    let refusal = json!({"jsonrpc": "2.0", "id": 9, "error": {"code": -32602, "message": "Unknown task: gw-1"}});
+    fixture.step("tasks/get-as-other", json!({}), refusal.clone());
+    fixture.step("tasks/cancel-as-other", json!({}), refusal.clone());
+    passes(&fixture, "task-confined", json!({}));
+    // A target that refuses the owner too shows nothing of confinement.
+    let mut nobody = Fixture::extension_task();
+    nobody.step("tasks/get", json!({}), refusal.clone());
+    nobody.step("tasks/get-as-other", json!({}), refusal);
+    let verdict = nobody.check("task-confined", json!({}));
+    assert!(
+        !verdict.applicable && verdict.message.contains("owner could not read"),
+        "{}",
+        verdict.message
+    );
+    let mut read = owned_task();
+    read.step(
+        "tasks/get-as-other",
+        json!({}),
+        json!({"jsonrpc": "2.0", "id": 9, "result": task_state("gw-1", "working")}),
+    );
+    let verdict = fails(&read, "task-confined", json!({}));
+    assert!(
+        verdict.message.contains("status working"),
+        "{}",
+        verdict.message
+    );
+    let mut cancelled = owned_task();
+    cancelled.step(
+        "tasks/cancel-as-other",
+        json!({}),
+        json!({"jsonrpc": "2.0", "id": 9, "result": {"resultType": "complete"}}),
+    );
+    let acknowledged = cancelled.check("task-confined", json!({}));
+    assert!(acknowledged.passed && acknowledged.message.contains("never reached"));
+    cancelled.upstream.push(observed_line(
+        Direction::In,
+        "tasks/cancel",
+        4,
+        Some(json!({"taskId": "up-1"})),
+        None,
+    ));
+    let verdict = fails(&cancelled, "task-confined", json!({}));
+    assert!(
+        verdict.message.contains("reached the upstream"),
+        "{}",
+        verdict.message
+    );
+}
+
+/// A client listing `method` with `got` as its first page, whose upstream gave `sent` hints.
+fn hinted_listing(method: &str, sent: Option<Value>, got: Value) -> Fixture {
+    let mut fixture = Fixture::results(json!({}), json!({}));
+    fixture.shape = Shape::V2026_07_28;
+    let mut listings = crate::upstream::UpstreamListings::default();
+    if let Some(sent) = sent {
+        listings.hints.insert(method.into(), sent);
+    }
+    fixture.listings = Some(listings);
+    fixture.step(
+        method,
+        json!({}),
+        json!({"jsonrpc": "2.0", "id": 3, "result": got}),
+    );
+    fixture
+}
+
+#[test]
+fn cache_hints_kept_allows_stricter_never_looser() {
+    let private = json!({"ttlMs": 120000, "cacheScope": "private"});
+    let method = json!({"method": "resources/list"});
+    let listing = |hints: Value| {
+        let mut got = json!({"resultType": "complete", "resources": []});
+        got.as_object_mut()
+            .unwrap()
+            .extend(hints.as_object().unwrap().clone());
+        hinted_listing("resources/list", Some(private.clone()), got)
+    };
+    passes(
+        &listing(private.clone()),
+        "cache-hints-kept",
+        method.clone(),
+    );
+    let shorter = listing(json!({"ttlMs": 1000, "cacheScope": "private"}))
+        .check("cache-hints-kept", method.clone());
+    assert!(
+        shorter.passed && shorter.message.contains("within"),
+        "{}",
+        shorter.message
+    );
+    for (hints, says) in [
+        (json!({"ttlMs": 120000, "cacheScope": "public"}), "widened"),
+        (
+            json!({"ttlMs": 600000, "cacheScope": "private"}),
+            "lengthened",
+        ),
+        (json!({"cacheScope": "private"}), "`ttlMs` dropped"),
+        (json!({"ttlMs": 120000}), "`cacheScope` dropped"),
+        (
+            json!({"ttlMs": -5, "cacheScope": "private"}),
+            "not a whole number",
+        ),
+    ] {
+        let verdict = fails(&listing(hints), "cache-hints-kept", method.clone());
+        assert!(
+            verdict.message.contains(says),
+            "{says}: {}",
+            verdict.message
+        );
+    }
+    let unhinted = hinted_listing("resources/list", None, json!({"resources": []}));
+    assert!(
+        !unhinted
+            .check("cache-hints-kept", method.clone())
+            .applicable
+    );
+    let mut unserved = hinted_listing("prompts/list", Some(private.clone()), json!({}));
+    unserved.follow_ups.clear();
+    unserved.step(
+        "prompts/list",
+        json!({}),
+        json!({"jsonrpc": "2.0", "id": 3, "error": {"code": -32601, "message": "Method not found"}}),
+    );
+    assert!(
+        !unserved
+            .check("cache-hints-kept", json!({"method": "prompts/list"}))
+            .applicable
+    );
+    fails(
+        &hinted_listing("tools/list", Some(private), json!({"tools": []})),
+        "cache-hints-kept",
+        json!({"method": "resources/list"}),
+    );
+}
+
+/// Reads of one cache resource: each `(step, upstream answer, client answer)`, the upstream's
+/// answer logged only where the read reached it.
+fn cache_reads(reads: &[(&str, Option<Value>, Value)]) -> Fixture {
+    let mut fixture = Fixture::results(json!({}), json!({}));
+    fixture.shape = Shape::V2026_07_28;
+    for (at, (step, sent, got)) in reads.iter().enumerate() {
+        let id = 10 + at as u64;
+        if let Some(sent) = sent {
+            fixture.upstream.push(observed_line(
+                Direction::In,
+                "resources/read",
+                id,
+                Some(json!({"uri": "canary://cache/x/1/n"})),
+                None,
+            ));
+            fixture.upstream.push(observed_line(
+                Direction::Out,
+                "resources/read",
+                id,
+                None,
+                Some(json!({"jsonrpc": "2.0", "id": id, "result": sent})),
+            ));
+        }
+        fixture.step(
+            step,
+            json!({"params": {"uri": "canary://cache/x/1/n"}}),
+            json!({"jsonrpc": "2.0", "id": id, "result": got}),
+        );
+    }
+    fixture
+}
+
+fn read_answer(scope: &str, ttl: u64, which: &str) -> Value {
+    json!({"resultType": "complete", "contents": [{"uri": "u", "text": format!("read {which}")}], "ttlMs": ttl, "cacheScope": scope})
+}
+
+#[test]
+fn a_read_is_checked_for_its_hints_too() {
+    let sent = read_answer("private", 45000, "1");
+    passes(
+        &cache_reads(&[("cache/read", Some(sent.clone()), sent)]),
+        "cache-hints-kept",
+        json!({"method": "resources/read", "uri": "canary://cache/private/45000"}),
+    );
+    let verdict = fails(
+        &cache_reads(&[(
+            "cache/read",
+            Some(read_answer("private", 45000, "1")),
+            read_answer("public", 45000, "1"),
+        )]),
+        "cache-hints-kept",
+        json!({"method": "resources/read", "uri": "canary://cache/private/45000"}),
+    );
+    assert!(verdict.message.contains("widened"), "{}", verdict.message);
+}
+
+#[test]
+fn cache_private_unshared_sees_one_read_served_twice() {
+    let first = read_answer("private", 60000, "1");
+    let own = read_answer("private", 60000, "2");
+    let fixture = cache_reads(&[
+        ("cache/read", Some(first.clone()), first.clone()),
+        ("cache/read-as-other", Some(own.clone()), own),
+    ]);
+    passes(
+        &fixture,
+        "cache-private-unshared",
+        json!({"uri": "canary://cache/private/60000"}),
+    );
+    let shared = cache_reads(&[
+        ("cache/read", Some(first.clone()), first.clone()),
+        ("cache/read-as-other", None, first.clone()),
+    ]);
+    let verdict = fails(
+        &shared,
+        "cache-private-unshared",
+        json!({"uri": "canary://cache/private/60000"}),
+    );
+    assert!(
+        verdict.message.contains("across authorization contexts")
+            && verdict.message.contains("1 read(s)"),
+        "{}",
+        verdict.message
+    );
+    let alone = cache_reads(&[("cache/read", Some(first.clone()), first)]);
+    assert!(
+        !alone
+            .check("cache-private-unshared", json!({"uri": "u"}))
+            .applicable
+    );
+    let public = read_answer("public", 60000, "1");
+    let unmarked = cache_reads(&[
+        ("cache/read", Some(public.clone()), public.clone()),
+        ("cache/read-as-other", None, public),
+    ]);
+    assert!(
+        !unmarked
+            .check("cache-private-unshared", json!({"uri": "u"}))
+            .applicable
+    );
+}
+
+#[test]
+fn cache_ttl_honoured_needs_a_fresh_read_after_the_ttl() {
+    let first = read_answer("public", 400, "1");
+    let fresh = read_answer("public", 400, "2");
+    let fixture = cache_reads(&[
+        ("cache/read", Some(first.clone()), first.clone()),
+        ("cache/read-after-ttl", Some(fresh.clone()), fresh),
+    ]);
+    passes(&fixture, "cache-ttl-honoured", json!({"uri": "u"}));
+    let stale = cache_reads(&[
+        ("cache/read", Some(first.clone()), first.clone()),
+        ("cache/read-after-ttl", None, first.clone()),
+    ]);
+    let verdict = fails(&stale, "cache-ttl-honoured", json!({"uri": "u"}));
+    assert!(
+        verdict.message.contains("past its ttl"),
+        "{}",
+        verdict.message
+    );
+    let mut untimed = json!({"resultType": "complete", "contents": [{"uri": "u", "text": "x"}]});
+    let once = cache_reads(&[("cache/read", Some(untimed.clone()), untimed.take())]);
+    assert!(
+        !once
+            .check("cache-ttl-honoured", json!({"uri": "u"}))
+            .applicable
+    );
 }

@@ -29,6 +29,9 @@ pub struct UpstreamListings {
     /// The items of the last answer to each other listing (`resources/list`,
     /// `resources/templates/list`, `prompts/list`), by method.
     pub items: std::collections::BTreeMap<String, Vec<Value>>,
+    /// The caching hints (`ttlMs`, `cacheScope`) of the last answer to each listing,
+    /// `tools/list` among them, that carried any, by method.
+    pub hints: std::collections::BTreeMap<String, Value>,
 }
 
 /// One `tools/list` answer of the upstream.

@@ -149,6 +149,7 @@ pub async fn measure(
                 relayed_requests: &[],
                 mirrors: None,
                 north_headers: &Map::new(),
+                steps: Default::default(),
             };
             let started = Instant::now();
             let done = drive(profile, route, &running.session, request).await;

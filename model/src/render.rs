@@ -255,6 +255,7 @@ mod tests {
             ttl_ms: 1000,
             poll_interval_ms: 10,
             polls_before_done: 0,
+            input: None,
             outcome: Box::new(crate::script::Respond::Echo),
         };
         let state = TaskState {

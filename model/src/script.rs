@@ -392,11 +392,33 @@ pub struct TaskScript {
     /// The handle's `pollInterval` (`pollIntervalMs` in the flat form), as announced.
     #[serde(default = "default_poll_ms")]
     pub poll_interval_ms: u64,
-    /// How many `tasks/get` polls answer `working` before the task ends.
+    /// How many `tasks/get` polls answer `working` before the task ends (after its input,
+    /// when it asks for some).
     #[serde(default)]
     pub polls_before_done: u32,
+    /// Input the task asks for on its way (tasks extension only): `input_required` until a
+    /// `tasks/update` answers it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<TaskInput>,
     /// How the task ends: a legacy-form result (completed) or an error (failed).
     pub outcome: Box<Respond>,
+}
+
+/// Input a task asks for while it works (SEP-2663 Task Update Requests): after
+/// `after_polls` polls answering `working`, `tasks/get` answers `input_required` with these
+/// requests until a `tasks/update` brings a response under every key; the task then works on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskInput {
+    /// How many polls answer `working` before the task asks for input.
+    #[serde(default)]
+    pub after_polls: u32,
+    /// The input requests by key, each `{method, params}`, sent as written.
+    pub requests: Map<String, Value>,
+    /// The client's side: what a client answers each request with, by the same keys. The
+    /// runner sends these in `tasks/update`; the canary takes whatever comes.
+    #[serde(default)]
+    pub responses: Map<String, Value>,
 }
 
 fn default_ttl_ms() -> u64 {

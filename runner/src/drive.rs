@@ -55,7 +55,54 @@ pub struct Request<'a> {
     pub mirrors: Option<&'a Value>,
     /// Headers the call carries in place of the runner's own (`null` leaves one out).
     pub north_headers: &'a Map<String, Value>,
+    /// What the case's checks ask of the route beyond its own steps.
+    pub steps: Steps<'a>,
 }
+
+/// Steps a case's checks ask for beyond a route's own: how a task is answered and followed,
+/// and the requests a check on caching judges.
+#[derive(Clone, Copy, Default)]
+pub struct Steps<'a> {
+    /// What a client answers a task's input requests with, by key: each poll that asks for
+    /// input is answered with a `tasks/update`, as SEP-2663 asks of a client.
+    pub task_responses: Option<&'a Map<String, Value>>,
+    /// Cancel the task once a poll says it is working.
+    pub task_cancel: bool,
+    /// Ask about the task as the profile's other identity before the first poll.
+    pub task_as_other: bool,
+    /// The requests of a check on caching.
+    pub cache: Option<CacheSteps<'a>>,
+}
+
+/// The requests of a check on caching: the method it judges and, for a read, the URI (the
+/// call's nonce appended), and what it makes of them.
+#[derive(Clone, Copy)]
+pub struct CacheSteps<'a> {
+    /// The listing or `resources/read` whose answer the check judges.
+    pub method: &'a str,
+    /// For a read, the resource; the call's nonce is appended so the read is this case's own.
+    pub uri: Option<&'a str>,
+    /// What the check makes of the answers.
+    pub how: CacheHow,
+}
+
+/// What a check on caching asks of the requests it judges.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum CacheHow {
+    /// The request once, for its hints.
+    Hints,
+    /// A read, then the same read as the other identity.
+    AsOther,
+    /// A read, then the same read once its answer's ttl has passed.
+    AfterTtl,
+}
+
+/// The most the runner waits for a cached answer's ttl to pass: a case picks a short one.
+const MAX_TTL_WAIT: Duration = Duration::from_secs(5);
+
+/// How long past a ttl the runner reads again, so the target's clock, which started when it
+/// got the answer, has run out too.
+const TTL_MARGIN: Duration = Duration::from_millis(250);
 
 /// The headers of a route's first call of its own on the stateless wire: an `Mcp-Param-*` for
 /// each argument the tool's schema marks with `x-mcp-header`, as a client over streamable HTTP
@@ -108,6 +155,7 @@ pub async fn drive(
         listings,
         other_listings,
         relayed_requests,
+        steps,
         ..
     } = request;
     let (route, first_route, params) =
@@ -139,6 +187,9 @@ pub async fn drive(
     for (method, params) in relayed_requests {
         relay_request(session, &mut drive, method, params, nonce, timeout).await;
     }
+    if let Some(cache) = steps.cache {
+        cached(profile, session, &mut drive, cache, timeout).await;
+    }
     if drive.exchange.reply().is_none() {
         return drive;
     }
@@ -146,7 +197,7 @@ pub async fn drive(
         Some(RouteName::Continuation) => {
             continuation(profile, &route, session, &mut drive, timeout).await
         }
-        Some(RouteName::Tasks) => tasks(session, &mut drive, timeout).await,
+        Some(RouteName::Tasks) => tasks(profile, session, &mut drive, steps, timeout).await,
         Some(RouteName::ResourcesRead) => resources(session, &mut drive, timeout).await,
         // The first call is all these routes make.
         Some(RouteName::Flat | RouteName::Batch) | None => {}
@@ -301,7 +352,50 @@ async fn continuation(
     }
 }
 
-async fn tasks(session: &Session, drive: &mut Drive, timeout: Duration) {
+/// The profile's other identity, as the headers that say it, over a transport that carries
+/// one.
+fn other_identity(profile: &Profile) -> Option<Vec<(String, String)>> {
+    profile
+        .north
+        .identities
+        .get("other")
+        .map(|other| other.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+}
+
+/// The task's follow-ups as another caller would send them, each a step of its own.
+async fn tasks_as_other(
+    profile: &Profile,
+    session: &Session,
+    drive: &mut Drive,
+    params: &Value,
+    timeout: Duration,
+) {
+    let Some(headers) = other_identity(profile) else {
+        return;
+    };
+    let plain = Route::default();
+    for (step, method) in [
+        (relaycheck_checks::GET_AS_OTHER, "tasks/get"),
+        (relaycheck_checks::CANCEL_AS_OTHER, "tasks/cancel"),
+    ] {
+        if let Some(call) = session
+            .call_as(method, params.clone(), timeout, &headers)
+            .await
+        {
+            drive
+                .follow_ups
+                .push(follow_up(step, call.request, call.exchange, &plain));
+        }
+    }
+}
+
+async fn tasks(
+    profile: &Profile,
+    session: &Session,
+    drive: &mut Drive,
+    steps: Steps<'_>,
+    timeout: Duration,
+) {
     let Some((form, task_id)) = drive.view.result.as_ref().and_then(read_task_handle) else {
         return;
     };
@@ -317,11 +411,26 @@ async fn tasks(session: &Session, drive: &mut Drive, timeout: Duration) {
         .and_then(Value::as_u64)
         .unwrap_or(50)
         .clamp(10, 200);
-    // The tasks extension's methods declare it on every request, as its calls do.
+    // The tasks extension's methods declare it on every request, as its calls do, with the
+    // rest of what the call declared: a task may ask for input the call's capabilities allow.
     let mut get_params = json!({"taskId": task_id});
     if session.shape().is_stateless() {
-        get_params["_meta"] = crate::session::tasks_extension_meta();
+        let declared = drive
+            .request
+            .pointer("/params/_meta")
+            .and_then(|meta| meta.get(relaycheck_model::CLIENT_CAPABILITIES))
+            .filter(|caps| caps.pointer("/extensions").is_some())
+            .cloned();
+        get_params["_meta"] = match declared {
+            Some(capabilities) => json!({relaycheck_model::CLIENT_CAPABILITIES: capabilities}),
+            None => crate::session::tasks_extension_meta(),
+        };
     }
+    if steps.task_as_other {
+        tasks_as_other(profile, session, drive, &get_params, timeout).await;
+    }
+    let mut answered_keys: Vec<String> = Vec::new();
+    let mut cancelled = false;
     for _ in 0..MAX_POLLS {
         let poll = step(
             session,
@@ -339,10 +448,72 @@ async fn tasks(session: &Session, drive: &mut Drive, timeout: Duration) {
             .and_then(|r| r.get("status"))
             .and_then(Value::as_str)
             .map(str::to_string);
+        let asked: Vec<String> = poll
+            .view
+            .result
+            .as_ref()
+            .and_then(|r| r.get("inputRequests"))
+            .and_then(Value::as_object)
+            .map(|requests| requests.keys().cloned().collect())
+            .unwrap_or_default();
         let answered = poll.exchange.reply().is_some();
         drive.follow_ups.push(poll);
+        // A task not seen to end is cancelled at the first poll that does not ask for input,
+        // whatever it answered: a target that lost the task shows it in its answer to the
+        // cancellation too.
+        if steps.task_cancel
+            && !cancelled
+            && answered
+            && !matches!(
+                status.as_deref(),
+                Some("completed" | "failed" | "cancelled" | "input_required")
+            )
+        {
+            cancelled = true;
+            drive.follow_ups.push(
+                step(
+                    session,
+                    relaycheck_checks::CANCEL_STEP,
+                    "tasks/cancel",
+                    get_params.clone(),
+                    &plain,
+                    timeout,
+                )
+                .await,
+            );
+        }
         match status.as_deref() {
             Some("completed" | "failed" | "cancelled") => break,
+            Some("input_required") => {
+                // Each request is answered once (SEP-2663: a key is never reused); a task that
+                // asks only what was answered has yet to see the answer, and one that asks
+                // what the case has no response for cannot go on.
+                let responses: Map<String, Value> = asked
+                    .iter()
+                    .filter(|key| !answered_keys.contains(key))
+                    .filter_map(|key| Some((key.clone(), steps.task_responses?.get(key)?.clone())))
+                    .collect();
+                if responses.is_empty() && asked.iter().any(|k| !answered_keys.contains(k)) {
+                    return;
+                }
+                if !responses.is_empty() {
+                    answered_keys.extend(responses.keys().cloned());
+                    let mut params = get_params.clone();
+                    params["inputResponses"] = Value::Object(responses);
+                    drive.follow_ups.push(
+                        step(
+                            session,
+                            relaycheck_checks::UPDATE_STEP,
+                            "tasks/update",
+                            params,
+                            &plain,
+                            timeout,
+                        )
+                        .await,
+                    );
+                }
+                tokio::time::sleep(Duration::from_millis(poll_ms)).await;
+            }
             Some(_) if answered => tokio::time::sleep(Duration::from_millis(poll_ms)).await,
             _ => return,
         }
@@ -382,6 +553,9 @@ pub async fn list_items(
     let mut items = Vec::new();
     let mut cursor: Option<String> = None;
     let mut last = None;
+    // The members of the first page beside its items (its caching hints, `_meta`): a listing
+    // of several pages is judged by its first.
+    let mut first_page: Option<Map<String, Value>> = None;
     for _ in 0..20 {
         let params = match &cursor {
             Some(cursor) => json!({"cursor": cursor}),
@@ -401,6 +575,17 @@ pub async fn list_items(
         {
             items.extend(list.iter().cloned());
         }
+        if first_page.is_none()
+            && let Some(Value::Object(fields)) = &result
+        {
+            first_page = Some(
+                fields
+                    .iter()
+                    .filter(|(key, _)| *key != member && *key != "nextCursor")
+                    .map(|(key, value)| (key.clone(), value.clone()))
+                    .collect(),
+            );
+        }
         last = Some(page);
         if cursor.is_none() {
             break;
@@ -409,7 +594,7 @@ pub async fn list_items(
     if let Some(mut page) = last {
         // A page that failed stays as it came, so the check can quote the failure.
         if page.view.error.is_none() && page.exchange.reply().is_some() {
-            let mut merged = Map::new();
+            let mut merged = first_page.unwrap_or_default();
             merged.insert(member.to_string(), Value::Array(items));
             page.view.result = Some(Value::Object(merged));
         }
@@ -559,6 +744,86 @@ pub async fn retry_input_required(
         .await;
         answer = retry.view.result.clone();
         drive.follow_ups.push(retry);
+    }
+}
+
+/// The requests of a check on caching, each a step of its own: the listing it names, or
+/// reads of its resource.
+async fn cached(
+    profile: &Profile,
+    session: &Session,
+    drive: &mut Drive,
+    cache: CacheSteps<'_>,
+    timeout: Duration,
+) {
+    let plain = Route::default();
+    let Some(uri) = cache.uri.filter(|_| cache.method == "resources/read") else {
+        let member = match cache.method {
+            "tools/list" => Some("tools"),
+            method => relaycheck_canary::listings::items(method, session.shape()).map(|(m, _)| m),
+        };
+        if let Some(member) = member {
+            list_items(session, drive, cache.method, member, timeout).await;
+        }
+        return;
+    };
+    let params = json!({"uri": uri});
+    let first = step(
+        session,
+        relaycheck_checks::READ_STEP,
+        "resources/read",
+        params.clone(),
+        &plain,
+        timeout,
+    )
+    .await;
+    let ttl_ms = first
+        .view
+        .result
+        .as_ref()
+        .and_then(|r| r.get("ttlMs"))
+        .and_then(Value::as_u64);
+    drive.follow_ups.push(first);
+    match cache.how {
+        CacheHow::Hints => {}
+        CacheHow::AsOther => {
+            let Some(headers) = other_identity(profile) else {
+                return;
+            };
+            if let Some(call) = session
+                .call_as("resources/read", params, timeout, &headers)
+                .await
+            {
+                drive.follow_ups.push(follow_up(
+                    relaycheck_checks::READ_AS_OTHER,
+                    call.request,
+                    call.exchange,
+                    &plain,
+                ));
+            }
+        }
+        CacheHow::AfterTtl => {
+            // The ttl the upstream gave, which a canary resource's URI names, else the one the
+            // client got; without either there is nothing to wait out, and the check says so.
+            let Some(ttl_ms) = relaycheck_canary::caching::parse(uri)
+                .map(|(_, ttl, _)| ttl)
+                .or(ttl_ms)
+            else {
+                return;
+            };
+            tokio::time::sleep(Duration::from_millis(ttl_ms).min(MAX_TTL_WAIT) + TTL_MARGIN).await;
+            drive.follow_ups.push(
+                step(
+                    session,
+                    relaycheck_checks::READ_AFTER_TTL,
+                    "resources/read",
+                    params,
+                    &plain,
+                    timeout,
+                )
+                .await,
+            );
+        }
     }
 }
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 pub use relaycheck_checks::upstream::{ListedPage, UpstreamHandshakes, UpstreamListings};
 use relaycheck_model::observation::{Direction, Observation};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// Whether each request in `lines` has an answer line. Notifications the canary sends
 /// (progress) carry the request's id but are not its answer.
@@ -205,6 +205,24 @@ impl ObservationLog {
                             .listings
                             .items
                             .insert(method.to_string(), items.clone());
+                    }
+                    if observation.direction == Direction::Out
+                        && let Some(method) = observation.method.as_deref().filter(|m| {
+                            *m == "tools/list" || ITEM_LISTINGS.iter().any(|(l, _)| l == m)
+                        })
+                        && let Some(result) =
+                            observation.message.as_ref().and_then(|m| m.get("result"))
+                    {
+                        let hints: Map<String, Value> = ["ttlMs", "cacheScope"]
+                            .into_iter()
+                            .filter_map(|key| Some((key.to_string(), result.get(key)?.clone())))
+                            .collect();
+                        if !hints.is_empty() {
+                            index
+                                .listings
+                                .hints
+                                .insert(method.to_string(), Value::Object(hints));
+                        }
                     }
                     if observation.direction == Direction::In
                         && observation.method.as_deref() == Some("notifications/cancelled")

@@ -695,14 +695,12 @@ pub async fn run_one(
         // way to ask cannot show the case.
         let speaks = target.session.shape();
         if speaks.is_stateless() {
-            if let Some(fields) = meta.as_object_mut() {
-                fields.extend(
-                    crate::session::tasks_extension_meta()
-                        .as_object()
-                        .cloned()
-                        .unwrap_or_default(),
-                );
+            // The extension joins whatever capabilities the case declares for the call.
+            let capabilities = &mut meta[relaycheck_model::CLIENT_CAPABILITIES];
+            if !capabilities.is_object() {
+                *capabilities = Value::Object(Map::new());
             }
+            capabilities["extensions"][crate::session::TASKS_EXTENSION] = Value::Object(Map::new());
         } else if speaks == Shape::V2025_11_25 && target.session.declares_task_calls() {
             extra.insert("task".into(), serde_json::json!({"ttl": 60000}));
         } else {
@@ -798,6 +796,47 @@ pub async fn run_one(
         })
         .filter_map(|e| Some((e.params.get("method")?.as_str()?, e.params.get("params")?)))
         .collect();
+    let cache_uri: Option<String>;
+    let steps = {
+        let cache_check = case.spec.expect.iter().find_map(|e| {
+            let def = checks::CheckDef::named(&e.check)?;
+            let how = [
+                (Gathers::CacheHints, crate::drive::CacheHow::Hints),
+                (Gathers::CacheReadAsOther, crate::drive::CacheHow::AsOther),
+                (Gathers::CacheReadAfterTtl, crate::drive::CacheHow::AfterTtl),
+            ]
+            .into_iter()
+            .find(|(g, _)| def.gathers.contains(g))?
+            .1;
+            Some((e, how))
+        });
+        // A read names the case's own resource: its nonce ends the URI.
+        cache_uri = cache_check
+            .and_then(|(e, _)| e.params.get("uri")?.as_str())
+            .map(|uri| format!("{}/{nonce}", uri.trim_end_matches('/')));
+        crate::drive::Steps {
+            task_responses: match &case.spec.tool.respond {
+                Some(Respond::Task(task)) => task.input.as_ref().map(|input| &input.responses),
+                _ => None,
+            },
+            // A check on the headers of a task's follow-ups has the task cancelled too, so
+            // tasks/cancel goes upstream beside tasks/get and tasks/update.
+            task_cancel: checks::gathers(&case.spec.expect, Gathers::TaskCancel)
+                || case.spec.expect.iter().any(|e| {
+                    e.params.get("task-follow-ups").and_then(Value::as_bool) == Some(true)
+                }),
+            task_as_other: checks::gathers(&case.spec.expect, Gathers::TaskAsOther),
+            cache: cache_check.map(|(e, how)| crate::drive::CacheSteps {
+                method: e
+                    .params
+                    .get("method")
+                    .and_then(Value::as_str)
+                    .unwrap_or("resources/read"),
+                uri: cache_uri.as_deref(),
+                how,
+            }),
+        }
+    };
     let request = Request {
         tool: &tool_name,
         arguments: &arguments,
@@ -811,6 +850,7 @@ pub async fn run_one(
         relayed_requests: &relayed_requests,
         mirrors: case.spec.tool.input_schema.as_ref(),
         north_headers: &case.spec.tool.north_headers,
+        steps,
     };
     let meant_for = case
         .spec
@@ -847,6 +887,7 @@ pub async fn run_one(
             relayed_requests: &[],
             mirrors: case.spec.tool.input_schema.as_ref(),
             north_headers: &Map::new(),
+            steps: Default::default(),
         };
         let _ = drive(&routed, route, &target.session, first).await;
         let _ = log.settle(&first_nonce, Duration::from_millis(1000)).await;
@@ -897,6 +938,7 @@ pub async fn run_one(
             relayed_requests: &[],
             mirrors: case.spec.tool.input_schema.as_ref(),
             north_headers: &Map::new(),
+            steps: Default::default(),
         };
         let (own, other) = tokio::join!(
             drive(&routed, route, &target.session, request),

@@ -130,6 +130,7 @@ fn param_schema(kind: ParamKind) -> Value {
             json!({"type": "array", "items": {"type": "string", "pattern": "^/"}})
         }
         ParamKind::Strings => json!({"type": "array", "items": {"type": "string"}}),
+        ParamKind::Text => json!({"type": "string"}),
         ParamKind::AnyJson => json!({}),
         ParamKind::Word(words) => json!({"enum": words}),
         ParamKind::Words(words) => json!({"anyOf": [
@@ -194,6 +195,7 @@ mod tests {
             ParamKind::Pointer,
             ParamKind::Pointers,
             ParamKind::Strings,
+            ParamKind::Text,
             ParamKind::AnyJson,
             ParamKind::Word(&["pass", "fail"]),
             ParamKind::Words(&["pass", "fail"]),

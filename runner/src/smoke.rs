@@ -698,6 +698,7 @@ async fn relay(
             relayed_requests: &[],
             mirrors: None,
             north_headers: &Map::new(),
+            steps: Default::default(),
         },
     )
     .await;

@@ -133,6 +133,7 @@ pub async fn run(r: &Retention<'_>) -> Result<Measured, String> {
             relayed_requests: &[],
             mirrors: None,
             north_headers: &Map::new(),
+            steps: Default::default(),
         };
         let done = drive(&routed, "batch", &target.session, request).await;
         // A cut answer is what this bench wants, so no size is asked of the result.

@@ -246,6 +246,7 @@ pub async fn overhead(
                         relayed_requests: &[],
                         mirrors: None,
                         north_headers: &Map::new(),
+                        steps: Default::default(),
                     };
                     let started = Instant::now();
                     let done = drive(profile, "flat", &target.session, request).await;

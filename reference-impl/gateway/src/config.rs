@@ -23,7 +23,18 @@ pub struct Config {
     #[serde(default)]
     pub log: LogConfig,
     #[serde(default)]
+    pub cache: CacheConfig,
+    #[serde(default)]
     pub upstreams: Vec<UpstreamConfig>,
+}
+
+/// Whether the gateway caches its upstreams' listings and reads as their caching hints allow
+/// (MCP 2026-07-28 server/utilities/caching). Off by default: a plain relay asks every time.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct CacheConfig {
+    #[serde(default)]
+    pub enabled: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]

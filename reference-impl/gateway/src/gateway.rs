@@ -12,6 +12,7 @@ use serde_json::Value;
 use tokio::sync::Mutex;
 
 use crate::audit::Audit;
+use crate::cache::{Cache, Hints};
 use crate::client_requests::Back;
 use crate::config::{Config, IdentityConfig, Limits};
 use crate::continuation::Retention;
@@ -106,6 +107,8 @@ pub struct Gateway {
     pub store: Arc<Store>,
     pub retention: Retention,
     pub tasks: TaskMap,
+    /// Upstream listings and reads, kept as their caching hints allow, when the config asks.
+    pub cache: Cache,
     pub audit: Audit,
     pub progress: Arc<Progress>,
     /// The way back to the gateway's only client, when it serves one stdio connection: then
@@ -167,6 +170,7 @@ impl Gateway {
             store: Arc::new(Store::new(STORE_CAP_BYTES, STORE_TTL)),
             retention: Retention::default(),
             tasks: TaskMap::default(),
+            cache: Cache::new(config.cache.enabled, mutation),
             audit,
             progress,
             sole_client,
@@ -176,17 +180,18 @@ impl Gateway {
         // Pin the handshake listing now: a broken upstream shows at start, not at first call.
         let mut pins = Vec::new();
         for up in &gw.upstreams {
-            for def in up
+            let (defs, _) = up
                 .list_tools(None, timeout.max(Duration::from_secs(10)))
-                .await?
-            {
+                .await?;
+            for def in defs {
                 pins.extend(Pin::new(&up.name, def).map(Arc::new));
             }
         }
-        gw.catalogs
-            .lock()
-            .await
-            .insert(HANDSHAKE_KEY.into(), Arc::new(Catalog { pins }));
+        // The handshake revisions have no caching hints.
+        gw.catalogs.lock().await.insert(
+            HANDSHAKE_KEY.into(),
+            Arc::new(Catalog { pins, hints: None }),
+        );
         Ok(gw)
     }
 
@@ -238,25 +243,32 @@ impl Gateway {
             return c.clone();
         }
         let mut pins = Vec::new();
+        let mut hints = Vec::new();
         let mut complete = true;
         let handshake = catalogs.get(HANDSHAKE_KEY).cloned();
         for up in &self.upstreams {
             match up.list_tools(caller.meta.as_ref(), self.timeout()).await {
-                Ok(defs) => pins.extend(defs.into_iter().filter_map(|d| {
-                    let pin = Pin::new(&up.name, d)?;
-                    let pin = match handshake.as_ref().and_then(|h| h.find(&pin.north_name())) {
-                        Some(other) => pin.with_schema_from(other),
-                        None => pin,
-                    };
-                    Some(Arc::new(pin))
-                })),
+                Ok((defs, listed_hints)) => {
+                    hints.push(listed_hints);
+                    pins.extend(defs.into_iter().filter_map(|d| {
+                        let pin = Pin::new(&up.name, d)?;
+                        let pin = match handshake.as_ref().and_then(|h| h.find(&pin.north_name())) {
+                            Some(other) => pin.with_schema_from(other),
+                            None => pin,
+                        };
+                        Some(Arc::new(pin))
+                    }))
+                }
                 Err(err) => {
                     complete = false;
                     crate::log::warn(format_args!("{err}"));
                 }
             }
         }
-        let catalog = Arc::new(Catalog { pins });
+        let catalog = Arc::new(Catalog {
+            pins,
+            hints: Hints::merged(&hints),
+        });
         if complete {
             catalogs.insert(key.to_string(), catalog.clone());
         }

@@ -11,6 +11,7 @@
 
 pub mod audit;
 pub mod batch;
+pub mod cache;
 #[allow(
     clippy::print_stdout,
     clippy::print_stderr,

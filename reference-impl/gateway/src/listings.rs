@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
+use crate::cache::Hints;
 use crate::gateway::{Answer, Caller, Gateway, rpc_error};
 use crate::mutant::Mutant;
 use crate::upstream::{Ending, Upstream};
@@ -32,12 +33,36 @@ pub async fn list(
     member: &str,
 ) -> Answer {
     let mut all = Vec::new();
+    let mut hints = Vec::new();
     for up in gw.upstreams.iter().filter(|up| up.declares(capability)) {
-        all.extend(items_of(gw, up, caller, method, member).await);
+        let (items, listed_hints) = listed(gw, up, caller, method, member).await;
+        all.extend(items);
+        hints.push(listed_hints);
     }
     let mut result = Map::new();
     result.insert(member.to_string(), Value::Array(all));
+    own_hints(gw, caller, &hints, &mut result);
     Answer::Own(Value::Object(result))
+}
+
+/// Writes the caching hints of a listing the gateway made of its upstreams' (MCP 2026-07-28
+/// requires them on every listing): fresh as long as its least fresh part, private when any
+/// part is. A stateless caller whose upstreams gave none is told the answer is stale at once
+/// and its own, since the gateway cannot vouch for more.
+pub fn own_hints(
+    gw: &Gateway,
+    caller: &Caller,
+    parts: &[Option<Hints>],
+    result: &mut Map<String, Value>,
+) {
+    if !caller.stateless {
+        return;
+    }
+    let hints = Hints::merged(parts).unwrap_or(Hints {
+        ttl: std::time::Duration::ZERO,
+        private: true,
+    });
+    hints.write(result, gw.mutation);
 }
 
 /// The items `up` lists under `method`, as it declared them (or as the mutant's typed model
@@ -49,22 +74,47 @@ pub async fn items_of(
     method: &str,
     member: &str,
 ) -> Vec<Value> {
+    listed(gw, up, caller, method, member).await.0
+}
+
+/// The items `up` lists under `method`, and the caching hints it gave them: from the cache
+/// while they are fresh there, else asked of the upstream.
+pub async fn listed(
+    gw: &Gateway,
+    up: &Upstream,
+    caller: &Caller,
+    method: &str,
+    member: &str,
+) -> (Vec<Value>, Option<Hints>) {
     let mut params = json!({});
     if let Some(meta) = &caller.meta {
         params["_meta"] = meta.clone();
     }
-    let Ending::Response { message, .. } = up.request(method, params, gw.timeout()).await else {
-        return Vec::new();
+    let result = match gw.cache.get(&up.name, method, caller, &params) {
+        Some(cached) => cached,
+        None => {
+            let Ending::Response { mut message, .. } =
+                up.request(method, params.clone(), gw.timeout()).await
+            else {
+                return (Vec::new(), None);
+            };
+            let Some(result) = message.get_mut("result").map(Value::take) else {
+                return (Vec::new(), None);
+            };
+            gw.cache.put(&up.name, method, caller, &params, &result);
+            result
+        }
     };
-    let items = message
-        .pointer(&format!("/result/{member}"))
+    let hints = Hints::of(&result);
+    let items = result
+        .get(member)
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
     if !gw.mutation.is(Mutant::ListedItemsTyped) {
-        return items;
+        return (items, hints);
     }
-    items
+    let typed = items
         .into_iter()
         .map(|mut item| {
             if let Some(fields) = item.as_object_mut() {
@@ -72,7 +122,8 @@ pub async fn items_of(
             }
             item
         })
-        .collect()
+        .collect();
+    (typed, hints)
 }
 
 /// `prompts/get`, sent to the upstream that lists the prompt, its answer relayed.

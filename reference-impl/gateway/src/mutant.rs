@@ -93,10 +93,75 @@ pub enum Mutant {
     DiscoverNotServed,
     DiscoverCapabilitiesFixed,
     ServerInfoReplaced,
+    // The tasks extension and caching hints through the gateway.
+    TaskTimingRenamed,
+    TaskUpdateUnrouted,
+    TaskCancelAckedLocally,
+    TaskNameHeaderMissing,
+    TaskAnyIdentity,
+    CacheHintsDropped,
+    CacheScopeWidened,
+    CachePrivateShared,
+    CacheTtlIgnored,
 }
 
 /// (mutant, name, surface, defect)
 const TABLE: &[(Mutant, &str, &str, &str)] = &[
+    // The tasks extension and caching hints through the gateway.
+    (
+        Mutant::TaskTimingRenamed,
+        "task-timing-renamed",
+        "task-results",
+        "a tasks-extension task is relayed through a model of 2025-11-25 tasks: on its handle and on every tasks/get answer, ttlMs and pollIntervalMs become ttl and pollInterval",
+    ),
+    (
+        Mutant::TaskUpdateUnrouted,
+        "task-update-unrouted",
+        "task-results",
+        "tasks/update is answered method not found, as by a gateway that routes only the task methods of 2025-11-25: a task waiting for input never gets the client's answer",
+    ),
+    (
+        Mutant::TaskCancelAckedLocally,
+        "task-cancel-acked-locally",
+        "task-results",
+        "a tasks-extension tasks/cancel is acknowledged by the gateway itself, the acknowledgement being empty anyway, and never reaches the upstream, which works on",
+    ),
+    (
+        Mutant::TaskNameHeaderMissing,
+        "task-name-header-missing",
+        "upstream-http",
+        "tasks/get, tasks/update and tasks/cancel go to an HTTP upstream without Mcp-Name, as from a header table written before the tasks extension, which names only tools, prompts and resources",
+    ),
+    (
+        Mutant::TaskAnyIdentity,
+        "task-any-identity",
+        "task-results",
+        "a task id is honoured for whoever sends it: another identity's tasks/get reads the task and its tasks/cancel cancels it",
+    ),
+    (
+        Mutant::CacheHintsDropped,
+        "cache-hints-dropped",
+        "cache-hints",
+        "listings and resources/read reach the client without ttlMs and cacheScope, as through a model of results from before 2026-07-28",
+    ),
+    (
+        Mutant::CacheScopeWidened,
+        "cache-scope-widened",
+        "cache-hints",
+        "the gateway's own listings are marked cacheScope public whatever their upstreams said, so a listing an upstream marked private may be shared by any cache",
+    ),
+    (
+        Mutant::CachePrivateShared,
+        "cache-private-shared",
+        "shared-cache",
+        "the cache keeps an answer the upstream marked private under its request alone, not its authorization context, and serves it to every caller",
+    ),
+    (
+        Mutant::CacheTtlIgnored,
+        "cache-ttl-ignored",
+        "shared-cache",
+        "cached answers never expire: one is served long after the ttlMs its upstream gave",
+    ),
     (
         Mutant::ParamHeadersDropped,
         "param-headers-dropped",
@@ -686,9 +751,9 @@ mod tests {
             assert_eq!(m.name().parse::<Mutant>(), Ok(m));
             assert!(!m.defect().is_empty());
         }
-        assert_eq!(Mutant::all().count(), 85);
+        assert_eq!(Mutant::all().count(), 94);
         let err = "nope".parse::<Mutant>().unwrap_err().to_string();
         assert!(err.contains("meta-cut-apart"), "{err}");
-        assert_eq!(Mutant::listing().lines().count(), 85);
+        assert_eq!(Mutant::listing().lines().count(), 94);
     }
 }

@@ -13,8 +13,11 @@ use crate::secrets;
 /// Every upstream's resources, each URI in the relay form that `resources/read` resolves.
 pub async fn list(gw: &Gateway, caller: &Caller) -> Answer {
     let mut all = Vec::new();
+    let mut hints = Vec::new();
     for up in &gw.upstreams {
-        let listed = crate::listings::items_of(gw, up, caller, "resources/list", "resources").await;
+        let (listed, listed_hints) =
+            crate::listings::listed(gw, up, caller, "resources/list", "resources").await;
+        hints.push(listed_hints);
         for mut r in listed {
             if let Some(Value::String(uri)) = r.get_mut("uri") {
                 *uri = relay_uri(&up.name, uri);
@@ -22,7 +25,10 @@ pub async fn list(gw: &Gateway, caller: &Caller) -> Answer {
             all.push(r);
         }
     }
-    Answer::Own(json!({"resources": all}))
+    let mut result = serde_json::Map::new();
+    result.insert("resources".into(), Value::Array(all));
+    crate::listings::own_hints(gw, caller, &hints, &mut result);
+    Answer::Own(Value::Object(result))
 }
 
 /// `resources/read`, sent to the resource's upstream (see [`forward::resource_owner`]). A read
@@ -42,9 +48,23 @@ pub async fn read(gw: &Gateway, caller: &Caller, params: &Value) -> Answer {
     let relay_form = original != uri;
     let mut forwarded = forward::with_caller_meta(params, caller);
     forwarded["uri"] = json!(original);
-    let ending = up.request("resources/read", forwarded, gw.timeout()).await;
-    match forward::answer(&up, ending) {
+    let answer = match gw.cache.get(&up.name, "resources/read", caller, &forwarded) {
+        Some(cached) => Answer::Relayed(cached),
+        None => {
+            let ending = up
+                .request("resources/read", forwarded.clone(), gw.timeout())
+                .await;
+            let answer = forward::answer(&up, ending);
+            if let Answer::Relayed(result) = &answer {
+                gw.cache
+                    .put(&up.name, "resources/read", caller, &forwarded, result);
+            }
+            answer
+        }
+    };
+    match answer {
         Answer::Relayed(mut result) => {
+            crate::cache::relayed(&mut result, gw.mutation);
             if relay_form && let Some(Value::Array(contents)) = result.get_mut("contents") {
                 for c in contents {
                     if let Some(Value::String(u)) = c.get_mut("uri") {

@@ -159,6 +159,8 @@ pub fn digest(definition: &Value) -> String {
 #[derive(Debug, Default)]
 pub struct Catalog {
     pub pins: Vec<Arc<Pin>>,
+    /// The caching hints of the upstream listings the pins came from, merged.
+    pub hints: Option<crate::cache::Hints>,
 }
 
 impl Catalog {

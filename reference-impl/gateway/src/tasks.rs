@@ -52,8 +52,28 @@ impl TaskMap {
 
     /// The task, if `caller` owns it: task ids can act as bearer tokens, so another
     /// identity's task reads as unknown.
-    pub fn lookup(&self, id: &str, caller: &Identity) -> Option<TaskEntry> {
-        self.lock().get(id).filter(|e| e.owner == *caller).cloned()
+    pub fn lookup(&self, id: &str, caller: &Identity, mutation: Mutation) -> Option<TaskEntry> {
+        let any = mutation.is(Mutant::TaskAnyIdentity);
+        self.lock()
+            .get(id)
+            .filter(|e| any || e.owner == *caller)
+            .cloned()
+    }
+}
+
+/// The task timing members of 2025-11-25 for those of the extension, for the
+/// `task-timing-renamed` mutant: a relay whose task model is the older one writes them so.
+pub fn timing_renamed(task: &mut Value, mutation: Mutation) {
+    if !mutation.is(Mutant::TaskTimingRenamed) {
+        return;
+    }
+    let Some(fields) = task.as_object_mut() else {
+        return;
+    };
+    for (new, old) in [("ttlMs", "ttl"), ("pollIntervalMs", "pollInterval")] {
+        if let Some(value) = fields.shift_remove(new) {
+            fields.insert(old.into(), value);
+        }
     }
 }
 
@@ -64,7 +84,10 @@ impl TaskMap {
 pub fn relay_handle(handle: &Value, form: HandleForm, id: &str, mutation: Mutation) -> Value {
     let mut out = handle.clone();
     match form {
-        HandleForm::Flat => out["taskId"] = json!(id),
+        HandleForm::Flat => {
+            out["taskId"] = json!(id);
+            timing_renamed(&mut out, mutation);
+        }
         HandleForm::Nested => {
             if let Some(task) = out.get_mut("task").and_then(Value::as_object_mut) {
                 task.insert("taskId".into(), json!(id));
@@ -103,7 +126,29 @@ mod tests {
         let alice = Identity::new("alice");
         assert_eq!(m.register("a", "1", &alice), "1");
         assert_eq!(m.register("b", "1", &alice), "b~1");
-        assert!(m.lookup("1", &alice).is_some());
-        assert!(m.lookup("1", &Identity::new("bob")).is_none());
+        assert!(m.lookup("1", &alice, Mutation::default()).is_some());
+        let bob = Identity::new("bob");
+        assert!(m.lookup("1", &bob, Mutation::default()).is_none());
+        assert!(
+            m.lookup("1", &bob, Mutation(Some(Mutant::TaskAnyIdentity)))
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn the_timing_mutant_writes_the_older_members() {
+        let h = json!({"resultType": "task", "taskId": "t", "ttlMs": 5, "pollIntervalMs": 7});
+        let same = relay_handle(&h, HandleForm::Flat, "t", Mutation::default());
+        assert_eq!(same, h);
+        let renamed = relay_handle(
+            &h,
+            HandleForm::Flat,
+            "t",
+            Mutation(Some(Mutant::TaskTimingRenamed)),
+        );
+        assert_eq!(
+            renamed,
+            json!({"resultType": "task", "taskId": "t", "ttl": 5, "pollInterval": 7})
+        );
     }
 }

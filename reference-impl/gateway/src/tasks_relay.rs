@@ -1,5 +1,5 @@
-//! Task follow-ups (`tasks/get`, `tasks/result`, `tasks/cancel`) routed to the upstream that
-//! owns the task, with the gateway's id mapped to the upstream's and back. Results are relayed
+//! Task follow-ups (`tasks/get`, `tasks/result`, `tasks/cancel`, and the extension's
+//! `tasks/update`) routed to the upstream that owns the task, with the gateway's id mapped to the upstream's and back. Results are relayed
 //! with their `_meta` kept; links in them are projected like in any result.
 
 use serde_json::{Map, Value, json};
@@ -13,7 +13,7 @@ pub async fn follow_up(gw: &Gateway, caller: &Caller, method: &str, params: &Val
     let Some(id) = params.get("taskId").and_then(Value::as_str) else {
         return rpc_error(-32602, "Invalid params: missing string `taskId`");
     };
-    let Some(entry) = gw.tasks.lookup(id, &caller.identity) else {
+    let Some(entry) = gw.tasks.lookup(id, &caller.identity, gw.mutation) else {
         return rpc_error(-32602, format!("Unknown task: {id}"));
     };
     let Some(up) = gw.upstream(&entry.upstream) else {
@@ -22,6 +22,13 @@ pub async fn follow_up(gw: &Gateway, caller: &Caller, method: &str, params: &Val
     if method == "tasks/get" && gw.mutation.is(Mutant::TaskStatusCached) {
         // The handle as the gateway first saw it: still working, for ever.
         return Answer::Relayed(json!({"taskId": id, "status": "working", "pollInterval": 100}));
+    }
+    if method == "tasks/cancel"
+        && caller.stateless
+        && gw.mutation.is(Mutant::TaskCancelAckedLocally)
+    {
+        // The extension's acknowledgement is empty, so the gateway makes it itself.
+        return Answer::Own(json!({}));
     }
     let mut p = match params {
         Value::Object(m) => m.clone(),
@@ -43,6 +50,9 @@ pub async fn follow_up(gw: &Gateway, caller: &Caller, method: &str, params: &Val
             links::rewrite(&mut result, &entry.upstream, gw.mutation);
             if id != entry.upstream_id {
                 map_task_id(&mut result, &entry.upstream_id, id);
+            }
+            if method == "tasks/get" {
+                crate::tasks::timing_renamed(&mut result, gw.mutation);
             }
             Answer::Relayed(result)
         }

@@ -124,8 +124,13 @@ fn a_task_id_serves_only_its_owner_on_every_follow_up() {
         .unwrap_or_else(|| panic!("a task handle: {created}"))
         .to_string();
     for other in OTHERS {
-        for method in ["tasks/get", "tasks/result", "tasks/cancel"] {
-            let answer = request(&gw, other, method, json!({"taskId": task}));
+        for method in ["tasks/get", "tasks/result", "tasks/cancel", "tasks/update"] {
+            let answer = request(
+                &gw,
+                other,
+                method,
+                json!({"taskId": task, "inputResponses": {}}),
+            );
             assert_eq!(
                 answer["error"]["code"], -32602,
                 "{method} as {other}: {answer}"
@@ -152,4 +157,107 @@ fn a_task_id_serves_only_its_owner_on_every_follow_up() {
     );
     let result = request(&gw, "token-alice", "tasks/result", json!({"taskId": task}));
     assert_eq!(result["error"]["code"], -32601, "{result}");
+}
+
+/// The text of a read's only content, which the canary makes anew for each read it serves.
+fn read_text(gw: &Gateway, token: &str, uri: &str) -> String {
+    let read = request(gw, token, "resources/read", json!({"uri": uri}));
+    read["result"]["contents"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a read of {uri} as {token}: {read}"))
+        .to_string()
+}
+
+#[test]
+fn a_cached_read_the_upstream_marked_private_serves_its_reader_only() {
+    let gw = Gateway::start(Options {
+        http: true,
+        cache: true,
+        ..Options::default()
+    });
+    let private = "canary://cache/private/60000/k-private";
+    let alices = read_text(&gw, "token-alice", private);
+    assert_eq!(
+        read_text(&gw, "token-alice", private),
+        alices,
+        "kept for alice"
+    );
+    assert_ne!(read_text(&gw, "token-bob", private), alices, "never bob's");
+    let public = "canary://cache/public/60000/k-public";
+    let first = read_text(&gw, "token-alice", public);
+    assert_eq!(read_text(&gw, "token-bob", public), first, "shared");
+    let cached = request(&gw, "token-bob", "resources/read", json!({"uri": public}));
+    let left = cached["result"]["ttlMs"].as_u64().unwrap_or(u64::MAX);
+    assert!(
+        left <= 60_000,
+        "what is left of the ttl, at most the upstream's: {cached}"
+    );
+    assert_eq!(cached["result"]["cacheScope"], "public", "{cached}");
+
+    let shared = Gateway::start(Options {
+        http: true,
+        cache: true,
+        mutant: Some("cache-private-shared"),
+        ..Options::default()
+    });
+    let alices = read_text(&shared, "token-alice", private);
+    assert_eq!(
+        read_text(&shared, "token-bob", private),
+        alices,
+        "the mutant shares it"
+    );
+}
+
+#[test]
+fn a_cached_read_goes_stale_with_its_ttl_and_nothing_is_cached_by_default() {
+    let short = "canary://cache/public/150/k-short";
+    let gw = Gateway::start(Options {
+        http: true,
+        cache: true,
+        ..Options::default()
+    });
+    let first = read_text(&gw, "token-alice", short);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_ne!(read_text(&gw, "token-alice", short), first, "read anew");
+    let ignoring = Gateway::start(Options {
+        http: true,
+        cache: true,
+        mutant: Some("cache-ttl-ignored"),
+        ..Options::default()
+    });
+    let first = read_text(&ignoring, "token-alice", short);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(
+        read_text(&ignoring, "token-alice", short),
+        first,
+        "kept past its ttl"
+    );
+    let plain = http();
+    let long = "canary://cache/public/60000/k-plain";
+    let first = read_text(&plain, "token-alice", long);
+    assert_ne!(
+        read_text(&plain, "token-alice", long),
+        first,
+        "a plain relay asks each time"
+    );
+}
+
+#[test]
+fn the_any_identity_mutant_hands_a_task_to_whoever_names_it() {
+    let gw = Gateway::start(Options {
+        http: true,
+        mutant: Some("task-any-identity"),
+        ..Options::default()
+    });
+    let created = gw.http_call_as_task(
+        "token-alice",
+        "canary.task_handle",
+        json!({"text": "alice's report"}),
+    );
+    let task = created["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a flat handle: {created}"))
+        .to_string();
+    let read = request(&gw, "token-bob", "tasks/get", json!({"taskId": task}));
+    assert!(read.to_string().contains("alice's report"), "{read}");
 }

@@ -527,7 +527,7 @@ fn config_errors_name_the_field_and_unknown_mutants_exit_2() {
         .output()
         .expect("run");
     let listing = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(listing.lines().count(), 85);
+    assert_eq!(listing.lines().count(), 94);
     assert!(listing.lines().all(|l| l.split('\t').count() == 3));
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -685,4 +685,138 @@ fn a_stateless_request_gets_log_messages_only_at_the_level_it_names() {
     let (levels, answer) = logs(&mut gw, json!({}));
     assert!(levels.is_empty(), "{levels:?} {answer}");
     assert_eq!(answer["result"]["content"][0]["text"], "logged");
+}
+
+/// The envelope of a 2026-07-28 request over stdio, declaring `capabilities`.
+fn envelope(capabilities: Value) -> Value {
+    json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities})
+}
+
+#[test]
+fn an_extension_task_is_answered_and_cancelled_through_the_gateway() {
+    let meta =
+        envelope(json!({"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}));
+    let start = |gw: &mut Gateway| {
+        let created = gw.request(
+            "tools/call",
+            json!({"name": "canary.ask_task", "arguments": {}, "_meta": meta}),
+        );
+        created["result"]["taskId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a flat handle: {created}"))
+            .to_string()
+    };
+    let mut gw = Gateway::start(Options::default());
+    let id = start(&mut gw);
+    let asking = gw.request("tasks/get", json!({"taskId": id, "_meta": meta}));
+    assert_eq!(asking["result"]["status"], "input_required", "{asking}");
+    assert_eq!(
+        asking["result"]["inputRequests"]["who"]["method"],
+        "elicitation/create"
+    );
+    let responses = json!({"who": {"action": "accept", "content": {"name": "ada"}}});
+    let ack = gw.request(
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": responses, "_meta": meta}),
+    );
+    assert_eq!(ack["result"], json!({"resultType": "complete"}), "{ack}");
+    let log = gw.side_channel("canary.jsonl");
+    assert!(
+        log.lines()
+            .any(|l| l.contains("\"tasks/update\"") && l.contains("\"ada\"")),
+        "the upstream got the responses: {log}"
+    );
+    let working = gw.request("tasks/get", json!({"taskId": id, "_meta": meta}));
+    assert_eq!(working["result"]["status"], "working", "{working}");
+    assert_eq!(working["result"]["ttlMs"], 60_000, "{working}");
+    let done = gw.request("tasks/get", json!({"taskId": id, "_meta": meta}));
+    assert_eq!(text(&done["result"]["result"]), "asked and done", "{done}");
+
+    let cancelled_id = start(&mut gw);
+    let ack = gw.request(
+        "tasks/cancel",
+        json!({"taskId": cancelled_id, "_meta": meta}),
+    );
+    assert_eq!(ack["result"], json!({"resultType": "complete"}), "{ack}");
+    let after = gw.request("tasks/get", json!({"taskId": cancelled_id, "_meta": meta}));
+    assert_eq!(after["result"]["status"], "cancelled", "{after}");
+
+    let mut unrouted = Gateway::start(Options {
+        mutant: Some("task-update-unrouted"),
+        ..Options::default()
+    });
+    let id = start(&mut unrouted);
+    let refused = unrouted.request(
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": responses, "_meta": meta}),
+    );
+    assert_eq!(refused["error"]["code"], -32601, "{refused}");
+    let mut local = Gateway::start(Options {
+        mutant: Some("task-cancel-acked-locally"),
+        ..Options::default()
+    });
+    let id = start(&mut local);
+    let ack = local.request("tasks/cancel", json!({"taskId": id, "_meta": meta}));
+    assert_eq!(ack["result"], json!({"resultType": "complete"}), "{ack}");
+    assert!(
+        !local
+            .side_channel("canary.jsonl")
+            .contains("\"tasks/cancel\""),
+        "the upstream never hears of it"
+    );
+    let mut renamed = Gateway::start(Options {
+        mutant: Some("task-timing-renamed"),
+        ..Options::default()
+    });
+    let created = renamed.request(
+        "tools/call",
+        json!({"name": "canary.ask_task", "arguments": {}, "_meta": meta}),
+    );
+    assert!(created["result"].get("ttlMs").is_none(), "{created}");
+    assert_eq!(created["result"]["ttl"], 60_000, "{created}");
+}
+
+#[test]
+fn listings_carry_the_caching_hints_of_their_upstreams() {
+    let mut gw = Gateway::start(Options::default());
+    let meta = envelope(json!({}));
+    for (method, ttl, scope) in [
+        ("tools/list", 300_000, "public"),
+        ("resources/list", 120_000, "private"),
+        ("resources/templates/list", 180_000, "public"),
+        ("prompts/list", 240_000, "public"),
+    ] {
+        let listed = gw.request(method, json!({"_meta": meta}));
+        assert_eq!(listed["result"]["ttlMs"], ttl, "{method}: {listed}");
+        assert_eq!(listed["result"]["cacheScope"], scope, "{method}: {listed}");
+    }
+    let read = gw.request(
+        "resources/read",
+        json!({"uri": "canary://cache/private/45000/k", "_meta": meta}),
+    );
+    assert_eq!(read["result"]["ttlMs"], 45_000, "{read}");
+    assert_eq!(read["result"]["cacheScope"], "private", "{read}");
+    // The handshake revisions have no hints, and get none.
+    let mut old = stdio();
+    let listed = old.request("resources/list", json!({}));
+    assert!(listed["result"].get("ttlMs").is_none(), "{listed}");
+
+    let mut widened = Gateway::start(Options {
+        mutant: Some("cache-scope-widened"),
+        ..Options::default()
+    });
+    let listed = widened.request("resources/list", json!({"_meta": meta}));
+    assert_eq!(listed["result"]["cacheScope"], "public", "{listed}");
+    let mut dropped = Gateway::start(Options {
+        mutant: Some("cache-hints-dropped"),
+        ..Options::default()
+    });
+    let listed = dropped.request("tools/list", json!({"_meta": meta}));
+    assert!(listed["result"].get("ttlMs").is_none(), "{listed}");
+    let read = dropped.request(
+        "resources/read",
+        json!({"uri": "canary://cache/private/45000/k", "_meta": meta}),
+    );
+    assert!(read["result"].get("cacheScope").is_none(), "{read}");
 }

@@ -28,6 +28,8 @@ pub const LATEST_HANDSHAKE: &str = "2025-11-25";
 pub const SERVER_NAME: &str = "relaycheck-gateway";
 /// The result `_meta` key in which a 2026-07-28 server names itself.
 pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+/// How long a client may keep the gateway's `server/discover` answer.
+const DISCOVER_TTL_MS: u64 = 300_000;
 
 /// What one connection (stdio) or session (HTTP) settled on, its requests in flight (by
 /// id), which the caller may cancel, and the requests relayed to its client.
@@ -412,9 +414,13 @@ async fn dispatch(
             if gw.mutation.is(Mutant::DiscoverCapabilitiesFixed) {
                 capabilities = json!({"tools": {}});
             }
+            // What the gateway serves is fixed when it starts and the same for every caller;
+            // the caching hints 2026-07-28 requires say so.
             let mut answer = json!({
                 "supportedVersions": ["2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"],
                 "capabilities": capabilities,
+                "ttlMs": DISCOVER_TTL_MS,
+                "cacheScope": "public",
             });
             if !caller.stateless {
                 answer["serverInfo"] = server_info();
@@ -430,7 +436,12 @@ async fn dispatch(
                 let turn = gw.next_listing_turn() % tools.len();
                 tools.rotate_left(turn);
             }
-            Answer::Own(json!({"tools": tools}))
+            let mut result = Map::new();
+            result.insert("tools".into(), Value::Array(tools));
+            // The pins are the gateway's listing for as long as it runs; the hints are those
+            // of the upstream listings they were pinned from.
+            crate::listings::own_hints(gw, caller, &[catalog.hints], &mut result);
+            Answer::Own(Value::Object(result))
         }
         "tools/call" => call(gw, params, caller).await,
         "resources/list" => resources::list(gw, caller).await,
@@ -454,7 +465,10 @@ async fn dispatch(
         }
         "completion/complete" => forward::complete(gw, caller, params).await,
         "logging/setLevel" => forward::set_level(gw, caller, params).await,
-        "tasks/get" | "tasks/result" | "tasks/cancel" => {
+        "tasks/update" if gw.mutation.is(Mutant::TaskUpdateUnrouted) => {
+            rpc_error(-32601, format!("Method not found: {method}"))
+        }
+        "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/update" => {
             tasks_relay::follow_up(gw, caller, method, params).await
         }
         _ => rpc_error(-32601, format!("Method not found: {method}")),

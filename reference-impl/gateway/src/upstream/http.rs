@@ -172,7 +172,12 @@ impl HttpConn {
                 let key = match method {
                     "tools/call" | "prompts/get" => Some("name"),
                     "resources/read" => Some("uri"),
-                    m if m.starts_with("tasks/") && m != "tasks/list" => Some("taskId"),
+                    m if m.starts_with("tasks/")
+                        && m != "tasks/list"
+                        && !self.mutation.is(Mutant::TaskNameHeaderMissing) =>
+                    {
+                        Some("taskId")
+                    }
                     _ => None,
                 };
                 if let Some(key) = key {

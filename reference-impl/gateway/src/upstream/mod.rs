@@ -16,6 +16,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::client_requests::Back;
 
+use crate::cache::Hints;
 use crate::gateway::Cancel;
 use crate::mutant::{Mutant, Mutation};
 use crate::progress::Progress;
@@ -181,8 +182,9 @@ impl Upstream {
         &self,
         meta: Option<&Value>,
         timeout: Duration,
-    ) -> Result<Vec<Value>, UpstreamError> {
+    ) -> Result<(Vec<Value>, Option<Hints>), UpstreamError> {
         let mut tools = Vec::new();
+        let mut hints = Vec::new();
         let mut cursor: Option<Value> = None;
         for _ in 0..100 {
             let mut params = json!({});
@@ -197,6 +199,7 @@ impl Upstream {
             if let Some(list) = result.get("tools").and_then(Value::as_array) {
                 tools.extend(list.iter().cloned());
             }
+            hints.push(Hints::of(&result));
             cursor = result.get("nextCursor").filter(|c| !c.is_null()).cloned();
             if cursor.is_none() || self.mutation.is(Mutant::ListingFirstPageOnly) {
                 break;
@@ -205,7 +208,7 @@ impl Upstream {
         if let Conn::Http(h) = &self.conn {
             h.learn(&tools);
         }
-        Ok(tools)
+        Ok((tools, Hints::merged(&hints)))
     }
 
     /// One request; never fails, every ending is an [`Ending`]. Bounded by `timeout` from its

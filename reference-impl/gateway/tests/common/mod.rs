@@ -89,6 +89,9 @@ pub(crate) fn script() -> Value {
         {"name": "ask_typed",
          "output_schema": {"type": "object", "properties": {"inputResponses": {"type": "object"}}, "required": ["inputResponses"]},
          "respond": {"input-required": {"requests": {"region": {"method": "elicitation/create", "params": {"message": "Which region?", "requestedSchema": {"type": "object"}}}}}}},
+        {"name": "ask_task",
+         "respond": {"task": {"polls_before_done": 1, "input": {"requests": {"who": {"method": "elicitation/create", "params": {"message": "Who?", "requestedSchema": {"type": "object"}}}}},
+                              "outcome": {"result": {"content": [{"type": "text", "text": "asked and done"}]}}}}},
         {"name": "big_meta",
          "respond": {"result": {
             "content": [{"type": "text", "text": "x".repeat(30000)}],
@@ -106,6 +109,8 @@ pub(crate) struct Options {
     pub official_fixtures: bool,
     /// Capabilities the canary does not offer (its `--withhold`).
     pub withhold: Option<&'static str>,
+    /// The gateway caches listings and reads as their caching hints allow.
+    pub cache: bool,
 }
 
 impl Default for Options {
@@ -117,6 +122,7 @@ impl Default for Options {
             batch_budget_bytes: 20_000,
             official_fixtures: false,
             withhold: None,
+            cache: false,
         }
     }
 }
@@ -204,6 +210,9 @@ cef = "{dir}/audit.cef"
 [log]
 path = "{dir}/log.jsonl"
 
+[cache]
+enabled = {cache}
+
 [[upstreams]]
 name = "canary"
 command = {canary}
@@ -212,6 +221,7 @@ command = {canary}
             max = opts.max_response_bytes,
             budget = opts.batch_budget_bytes,
             dir = dir.display(),
+            cache = opts.cache,
             canary = serde_json::to_string(&canary).unwrap_or_default(),
         );
         let config_path = dir.join("gateway.toml");
