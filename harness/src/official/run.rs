@@ -100,11 +100,13 @@ pub fn collect(dir: &Path, order: &[String]) -> Result<Vec<CaseResult>, String> 
     for scenario in order {
         // The newest folder of the scenario, if the directory holds older runs too.
         match found.iter().rev().find(|(s, _)| s == scenario) {
-            Some((_, path)) => {
+            // A folder without checks.json is a scenario the suite began and never finished
+            // (its process died on what the target sent): the same error as no folder at all.
+            Some((_, path)) if path.exists() => {
                 let checks = checks::load(path).map_err(|err| err.to_string())?;
                 results.extend(checks::to_results(scenario, &checks, 0));
             }
-            None => results.push(checks::missing(
+            _ => results.push(checks::missing(
                 scenario,
                 "the suite wrote no checks.json for this scenario (it failed to run; see official.log)",
             )),
@@ -390,11 +392,16 @@ mod tests {
             r#"[{"id": "ping", "name": "Ping", "description": "d", "status": "SUCCESS"}]"#,
         )
         .unwrap();
-        let got = collect(&dir, &["ping".to_string(), "tools-list".to_string()]).unwrap();
-        assert_eq!(got.len(), 2);
+        // A scenario the suite began and died in: its folder, no checks.json.
+        std::fs::create_dir_all(dir.join("server-tools-call-2026-11-30T04-07-22-001Z")).unwrap();
+        let order = ["ping", "tools-list", "tools-call"].map(String::from);
+        let got = collect(&dir, &order).unwrap();
+        assert_eq!(got.len(), 3);
         assert_eq!(got[0].outcome, Outcome::Pass);
         assert_eq!(got[1].outcome, Outcome::Error);
         assert_eq!(got[1].surface, "official/tools-list");
+        assert_eq!(got[2].outcome, Outcome::Error);
+        assert_eq!(got[2].surface, "official/tools-call");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
