@@ -100,8 +100,8 @@ pub fn collect(dir: &Path, order: &[String]) -> Result<Vec<CaseResult>, String> 
     for scenario in order {
         // The newest folder of the scenario, if the directory holds older runs too.
         match found.iter().rev().find(|(s, _)| s == scenario) {
-            // A folder without checks.json is a scenario the suite began and never finished
-            // (its process died on what the target sent): the same error as no folder at all.
+            // A folder without checks.json is a scenario the suite began and never finished:
+            // the same error as no folder at all.
             Some((_, path)) if path.exists() => {
                 let checks = checks::load(path).map_err(|err| err.to_string())?;
                 results.extend(checks::to_results(scenario, &checks, 0));
