@@ -10,7 +10,7 @@ use bytes::Bytes;
 use relaycheck_model::NONCE_ARG;
 use relaycheck_model::render::{Selector, render_result};
 use relaycheck_model::script::{
-    CanaryScript, LogLevel, Respond, RpcError, ToolScript, default_input_schema,
+    CLIENT_ANSWER_META, CanaryScript, LogLevel, Respond, RpcError, ToolScript, default_input_schema,
 };
 use relaycheck_model::shape::Shape;
 use serde_json::{Map, Value, json};
@@ -85,6 +85,10 @@ impl std::fmt::Debug for Ask {
             .finish()
     }
 }
+
+/// The `_meta` key under which a request the canary sends its client for a call names the
+/// call's nonce.
+pub const ASK_NONCE_META: &str = "relaycheck.canary/nonce";
 
 /// How long an [`Ask`] waits for the client's answer: a client that handles the request
 /// answers at once; one that does not (a gateway that relays no requests) must not hold the
@@ -819,6 +823,37 @@ impl Canary {
                     then: Box::new(self.respond(&log.then, call)),
                 }
             }
+            Respond::AskClient(ask) if call.shape.is_stateless() => Reply::Json(error_response(
+                id,
+                &rpc_error(
+                    -32603,
+                    format!(
+                        "{} is a request of the handshake revisions; on the stateless wire an upstream asks by input_required",
+                        ask.method
+                    ),
+                ),
+            )),
+            Respond::AskClient(ask) => {
+                let (shape, requested) = (call.shape, call.requested.clone());
+                let (id, method) = (id.clone(), ask.method.clone());
+                // The call's nonce in the request's `_meta`, so a client reading one stream for
+                // many calls (stdio) can tell which call the request belongs to.
+                let mut params = ask.params.clone();
+                if let Some(nonce) = &call.nonce
+                    && let Value::Object(meta) = params
+                        .entry("_meta")
+                        .or_insert_with(|| Value::Object(Map::new()))
+                {
+                    meta.insert(ASK_NONCE_META.into(), json!(nonce));
+                }
+                self.ask(&ask.method, Value::Object(params), move |answer| {
+                    let legacy = client_answered(&method, answer);
+                    Reply::Json(response(
+                        &id,
+                        render_result(&legacy, shape, requested.as_deref()),
+                    ))
+                })
+            }
             Respond::InputRequired(script) => {
                 let asked = crate::input_required::Asked {
                     tool: &call.tool,
@@ -1035,6 +1070,26 @@ fn tool_definition(tool: &ToolScript, shape: Shape) -> Value {
         out.insert(key.clone(), value.clone());
     }
     Value::Object(out)
+}
+
+/// The canary's answer to a call whose tool asked its client something: a text result saying
+/// how the client answered, the whole response quoted under [`CLIENT_ANSWER_META`] (`null`
+/// when none came in time).
+fn client_answered(method: &str, answer: Option<Value>) -> Value {
+    let said = match &answer {
+        None => format!(
+            "the client did not answer {method} within {} ms",
+            ASK_TIMEOUT.as_millis()
+        ),
+        Some(response) if response.get("error").is_some() => {
+            format!("the client answered {method} with an error")
+        }
+        Some(_) => format!("the client answered {method}"),
+    };
+    json!({
+        "content": [{"type": "text", "text": said}],
+        "_meta": {CLIENT_ANSWER_META: answer.unwrap_or(Value::Null)},
+    })
 }
 
 #[cfg(test)]

@@ -778,6 +778,15 @@ pub const CHECKS: &[CheckDef] = &[
         run: methods::log_relayed,
     },
     CheckDef {
+        name: "client-request-relayed",
+        asserts: "the request the upstream sent its client while it worked on the call (sampling/createMessage, elicitation/create or roots/list, on the call's own stream before its result) reached the runner's client, which declared the capability it needs, with its params unchanged (`_meta` keys of the target's own aside), and the client's answer reached the upstream unchanged (the canary quotes what it got back in its result `_meta`)",
+        params: &[],
+        reads: Reads::Reply,
+        fields: Fields::None,
+        gathers: &[],
+        run: methods::client_request_relayed,
+    },
+    CheckDef {
         name: "input-requests-relayed",
         asserts: "the upstream's input_required result reached the client as one: resultType input_required, each input request under its key with its method and params unchanged in value (`_meta` keys of the target's own aside; what a client may change of a sampling request noted), none answered or dropped on the way, and a requestState wherever the upstream gave one (the upstream's own or one of the target's); not applicable where the upstream could not ask because the call it got did not declare the client capabilities the client declared",
         params: &[],

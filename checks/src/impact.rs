@@ -155,6 +155,7 @@ impl Answer {
             Respond::Rows(rows) => Answer::Result(rows.result()),
             Respond::Progress(progress) => Answer::of_respond(&progress.then),
             Respond::Log(log) => Answer::of_respond(&log.then),
+            Respond::AskClient(_) => Answer::Result(json!({"content": [], "_meta": {}})),
             Respond::InputRequired(_) => Answer::InputRequired,
             Respond::Fault(_) => Answer::Fault,
         }

@@ -346,3 +346,114 @@ pub(super) fn log_relayed(
         Some(Value::Array(got.into_iter().cloned().collect())),
     )
 }
+
+/// The request the upstream sent its client while it worked on the call (sampling,
+/// elicitation, roots) reached the client with its params, and the client's answer reached
+/// the upstream unchanged.
+pub(super) fn client_request_relayed(
+    name: &str,
+    _params: &Map<String, Value>,
+    evidence: &Evidence<'_>,
+) -> Verdict {
+    let Some(asked) = evidence
+        .upstream
+        .iter()
+        .filter(|o| o.direction == Direction::Out && o.method.as_deref() != Some("tools/call"))
+        .filter_map(|o| o.message.as_ref())
+        .find(|m| m.get("id").is_some() && m.get("method").is_some())
+    else {
+        return if evidence.upstream_calls().is_empty() {
+            super::eval::missing_upstream(name)
+        } else {
+            Verdict::fail(
+                name,
+                "the canary logged no request it sent its client for the call",
+            )
+        };
+    };
+    let method = asked["method"].as_str().unwrap_or_default();
+    let sent = asked.get("params").cloned().unwrap_or(Value::Null);
+    // What the upstream got back, as the canary quoted it in its answer to the call.
+    let came_back = evidence
+        .upstream_answer()
+        .and_then(|answer| answer.pointer("/result/_meta"))
+        .and_then(|meta| meta.get(relaycheck_model::script::CLIENT_ANSWER_META))
+        .filter(|answer| !answer.is_null());
+    let got = evidence
+        .exchange
+        .reply()
+        .map_or(&[][..], |reply| &reply.notifications[..])
+        .iter()
+        .find(|m| m.get("method").and_then(Value::as_str) == Some(method) && m.get("id").is_some());
+    let Some(got) = got else {
+        let upstream_got = match came_back {
+            None => "no answer in time".to_string(),
+            Some(answer) => match answer.get("error") {
+                Some(error) => format!(
+                    "the error {} ({})",
+                    error.get("code").unwrap_or(&Value::Null),
+                    error
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                ),
+                None => "an answer the client never gave".to_string(),
+            },
+        };
+        return Verdict::fail(
+            name,
+            format!(
+                "the upstream's {method} never reached the client, which declared the capability it needs; the upstream got {upstream_got}"
+            ),
+        )
+        .compared(Some(asked.clone()), None);
+    };
+    let got_params = got.get("params").cloned().unwrap_or(Value::Null);
+    let changes = result_changes(&sent, &got_params);
+    if !changes.is_empty() {
+        return Verdict::fail(
+            name,
+            format!(
+                "the upstream's {method} reached the client with other params: {}",
+                changes.join(", ")
+            ),
+        )
+        .compared(Some(sent), Some(got_params));
+    }
+    let Some(answered) = relaycheck_model::client_answers::answer(method, &got_params) else {
+        return Verdict::not_applicable(name, format!("relaycheck's client answers no {method}"));
+    };
+    let expected = serde_json::json!({"result": answered});
+    let Some(came_back) = came_back else {
+        return Verdict::fail(
+            name,
+            format!(
+                "the upstream's {method} reached the client, which answered it, but the upstream got no answer in time"
+            ),
+        )
+        .compared(Some(expected), None);
+    };
+    let delivered = serde_json::json!({
+        "result": came_back.get("result").cloned().unwrap_or(Value::Null)
+    });
+    if came_back.get("error").is_some() || !same(&delivered["result"], &answered) {
+        return Verdict::fail(
+            name,
+            format!(
+                "the upstream's {method} reached the client, but the upstream got another answer than the client's"
+            ),
+        )
+        .compared(Some(expected), Some(came_back.clone()));
+    }
+    let under = if got.get("id") == asked.get("id") {
+        "the upstream's id"
+    } else {
+        "an id of the target's own"
+    };
+    Verdict::pass(
+        name,
+        format!(
+            "the upstream's {method} reached the client before the call's result, its params unchanged, under {under}, and the client's answer reached the upstream unchanged"
+        ),
+    )
+}

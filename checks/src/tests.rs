@@ -2030,6 +2030,88 @@ fn log_relayed_wants_each_message_with_its_level_and_data() {
     assert!(!silent.check("log-relayed", json!({})).applicable);
 }
 
+#[test]
+fn client_request_relayed_wants_the_request_and_the_answer_both_ways_unchanged() {
+    use relaycheck_model::client_answers::answer;
+    let params = json!({"message": "Account?", "requestedSchema": {"type": "object", "properties": {"account": {"type": "string"}}}, "_meta": {"relaycheck.canary/nonce": "n"}});
+    let asked =
+        json!({"jsonrpc": "2.0", "id": "ask-1", "method": "elicitation/create", "params": params});
+    // `relayed`: the request as the client got it; `back`: what the upstream got back.
+    let fixture = |relayed: Option<Value>, back: Value| {
+        let result = json!({"content": [], "_meta": {"relaycheck.canary/client-answer": back}});
+        let mut fixture = Fixture::results(result.clone(), result);
+        let mut logged = observation(Direction::Out, None, Some(asked.clone()));
+        logged.method = Some("elicitation/create".into());
+        fixture.upstream.insert(1, logged);
+        if let Exchange::Reply(reply) = &mut fixture.exchange {
+            reply.notifications = relayed.into_iter().collect();
+        }
+        fixture
+    };
+    let mut relayed = asked.clone();
+    relayed["id"] = json!("gw-7");
+    relayed["params"]["_meta"]["gateway/trace"] = json!("t");
+    let answered = answer("elicitation/create", &relayed["params"]).unwrap();
+    let verdict = fixture(
+        Some(relayed.clone()),
+        json!({"jsonrpc": "2.0", "id": "ask-1", "result": answered}),
+    )
+    .check("client-request-relayed", json!({}));
+    assert!(
+        verdict.passed && verdict.message.contains("an id of the target's own"),
+        "{}",
+        verdict.message
+    );
+
+    let refused = json!({"jsonrpc": "2.0", "id": "ask-1", "error": {"code": -32601, "message": "Method not found"}});
+    let verdict = fails(
+        &fixture(None, refused.clone()),
+        "client-request-relayed",
+        json!({}),
+    );
+    assert!(
+        verdict.message.contains("never reached the client") && verdict.message.contains("-32601"),
+        "{}",
+        verdict.message
+    );
+
+    let mut reworded = relayed.clone();
+    reworded["params"]["message"] = json!("Which account?");
+    let verdict = fails(
+        &fixture(Some(reworded), refused),
+        "client-request-relayed",
+        json!({}),
+    );
+    assert!(
+        verdict.message.contains("`message` changed"),
+        "{}",
+        verdict.message
+    );
+
+    let declined = json!({"jsonrpc": "2.0", "id": "ask-1", "result": {"action": "decline"}});
+    let verdict = fails(
+        &fixture(Some(relayed.clone()), declined),
+        "client-request-relayed",
+        json!({}),
+    );
+    assert!(
+        verdict.message.contains("another answer"),
+        "{}",
+        verdict.message
+    );
+
+    let verdict = fails(
+        &fixture(Some(relayed), Value::Null),
+        "client-request-relayed",
+        json!({}),
+    );
+    assert!(
+        verdict.message.contains("no answer in time"),
+        "{}",
+        verdict.message
+    );
+}
+
 /// What an upstream that asks for input sends first: an elicitation, a sampling request and a
 /// state.
 fn asking(state: &str) -> Value {

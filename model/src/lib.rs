@@ -9,6 +9,7 @@
 pub mod case;
 pub mod catalogue;
 pub mod claims;
+pub mod client_answers;
 pub mod headers;
 pub mod impact;
 pub mod observation;

@@ -117,6 +117,9 @@ pub enum Respond {
     Progress(Progress),
     /// `notifications/message` log messages before the answer, on the call's own stream.
     Log(LogMessages),
+    /// A request to the client on the call's own stream (the handshake revisions' sampling,
+    /// elicitation or roots), answered with a text result that quotes the client's answer.
+    AskClient(AskClient),
     /// A multi round-trip request (2026-07-28): `input_required` first, the final result on
     /// the retry that answers it.
     InputRequired(InputRequired),
@@ -240,6 +243,24 @@ pub struct LogMessages {
     /// The answer after the last message.
     pub then: Box<Respond>,
 }
+
+/// A request the upstream sends its client while it works on a call. The canary's answer to
+/// the call is a text result, with the client's whole response under the result `_meta` key
+/// [`CLIENT_ANSWER_META`] (`null` when none came in time), so a check reads what reached the
+/// upstream from the canary's own log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AskClient {
+    /// `sampling/createMessage`, `elicitation/create` or `roots/list`.
+    pub method: String,
+    /// The request's `params`, sent as written.
+    #[serde(default)]
+    pub params: Map<String, Value>,
+}
+
+/// The result `_meta` key under which the canary quotes its client's response to an
+/// [`AskClient`] request.
+pub const CLIENT_ANSWER_META: &str = "relaycheck.canary/client-answer";
 
 /// One `notifications/message`. The canary adds the call's nonce to `data` (an object), so a
 /// client that reads one stream for many calls can tell which call a message belongs to.

@@ -208,6 +208,10 @@ pub(crate) async fn run_batch(
             report_refused(plan.profile, shape, &why, items, report);
             return;
         }
+        let serves: Vec<&'static str> = items
+            .iter()
+            .flat_map(|(case, _)| crate::run::serves(case))
+            .collect();
         let launch = Launch {
             profile: plan.profile,
             shape,
@@ -217,6 +221,7 @@ pub(crate) async fn run_batch(
             script_path,
             workdir: start_dir(&plan.workdir, &plan.profile.name, shape),
             mutant: plan.mutant.as_deref(),
+            serves: &serves,
         };
         let started = {
             let _permit = starting.permits.acquire().await;

@@ -581,8 +581,23 @@ pub fn is_isolated(_profile: &Profile, case: &LoadedCase) -> bool {
         &tool.respond,
         Some(Respond::Fault(fault)) if !matches!(fault, Fault::Slow { .. } | Fault::Hang)
     ) || matches!(&tool.respond, Some(Respond::Oversized(_)))
+        || !serves(case).is_empty()
         || tool.canary.as_deref() == Some("oversized")
         || checks::needs_own_target(&case.spec.expect)
+}
+
+/// The requests to the client the runner's session serves for `case`: the one its upstream
+/// asks its client ([`Respond::AskClient`]), which gets it a target of its own, so that every
+/// other case still runs with a client that declares nothing.
+pub fn serves(case: &LoadedCase) -> Vec<&'static str> {
+    match &case.spec.tool.respond {
+        Some(Respond::AskClient(ask)) => relaycheck_model::client_answers::SERVED
+            .iter()
+            .map(|(method, _)| *method)
+            .filter(|method| *method == ask.method)
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// A nonce no other call of this run has: in the arguments, it finds the call's lines in the

@@ -77,6 +77,21 @@ impl Session {
         shape: Shape,
         timeout: Duration,
     ) -> Result<Session, String> {
+        Session::open_serving(north, shape, timeout, &[]).await
+    }
+
+    /// Opens a session whose client declares, and answers, the requests to the client of
+    /// `serves` (of [`relaycheck_model::client_answers::SERVED`]); the runner's other sessions
+    /// declare none, so that what a target asks of a client that never offered it shows.
+    pub async fn open_serving(
+        north: Box<dyn Transport>,
+        shape: Shape,
+        timeout: Duration,
+        serves: &[&'static str],
+    ) -> Result<Session, String> {
+        if !serves.is_empty() {
+            north.answer_requests(serves);
+        }
         let mut session = Session {
             north,
             shape,
@@ -91,7 +106,7 @@ impl Session {
                     "initialize",
                     json!({
                         "protocolVersion": shape.protocol_version(),
-                        "capabilities": {},
+                        "capabilities": relaycheck_model::client_answers::capabilities(serves.iter().copied()),
                         "clientInfo": {"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")}
                     }),
                     timeout,

@@ -146,6 +146,7 @@ pub async fn smoke(smoke: &Smoke<'_>) -> Vec<Step> {
         script_path: &script_path,
         workdir: smoke.workdir.join("target"),
         mutant: smoke.mutant.as_deref(),
+        serves: &[],
     })
     .await;
     let target = match started {

@@ -167,7 +167,10 @@ impl Pool {
                     Some(script) => write_own_script(case, script, &self.workdir)?,
                     None => self.script.clone(),
                 };
-                let target = self.start(&profile, trial.shape, mutant, &script).await?;
+                let serves = crate::run::serves(case);
+                let target = self
+                    .start(&profile, trial.shape, mutant, &script, &serves)
+                    .await?;
                 let result = run_one(
                     case,
                     &trial.route,
@@ -187,7 +190,7 @@ impl Pool {
                 mutant.map(str::to_string),
             );
             let start = || async {
-                self.start(&profile, trial.shape, mutant, &self.script)
+                self.start(&profile, trial.shape, mutant, &self.script, &[])
                     .await
                     .map(Arc::new)
             };
@@ -288,6 +291,7 @@ impl Pool {
         shape: Shape,
         mutant: Option<&str>,
         script: &Path,
+        serves: &[&'static str],
     ) -> Result<Target, String> {
         target::start(Launch {
             profile,
@@ -298,6 +302,7 @@ impl Pool {
             script_path: script,
             workdir: start_dir(&self.workdir, &profile.name, shape),
             mutant,
+            serves,
         })
         .await
     }

@@ -38,6 +38,11 @@ pub struct Launch<'a> {
     pub workdir: PathBuf,
     /// Start the target with this deliberate defect.
     pub mutant: Option<&'a str>,
+    /// The requests to the client the runner's session declares and answers (of
+    /// [`relaycheck_model::client_answers::SERVED`]): a case whose upstream asks its client
+    /// something gets a target of its own whose session serves it; every other session
+    /// serves none.
+    pub serves: &'a [&'static str],
 }
 
 /// A running target and the handles the runner observes it through.
@@ -315,7 +320,7 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
         ),
         Transport::Stdio => String::new(),
     };
-    let session = match Session::open(north, speak, start_timeout).await {
+    let session = match Session::open_serving(north, speak, start_timeout, launch.serves).await {
         Ok(session) => session,
         Err(err) => {
             let legacy = match profile.north.transport {

@@ -91,6 +91,10 @@ pub trait Transport: Send + Sync {
     fn closed(&self) -> Option<String> {
         None
     }
+
+    /// From now on, answers the target's requests to the client for `methods`, as the client
+    /// that declared them ([`relaycheck_model::client_answers`]).
+    fn answer_requests(&self, methods: &[&'static str]);
 }
 
 /// Connects the transport a profile's `[north]` names, once the target is started: `stdio`
@@ -153,6 +157,10 @@ impl Transport for Stdio {
 
     fn closed(&self) -> Option<String> {
         self.0.closed()
+    }
+
+    fn answer_requests(&self, methods: &[&'static str]) {
+        self.0.answer_requests(methods);
     }
 }
 
@@ -220,6 +228,10 @@ impl Transport for Sse {
 
     fn closed(&self) -> Option<String> {
         self.client.closed()
+    }
+
+    fn answer_requests(&self, methods: &[&'static str]) {
+        self.client.answer_requests(methods);
     }
 }
 
@@ -359,5 +371,8 @@ impl Transport for Http {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .is_none()
+    }
+    fn answer_requests(&self, methods: &[&'static str]) {
+        self.client.answer_requests(methods);
     }
 }

@@ -42,6 +42,7 @@ impl<'a> Starting<'a> {
             script_path: self.script,
             workdir: crate::run::start_dir(self.workdir, label, self.shape),
             mutant,
+            serves: &[],
         }
     }
 }

@@ -202,6 +202,7 @@ pub async fn overhead(
                 script_path: script,
                 workdir: start_dir(workdir, &profile.name, shape),
                 mutant: None,
+                serves: &[],
             })
             .await?;
             let mut costs = Vec::new();

@@ -247,6 +247,7 @@ pub async fn run(plan: &Plan<'_>) -> Result<Ran, String> {
         script_path: &script,
         workdir: plan.workdir.join("target"),
         mutant: plan.mutant.as_deref(),
+        serves: &[],
     })
     .await
     .map_err(|err| format!("`{}` did not start: {err}", plan.profile.name))?;

@@ -403,6 +403,7 @@ async fn open(hub: &Arc<Hub>) -> Result<(String, Arc<Link>), String> {
         script_path: &spawn.script,
         workdir: spawn.workdir.join(format!("session-{n}")),
         mutant: spawn.mutant.as_deref(),
+        serves: &[],
     })
     .await?;
     let mut raw = raw;

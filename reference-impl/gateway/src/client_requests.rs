@@ -167,6 +167,9 @@ pub struct Back {
     patience: Duration,
     /// Whether log messages are dropped (the `log-messages-dropped` mutant).
     drops_logs: bool,
+    /// Whether the upstream's requests are refused unasked (the `client-requests-refused`
+    /// mutant).
+    refuses_requests: bool,
     logs: Logs,
 }
 
@@ -177,6 +180,7 @@ impl Back {
             stream,
             patience,
             drops_logs: false,
+            refuses_requests: false,
             logs: Logs::Connection,
         }
     }
@@ -185,6 +189,7 @@ impl Back {
     pub fn of(gw: &crate::gateway::Gateway, link: Arc<ClientLink>, stream: Sink) -> Back {
         Back {
             drops_logs: gw.mutation.is(crate::mutant::Mutant::LogMessagesDropped),
+            refuses_requests: gw.mutation.is(crate::mutant::Mutant::ClientRequestsRefused),
             ..Back::new(link, stream, gw.timeout())
         }
     }
@@ -241,6 +246,13 @@ impl Back {
                 format!("Method not found: {method}"),
             ));
         };
+        if self.refuses_requests {
+            return Reply::Ready(refuse(
+                upstream_id,
+                -32601,
+                format!("Method not found: {method}"),
+            ));
+        }
         if !self.link.declared(capability) {
             return Reply::Ready(refuse(
                 upstream_id,

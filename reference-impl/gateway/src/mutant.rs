@@ -78,6 +78,7 @@ pub enum Mutant {
     PromptArgumentsDropped,
     CompletionRebuilt,
     LogMessagesDropped,
+    ClientRequestsRefused,
     InputRequestsDropped,
     InputRequestsAnswered,
     InputRequiredHeldToSchema,
@@ -269,6 +270,12 @@ const TABLE: &[(Mutant, &str, &str, &str)] = &[
         "log-messages-dropped",
         "server-features",
         "log messages (notifications/message) an upstream sends during a call are dropped, though the gateway declares `logging`",
+    ),
+    (
+        Mutant::ClientRequestsRefused,
+        "client-requests-refused",
+        "server-features",
+        "a request an upstream sends its client during a call (sampling, elicitation, roots) is refused with method-not-found, though the client declared the capability: the gateway relays none of them",
     ),
     (
         Mutant::CancelNotForwarded,
@@ -751,9 +758,9 @@ mod tests {
             assert_eq!(m.name().parse::<Mutant>(), Ok(m));
             assert!(!m.defect().is_empty());
         }
-        assert_eq!(Mutant::all().count(), 94);
+        assert_eq!(Mutant::all().count(), 95);
         let err = "nope".parse::<Mutant>().unwrap_err().to_string();
         assert!(err.contains("meta-cut-apart"), "{err}");
-        assert_eq!(Mutant::listing().lines().count(), 94);
+        assert_eq!(Mutant::listing().lines().count(), 95);
     }
 }

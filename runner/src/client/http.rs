@@ -34,6 +34,8 @@ pub struct Posted {
 pub struct HttpClient {
     http: reqwest::Client,
     url: String,
+    /// The requests to the client it answers ([`HttpClient::answer_requests`]).
+    serves: std::sync::Mutex<Vec<&'static str>>,
 }
 
 impl HttpClient {
@@ -50,7 +52,51 @@ impl HttpClient {
         Ok(HttpClient {
             http,
             url: url.to_string(),
+            serves: std::sync::Mutex::default(),
         })
+    }
+
+    /// From now on, answers the target's requests for `methods` (of
+    /// [`relaycheck_model::client_answers::SERVED`]) that come on a call's event stream: each
+    /// answer is posted with the call's headers, and the request is kept beside the call.
+    pub fn answer_requests(&self, methods: &[&'static str]) {
+        *self.serves.lock().unwrap_or_else(|p| p.into_inner()) = methods.to_vec();
+    }
+
+    /// Posts the answers to the requests among `notifications` past `answered`.
+    async fn answer_new(
+        &self,
+        notifications: &super::Notifications,
+        answered: &mut usize,
+        headers: &[(String, String)],
+    ) {
+        let serves = self
+            .serves
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let fresh = notifications.items.get(*answered..).unwrap_or_default();
+        *answered = notifications.items.len();
+        if serves.is_empty() {
+            return;
+        }
+        for answer in fresh.iter().filter_map(|m| super::answer_to(&serves, m)) {
+            let Ok(body) = serde_json::to_vec(&answer) else {
+                continue;
+            };
+            let mut request = self
+                .http
+                .post(&self.url)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .body(body);
+            for (name, value) in headers {
+                request = request.header(name.as_str(), value.as_str());
+            }
+            // The call's own answer says whether the target got it: a failed post shows as
+            // the upstream's request never answered.
+            let _ = request.send().await;
+        }
     }
 
     /// The endpoint every message is posted to.
@@ -128,6 +174,7 @@ impl HttpClient {
         let mut body = Vec::new();
         let mut scanned = 0;
         let mut notifications = super::Notifications::default();
+        let mut answered = 0;
         loop {
             match response.chunk().await {
                 Ok(Some(chunk)) => {
@@ -141,14 +188,16 @@ impl HttpClient {
                         };
                     }
                     body.extend_from_slice(&chunk);
-                    if is_sse
-                        && let Some(exchange) =
-                            scan_events(&body, &mut scanned, &id, &mut notifications)
-                    {
-                        return Posted {
-                            exchange: with_http(exchange, status, &content_type, notifications),
-                            session_id,
-                        };
+                    if is_sse {
+                        let done = scan_events(&body, &mut scanned, &id, &mut notifications);
+                        if let Some(exchange) = done {
+                            return Posted {
+                                exchange: with_http(exchange, status, &content_type, notifications),
+                                session_id,
+                            };
+                        }
+                        self.answer_new(&notifications, &mut answered, post.headers)
+                            .await;
                     }
                 }
                 Ok(None) => break,

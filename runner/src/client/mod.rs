@@ -39,6 +39,48 @@ impl Notifications {
     }
 }
 
+/// Answers the target's requests to the client for the methods the client serves, as
+/// [`relaycheck_model::client_answers`] says, each answer handed to whoever writes it.
+#[derive(Debug, Clone)]
+pub struct Answerer {
+    methods: Vec<&'static str>,
+    out: tokio::sync::mpsc::UnboundedSender<Value>,
+}
+
+impl Answerer {
+    /// An answerer for `methods`, and the answers it makes, in the order it makes them.
+    pub fn new(
+        methods: &[&'static str],
+    ) -> (Answerer, tokio::sync::mpsc::UnboundedReceiver<Value>) {
+        let (out, answers) = tokio::sync::mpsc::unbounded_channel();
+        let answerer = Answerer {
+            methods: methods.to_vec(),
+            out,
+        };
+        (answerer, answers)
+    }
+
+    /// Answers `message` when it is a request for a method the client serves.
+    pub fn answer(&self, message: &Value) {
+        if let Some(answer) = answer_to(&self.methods, message) {
+            let _ = self.out.send(answer);
+        }
+    }
+}
+
+/// The client's response to `message`, when it is a request (a method and an id) for one of
+/// `methods`.
+pub fn answer_to(methods: &[&str], message: &Value) -> Option<Value> {
+    let method = message.get("method")?.as_str()?;
+    let id = message.get("id")?;
+    if !methods.contains(&method) {
+        return None;
+    }
+    let params = message.get("params").cloned().unwrap_or(Value::Null);
+    let result = relaycheck_model::client_answers::answer(method, &params)?;
+    Some(serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result}))
+}
+
 /// The key under which a JSON-RPC id is matched: its JSON text, so `1` and `"1"` differ.
 pub fn id_key(id: &Value) -> String {
     id.to_string()
@@ -127,5 +169,23 @@ mod tests {
             &id,
         );
         assert_eq!(bad_error.kind(), "malformed");
+    }
+
+    #[test]
+    fn only_requests_for_served_methods_are_answered_under_their_id() {
+        let served = ["roots/list"];
+        let asked = json!({"jsonrpc": "2.0", "id": "up-1", "method": "roots/list"});
+        let answer = answer_to(&served, &asked).expect("answered");
+        assert_eq!(answer["id"], "up-1");
+        assert!(answer["result"]["roots"].is_array());
+        let unserved = json!({"jsonrpc": "2.0", "id": 2, "method": "sampling/createMessage"});
+        assert_eq!(answer_to(&served, &unserved), None);
+        let notification = json!({"jsonrpc": "2.0", "method": "roots/list"});
+        assert_eq!(answer_to(&served, &notification), None);
+        let (answerer, mut answers) = Answerer::new(&served);
+        answerer.answer(&unserved);
+        answerer.answer(&asked);
+        assert_eq!(answers.try_recv().unwrap()["id"], "up-1");
+        assert!(answers.try_recv().is_err());
     }
 }

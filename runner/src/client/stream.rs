@@ -79,6 +79,9 @@ struct State {
     /// Requests the runner stopped waiting for; their late answers are strays, not answers
     /// to whoever is pending now.
     abandoned: std::collections::HashSet<String>,
+    /// Where the answers to the target's requests go, once the client serves some
+    /// ([`StreamClient::answer_requests`]).
+    answers: Option<super::Answerer>,
 }
 
 /// Where requests go.
@@ -91,9 +94,11 @@ enum Outlet {
 
 /// A client over one message stream each way.
 pub struct StreamClient {
-    outlet: Outlet,
+    outlet: Arc<Outlet>,
     state: Arc<std::sync::Mutex<State>>,
     reader: tokio::task::JoinHandle<()>,
+    /// Writes the answers to the target's requests, once the client serves some.
+    answering: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl StreamClient {
@@ -102,9 +107,10 @@ impl StreamClient {
         let state = Arc::new(std::sync::Mutex::new(State::default()));
         let reader = tokio::spawn(read_loop(stdout, state.clone()));
         StreamClient {
-            outlet: Outlet::Stdin(Mutex::new(stdin)),
+            outlet: Arc::new(Outlet::Stdin(Mutex::new(stdin))),
             state,
             reader,
+            answering: std::sync::Mutex::default(),
         }
     }
 
@@ -118,9 +124,10 @@ impl StreamClient {
         let state = Arc::new(std::sync::Mutex::new(State::default()));
         let reader = tokio::spawn(event_loop(messages, state.clone()));
         StreamClient {
-            outlet: Outlet::Post(poster),
+            outlet: Arc::new(Outlet::Post(poster)),
             state,
             reader,
+            answering: std::sync::Mutex::default(),
         }
     }
 
@@ -186,15 +193,30 @@ impl StreamClient {
     }
 
     async fn send(&self, message: &Value) -> std::io::Result<()> {
-        let mut line = serde_json::to_vec(message)?;
-        match &self.outlet {
-            Outlet::Stdin(stdin) => {
-                line.push(b'\n');
-                let mut stdin = stdin.lock().await;
-                stdin.write_all(&line).await?;
-                stdin.flush().await
+        self.outlet.send(message).await
+    }
+
+    /// From now on, answers the target's requests for `methods` (of
+    /// [`relaycheck_model::client_answers::SERVED`]) as the client that declared them; each
+    /// is still kept beside the call it names, like a notification.
+    pub fn answer_requests(&self, methods: &[&'static str]) {
+        let (answerer, mut answers) = super::Answerer::new(methods);
+        lock(&self.state).answers = Some(answerer);
+        let outlet = self.outlet.clone();
+        let writer = tokio::spawn(async move {
+            while let Some(answer) = answers.recv().await {
+                if outlet.send(&answer).await.is_err() {
+                    break;
+                }
             }
-            Outlet::Post(poster) => poster.post(line).await,
+        });
+        if let Some(old) = self
+            .answering
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .replace(writer)
+        {
+            old.abort();
         }
     }
 
@@ -230,9 +252,32 @@ impl StreamClient {
     }
 }
 
+impl Outlet {
+    async fn send(&self, message: &Value) -> std::io::Result<()> {
+        let mut line = serde_json::to_vec(message)?;
+        match self {
+            Outlet::Stdin(stdin) => {
+                line.push(b'\n');
+                let mut stdin = stdin.lock().await;
+                stdin.write_all(&line).await?;
+                stdin.flush().await
+            }
+            Outlet::Post(poster) => poster.post(line).await,
+        }
+    }
+}
+
 impl Drop for StreamClient {
     fn drop(&mut self) {
         self.reader.abort();
+        if let Some(writer) = self
+            .answering
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            writer.abort();
+        }
     }
 }
 
@@ -364,7 +409,10 @@ fn dispatch(state: &std::sync::Mutex<State>, raw: Vec<u8>) {
         let is_response = message.get("result").is_some() || message.get("error").is_some();
         if message.get("method").is_some() && !is_response {
             // A notification for a pending request (progress), or a request to the client,
-            // which the harness does not serve.
+            // answered when the client serves it and kept beside the call it names.
+            if let Some(answers) = &state.answers {
+                answers.answer(message);
+            }
             let request = match message.pointer("/params/progressToken") {
                 Some(token) => state.tokens.get(&id_key(token)).cloned(),
                 None => naming_a_nonce(&state, &raw),
