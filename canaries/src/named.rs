@@ -32,6 +32,16 @@ pub fn echo_result(args: &Value) -> Value {
     })
 }
 
+/// The SEP-3279 `outputVariants` of a named canary: `assistant/content`, and
+/// `assistant/structured` for those whose answer may carry a structured value.
+pub fn variants(name: &str) -> Value {
+    let mut variants = vec![json!({"audience": "assistant", "format": "content"})];
+    if matches!(name, "echo" | "is_error" | "structured_links") {
+        variants.push(json!({"audience": "assistant", "format": "structured"}));
+    }
+    Value::Array(variants)
+}
+
 /// Tool definitions of the named canaries, in legacy form (the caller adds shape-dependent
 /// members such as `outputVariants`).
 pub fn definitions() -> Vec<Value> {

@@ -13,6 +13,7 @@ use relaycheck_model::script::{
     CLIENT_ANSWER_META, CanaryScript, LogLevel, Respond, RpcError, ToolScript, default_input_schema,
 };
 use relaycheck_model::shape::Shape;
+use relaycheck_model::variants;
 use serde_json::{Map, Value, json};
 
 use crate::fixtures::{self, Fixtures, ToolAnswer};
@@ -682,7 +683,7 @@ impl Canary {
             })
             .map(|mut def| {
                 if shape == Shape::Sep3279 {
-                    def["outputVariants"] = json!([{"audience": "assistant", "format": "content"}]);
+                    def["outputVariants"] = named::variants(def["name"].as_str().unwrap_or(""));
                 }
                 if shape == Shape::V2025_11_25 && def["name"] == "task_handle" {
                     def["execution"] = json!({"taskSupport": "optional"});
@@ -713,11 +714,24 @@ impl Canary {
             .and_then(|p| p.get("arguments"))
             .cloned()
             .unwrap_or_else(|| json!({}));
-        let respond = match self.script.tool(name) {
-            Some(tool) => tool.respond.clone(),
-            None => named::respond(name, &args)
-                .ok_or_else(|| rpc_error(-32602, format!("Unknown tool: {name}")))??,
+        let (respond, variants) = match self.script.tool(name) {
+            Some(tool) => (tool.respond.clone(), variants::declared(tool)),
+            None => (
+                named::respond(name, &args)
+                    .ok_or_else(|| rpc_error(-32602, format!("Unknown tool: {name}")))??,
+                named::variants(name),
+            ),
         };
+        let requested = params.and_then(Selector::read_requested);
+        // SEP-3279 Request-time selection: a selector the tool does not declare, or one named
+        // twice, is invalid params; no other variant is answered in its place.
+        if shape == Shape::Sep3279
+            && let Some(why) = requested
+                .as_deref()
+                .and_then(|requested| variants::refusal(requested, &variants))
+        {
+            return Err(rpc_error(-32602, format!("Invalid params: {why}")));
+        }
         let call = Call {
             id,
             shape,
@@ -726,7 +740,7 @@ impl Canary {
                 .and_then(Value::as_str)
                 .map(str::to_string),
             args,
-            requested: params.and_then(Selector::read_requested),
+            requested,
             progress_token: params
                 .and_then(|p| p.get("_meta"))
                 .and_then(|m| m.get("progressToken"))
@@ -1053,9 +1067,7 @@ fn tool_definition(tool: &ToolScript, shape: Shape) -> Value {
             .unwrap_or_else(default_input_schema),
     );
     if shape == Shape::Sep3279 {
-        if let Some(variants) = &tool.output_variants {
-            out.insert("outputVariants".into(), variants.clone());
-        }
+        out.insert("outputVariants".into(), variants::declared(tool));
     } else if let Some(schema) = &tool.output_schema {
         out.insert("outputSchema".into(), schema.clone());
     }

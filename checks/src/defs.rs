@@ -4,8 +4,8 @@
 use serde_json::{Map, Value};
 
 use super::{
-    Evidence, Verdict, cache, envelope, eval, follow, listing, methods, reach, relay, round_trip,
-    stateless, task_follow,
+    Evidence, Verdict, cache, envelope, eval, follow, listing, methods, outputs, reach, relay,
+    round_trip, stateless, task_follow,
 };
 
 /// The kind of value a parameter takes.
@@ -785,6 +785,15 @@ pub const CHECKS: &[CheckDef] = &[
         fields: Fields::None,
         gathers: &[],
         run: methods::client_request_relayed,
+    },
+    CheckDef {
+        name: "outputs-as-requested",
+        asserts: "under SEP-3279 the client got exactly one output for each selector of its requestedOutputs (assistant/content when it sent none) and none it did not request, in any order (an error result may carry fewer); where the call reached a SEP-3279 upstream, it reached it with every selector the client requested, and where it reached an upstream in an older revision, with no requestedOutputs; not applicable where the client spoke another revision or the route reads an envelope of the target's own",
+        params: &[],
+        reads: Reads::Reply,
+        fields: Fields::Named(&["outputs"]),
+        gathers: &[],
+        run: outputs::outputs_as_requested,
     },
     CheckDef {
         name: "input-requests-relayed",

@@ -32,13 +32,16 @@ pub struct Equivalence {
     pub defaults: Vec<(String, Value)>,
     /// `_meta` keys that describe the server answering, not the result.
     pub own_meta: Vec<String>,
+    /// Array members whose order means nothing (SEP-3279's `outputs`).
+    pub unordered: Vec<String>,
 }
 
 impl Equivalence {
     /// `result` as a reader of the shape sees it: defaulted members present, answering-server
-    /// `_meta` keys gone (and `_meta` itself when only they were in it).
+    /// `_meta` keys gone (and `_meta` itself when only they were in it), unordered members in
+    /// one order.
     pub fn canonical(&self, result: &Value) -> Value {
-        let mut result = result.clone();
+        let mut result = self.in_one_order(result);
         let Value::Object(fields) = &mut result else {
             return result;
         };
@@ -52,6 +55,20 @@ impl Equivalence {
             meta.retain(|key, _| !self.own_meta.iter().any(|own| own == key));
             if meta.is_empty() && before > 0 {
                 fields.shift_remove("_meta");
+            }
+        }
+        result
+    }
+
+    /// `result` with the items of each unordered member sorted, so two results that list the
+    /// same items in other orders read alike.
+    fn in_one_order(&self, result: &Value) -> Value {
+        let mut result = result.clone();
+        if let Value::Object(fields) = &mut result {
+            for member in &self.unordered {
+                if let Some(Value::Array(items)) = fields.get_mut(member) {
+                    items.sort_by_cached_key(sort_key);
+                }
             }
         }
         result
@@ -72,6 +89,7 @@ impl From<&ShapeSpec> for Equivalence {
                 .map(|d| (d.member.clone(), d.value.clone()))
                 .collect(),
             own_meta: spec.own_meta.iter().map(|m| m.key.clone()).collect(),
+            unordered: spec.unordered.iter().map(|u| u.member.clone()).collect(),
         }
     }
 }
@@ -102,6 +120,27 @@ pub fn same(a: &Value, b: &Value) -> bool {
         }
         _ => a == b,
     }
+}
+
+/// A key that sorts equal values together whatever the order of their members: the value
+/// written with every object's members sorted.
+fn sort_key(value: &Value) -> String {
+    fn sorted(value: &Value) -> Value {
+        match value {
+            Value::Object(fields) => {
+                let mut keys: Vec<&String> = fields.keys().collect();
+                keys.sort();
+                Value::Object(
+                    keys.into_iter()
+                        .map(|k| (k.clone(), sorted(&fields[k])))
+                        .collect(),
+                )
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    sorted(value).to_string()
 }
 
 /// [`same`] for values that may be missing: two absences are the same, an absence and a
@@ -177,8 +216,19 @@ pub fn form_changes(rules: &Equivalence, expected: &Value, actual: &Value) -> Ve
                 _ => {}
             }
         }
+        for member in &rules.unordered {
+            if let (Some(x), Some(y)) = (sent.get(member), got.get(member))
+                && !same(x, y)
+            {
+                out.push(format!(
+                    "`{member}` in another order (its order means nothing in this shape)"
+                ));
+            }
+        }
     }
-    walk_form(expected, actual, &mut String::new(), &mut out);
+    // Item by item, once unordered members are in one order on both sides.
+    let (expected, actual) = (rules.in_one_order(expected), rules.in_one_order(actual));
+    walk_form(&expected, &actual, &mut String::new(), &mut out);
     out
 }
 
@@ -238,6 +288,7 @@ mod tests {
         Equivalence {
             defaults: vec![("isError".into(), json!(false))],
             own_meta: vec!["io.modelcontextprotocol/serverInfo".into()],
+            unordered: Vec::new(),
         }
     }
 
@@ -364,5 +415,31 @@ mod tests {
             assert!(all.contains(wanted), "missing {wanted:?} in:\n{all}");
         }
         assert!(form_changes(&rules, &sent, &sent).is_empty());
+    }
+
+    #[test]
+    fn an_unordered_member_in_another_order_is_the_same_value_and_said_so() {
+        let mut rules = stateless();
+        rules.unordered.push("outputs".into());
+        let sent = json!({"outputs": [
+            {"audience": "assistant", "format": "content", "content": []},
+            {"audience": "assistant", "format": "structured", "structuredContent": {"a": 1}}]});
+        let swapped = json!({"outputs": [
+            {"structuredContent": {"a": 1}, "format": "structured", "audience": "assistant"},
+            {"audience": "assistant", "format": "content", "content": []}]});
+        assert!(rules.same_result(&sent, &swapped));
+        let changes = form_changes(&rules, &sent, &swapped);
+        assert!(
+            changes
+                .iter()
+                .any(|c| c.contains("`outputs` in another order")),
+            "{changes:?}"
+        );
+        // Other arrays keep their order, and an unordered member still compares its items.
+        assert!(!stateless().same_result(&sent, &swapped));
+        let other = json!({"outputs": [
+            {"audience": "assistant", "format": "structured", "structuredContent": {"a": 2}},
+            {"audience": "assistant", "format": "content", "content": []}]});
+        assert!(!rules.same_result(&sent, &other));
     }
 }

@@ -263,6 +263,7 @@ mod tests {
             source: String::new(),
             defaults: Vec::new(),
             own_meta: Vec::new(),
+            unordered: Vec::new(),
         }
     }
 

@@ -16,6 +16,7 @@ pub mod impact;
 pub mod lines;
 mod listing;
 mod methods;
+mod outputs;
 mod reach;
 mod relay;
 mod round_trip;

@@ -12,7 +12,7 @@ use relaycheck_model::script::LogLevel;
 use super::{CapabilityProbe, Evidence, PROBED_CAPABILITIES, Verdict, same};
 use crate::exchange::Exchange;
 
-const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+use relaycheck_model::META_PROTOCOL_VERSION as META_VERSION;
 const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";

@@ -34,6 +34,10 @@ fn rules_for(shape: Shape) -> super::Equivalence {
             .iter()
             .map(|m| m["key"].as_str().unwrap().to_string())
             .collect(),
+        unordered: list("unordered")
+            .iter()
+            .map(|u| u["member"].as_str().unwrap().to_string())
+            .collect(),
     }
 }
 
@@ -3638,4 +3642,127 @@ fn cache_ttl_honoured_needs_a_fresh_read_after_the_ttl() {
             .check("cache-ttl-honoured", json!({"uri": "u"}))
             .applicable
     );
+}
+
+/// A SEP-3279 call: what the client asked for, what the upstream was asked for (in the
+/// upstream's version), and the outputs the client got.
+fn selecting(asked: Value, upstream: (&str, Option<Value>), outputs: Value) -> Fixture {
+    let envelope = |version: &str| json!({"io.modelcontextprotocol/protocolVersion": version});
+    let mut fixture = Fixture::results(
+        json!({"resultType": "complete", "outputs": []}),
+        json!({"resultType": "complete", "outputs": outputs}),
+    );
+    fixture.shape = Shape::Sep3279;
+    fixture.request = Some(json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": "tool", "requestedOutputs": asked, "_meta": envelope("2026-12-01")}}));
+    let mut params = json!({"name": "tool", "_meta": envelope(upstream.0)});
+    if let Some(selection) = upstream.1 {
+        params["requestedOutputs"] = selection;
+    }
+    fixture.upstream[0].params = Some(params);
+    fixture
+}
+
+#[test]
+fn outputs_as_requested_wants_one_output_per_selector_in_any_order() {
+    let content = json!({"audience": "assistant", "format": "content"});
+    let structured = json!({"audience": "assistant", "format": "structured"});
+    let output_c = json!({"audience": "assistant", "format": "content", "content": []});
+    let output_s =
+        json!({"audience": "assistant", "format": "structured", "structuredContent": {"a": 1}});
+    let both = json!([content.clone(), structured.clone()]);
+    let sep = "2026-12-01";
+    let check = |f: &Fixture| f.check("outputs-as-requested", json!({}));
+
+    let verdict = check(&selecting(
+        both.clone(),
+        (sep, Some(both.clone())),
+        json!([output_s.clone(), output_c.clone()]),
+    ));
+    assert!(verdict.passed, "{}", verdict.message);
+
+    let verdict = fails(
+        &selecting(
+            both.clone(),
+            (sep, Some(both.clone())),
+            json!([output_c.clone()]),
+        ),
+        "outputs-as-requested",
+        json!({}),
+    );
+    assert!(
+        verdict
+            .message
+            .contains("no output for assistant/structured"),
+        "{}",
+        verdict.message
+    );
+
+    let programmatic =
+        json!({"audience": "programmatic", "format": "structured", "structuredContent": {}});
+    let verdict = fails(
+        &selecting(
+            json!([content.clone()]),
+            (sep, Some(json!([content.clone()]))),
+            json!([output_c.clone(), programmatic]),
+        ),
+        "outputs-as-requested",
+        json!({}),
+    );
+    assert!(
+        verdict
+            .message
+            .contains("never asked for: programmatic/structured"),
+        "{}",
+        verdict.message
+    );
+
+    // The structured output came back, but the upstream was never asked for it: made up.
+    let verdict = fails(
+        &selecting(
+            both.clone(),
+            (sep, None),
+            json!([output_c.clone(), output_s.clone()]),
+        ),
+        "outputs-as-requested",
+        json!({}),
+    );
+    assert!(
+        verdict
+            .message
+            .contains("assistant/structured came from no output the upstream was asked for"),
+        "{}",
+        verdict.message
+    );
+
+    // A bridge to an older upstream builds the outputs itself, and must not send the selection.
+    let verdict = check(&selecting(
+        both.clone(),
+        ("2026-07-28", None),
+        json!([output_c.clone(), output_s.clone()]),
+    ));
+    assert!(verdict.passed, "{}", verdict.message);
+    let verdict = fails(
+        &selecting(
+            both.clone(),
+            ("2026-07-28", Some(both.clone())),
+            json!([output_c.clone(), output_s.clone()]),
+        ),
+        "outputs-as-requested",
+        json!({}),
+    );
+    assert!(
+        verdict.message.contains("never sent"),
+        "{}",
+        verdict.message
+    );
+
+    // An error result may carry fewer outputs; another revision's caller selects nothing.
+    let mut error = selecting(both.clone(), (sep, Some(both)), json!([output_c]));
+    error.view.result.as_mut().unwrap()["isError"] = json!(true);
+    assert!(check(&error).passed);
+    let mut older = error;
+    older.request.as_mut().unwrap()["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] =
+        json!("2026-07-28");
+    assert!(!check(&older).applicable);
 }

@@ -166,6 +166,11 @@ pub struct ToolRef {
     /// The SEP-3279 output variants of the case's own tool, listed only in that shape.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_variants: Option<Value>,
+    /// The SEP-3279 `requestedOutputs` the call sends, as written, in place of the runner's
+    /// choice (`assistant/content` and the first structured variant the tool is listed with):
+    /// for cases on what a gateway does with a selection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_outputs: Option<Value>,
     /// The `_meta` of the case's own tool definition, for cases on what a listing keeps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Value>,

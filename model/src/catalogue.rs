@@ -139,6 +139,9 @@ pub struct ShapeSpec {
     /// `_meta` keys of a result that describe the server answering it.
     #[serde(default)]
     pub own_meta: Vec<OwnMeta>,
+    /// Array members of a result whose order the shape gives no meaning.
+    #[serde(default)]
+    pub unordered: Vec<Unordered>,
 }
 
 /// A member whose absence the spec gives a meaning.
@@ -152,6 +155,19 @@ pub struct MemberDefault {
     /// What an absent member means.
     pub value: Value,
     /// Where the spec says so.
+    pub source: String,
+    /// The spec's words.
+    pub says: String,
+}
+
+/// A result member, an array, whose items the shape says are in no meaningful order: a relay
+/// that writes them in another order changes only the form.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Unordered {
+    /// The top-level result member (`outputs`).
+    pub member: String,
+    /// Where the spec says its order means nothing.
     pub source: String,
     /// The spec's words.
     pub says: String,

@@ -19,6 +19,7 @@ pub mod results;
 pub mod route;
 pub mod script;
 pub mod shape;
+pub mod variants;
 pub mod verdict;
 
 pub use outcome::{Level, Outcome};
@@ -27,6 +28,9 @@ pub use shape::Shape;
 /// The argument key under which the runner puts a per-call nonce, so that observation logs and
 /// side channels can be matched to the call that caused them.
 pub const NONCE_ARG: &str = "nonce";
+
+/// The `_meta` key under which a stateless (2026-07-28) request names its protocol version.
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 
 /// The `_meta` key under which a stateless (2026-07-28) request carries the client's
 /// capabilities.

@@ -642,6 +642,7 @@ mod tests {
         Equivalence {
             defaults: vec![("isError".into(), json!(false))],
             own_meta: vec!["io.modelcontextprotocol/serverInfo".into()],
+            unordered: Vec::new(),
         }
     }
 

@@ -193,7 +193,8 @@ fn lint_sources(
         let file = specs_dir.join("shapes").join(format!("{}.yaml", shape.id));
         let sources = std::iter::once(&shape.source)
             .chain(shape.defaults.iter().map(|d| &d.source))
-            .chain(shape.own_meta.iter().map(|m| &m.source));
+            .chain(shape.own_meta.iter().map(|m| &m.source))
+            .chain(shape.unordered.iter().map(|u| &u.source));
         for source in sources {
             if let Err(problem) = relaycheck_report::sources::parse(source) {
                 errors.push(SpecError {

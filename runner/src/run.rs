@@ -665,6 +665,49 @@ async fn probe_capabilities(target: &Target, timeout: Duration) -> Vec<checks::C
 }
 
 /// The route that makes the first call of `route`: itself, or the route it follows up.
+/// The SEP-3279 `requestedOutputs` of a case's call: the case's own, or both forms of the
+/// result, as the tool declares them, so checks on structured values have one to look at.
+/// Only declared variants are asked for, since SEP-3279 has any other rejected as invalid
+/// params: those the target lists the tool with, or where its listing does not show the tool
+/// by name (a meta tool's route), those the canary declares.
+fn requested_outputs(
+    case: &LoadedCase,
+    routed: &Profile,
+    route: &str,
+    tool: &str,
+    target: &Target,
+) -> Value {
+    if let Some(written) = &case.spec.tool.requested_outputs {
+        return written.clone();
+    }
+    let listed = first_route_of(routed, route).and_then(|r| {
+        let name = relaycheck_model::route::north_name(r, tool);
+        listed_tool(target.listing.as_ref(), &name)?
+            .get("outputVariants")
+            .cloned()
+    });
+    let variants = listed.unwrap_or_else(|| match case.spec.tool_script() {
+        Some(script) => relaycheck_model::variants::declared(&script),
+        None => relaycheck_canary::named::variants(tool),
+    });
+    let selectors = relaycheck_model::variants::content_and_structured(&variants);
+    Value::Array(
+        selectors
+            .iter()
+            .map(|s| serde_json::json!({"audience": s.audience, "format": s.format}))
+            .collect(),
+    )
+}
+
+/// The tool named `name` in a `tools/list` result.
+fn listed_tool<'a>(listing: Option<&'a Value>, name: &str) -> Option<&'a Value> {
+    listing?
+        .get("tools")?
+        .as_array()?
+        .iter()
+        .find(|tool| tool.get("name").and_then(Value::as_str) == Some(name))
+}
+
 fn first_route_of<'a>(profile: &'a Profile, route: &str) -> Option<&'a crate::profile::Route> {
     let own = profile.routes.get(route)?;
     match &own.via {
@@ -728,17 +771,6 @@ pub async fn run_one(
         }
     }
     extra.insert("_meta".into(), meta);
-    if target.session.shape() == Shape::Sep3279 {
-        // Ask for both views, so checks on structured values have one to look at. (In a
-        // forced run the runner speaks an older shape and, like an old client, asks nothing.)
-        extra.insert(
-            "requestedOutputs".into(),
-            serde_json::json!([
-                {"audience": "assistant", "format": "content"},
-                {"audience": "programmatic", "format": "structured"}
-            ]),
-        );
-    }
     let tool_name = case.spec.tool_name();
     // On an aggregating target, `{upstream}` in the route names the upstream the call is for;
     // what the setup steps set (`{var:NAME}`) is filled in too.
@@ -789,6 +821,14 @@ pub async fn run_one(
                 );
             }
         }
+    }
+    if target.session.shape() == Shape::Sep3279 {
+        // In a forced run the runner speaks an older shape and, like an old client, asks for
+        // no outputs.
+        extra.insert(
+            "requestedOutputs".into(),
+            requested_outputs(case, &routed, route, &tool_name, target),
+        );
     }
     // The listings besides tools/list the case's checks read, by method.
     let other_listings: Vec<&str> = case

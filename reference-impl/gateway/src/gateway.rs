@@ -184,7 +184,7 @@ impl Gateway {
                 .list_tools(None, timeout.max(Duration::from_secs(10)))
                 .await?;
             for def in defs {
-                pins.extend(Pin::new(&up.name, def).map(Arc::new));
+                pins.extend(Pin::new(&up.name, def, mutation).map(Arc::new));
             }
         }
         // The handshake revisions have no caching hints.
@@ -251,7 +251,7 @@ impl Gateway {
                 Ok((defs, listed_hints)) => {
                     hints.push(listed_hints);
                     pins.extend(defs.into_iter().filter_map(|d| {
-                        let pin = Pin::new(&up.name, d)?;
+                        let pin = Pin::new(&up.name, d, self.mutation)?;
                         let pin = match handshake.as_ref().and_then(|h| h.find(&pin.north_name())) {
                             Some(other) => pin.with_schema_from(other),
                             None => pin,

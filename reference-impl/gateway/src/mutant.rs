@@ -52,6 +52,9 @@ pub enum Mutant {
     ResultTypeDropped,
     NonObjectStructuredDropped,
     OutputsFlattened,
+    RequestedOutputsDropped,
+    UndeclaredSelectorsDropped,
+    VariantSchemasMerged,
     FlatCutSilently,
     UpstreamGarbageAsSuccess,
     TaskHandleReadAsResult,
@@ -638,6 +641,24 @@ const TABLE: &[(Mutant, &str, &str, &str)] = &[
         "SEP-3279 outputs[] are rewritten to legacy content and structuredContent",
     ),
     (
+        Mutant::RequestedOutputsDropped,
+        "requested-outputs-dropped",
+        "output-selection",
+        "a SEP-3279 call reaches its upstream without the caller's requestedOutputs, so the upstream answers assistant/content alone",
+    ),
+    (
+        Mutant::UndeclaredSelectorsDropped,
+        "undeclared-selectors-dropped",
+        "output-selection",
+        "selectors of requestedOutputs the tool does not declare are left out of the call instead of refused, so the caller gets a result without the outputs it asked for",
+    ),
+    (
+        Mutant::VariantSchemasMerged,
+        "variant-schemas-merged",
+        "output-selection",
+        "every structured output of a SEP-3279 result is held to the first structured variant's schema, whatever its own variant declares",
+    ),
+    (
         Mutant::FlatCutSilently,
         "flat-cut-silently",
         "flat",
@@ -758,9 +779,9 @@ mod tests {
             assert_eq!(m.name().parse::<Mutant>(), Ok(m));
             assert!(!m.defect().is_empty());
         }
-        assert_eq!(Mutant::all().count(), 95);
+        assert_eq!(Mutant::all().count(), 98);
         let err = "nope".parse::<Mutant>().unwrap_err().to_string();
         assert!(err.contains("meta-cut-apart"), "{err}");
-        assert_eq!(Mutant::listing().lines().count(), 95);
+        assert_eq!(Mutant::listing().lines().count(), 98);
     }
 }

@@ -480,6 +480,20 @@ pub async fn flat(
             );
         }
     }
+    if let Some(fields) = upstream.as_object_mut() {
+        if gw.mutation.is(Mutant::RequestedOutputsDropped) {
+            fields.shift_remove("requestedOutputs");
+        }
+        if gw.mutation.is(Mutant::UndeclaredSelectorsDropped)
+            && let (Some(pin), Some(Value::Array(selectors))) =
+                (pin, fields.get_mut("requestedOutputs"))
+        {
+            selectors.retain(|s| {
+                let part = |k: &str| s.get(k).and_then(Value::as_str).unwrap_or_default();
+                pin.declares(part("audience"), part("format"))
+            });
+        }
+    }
     if gw.mutation.is(Mutant::NullArgumentsDropped)
         && let Some(arguments) = upstream.get_mut("arguments").and_then(Value::as_object_mut)
     {

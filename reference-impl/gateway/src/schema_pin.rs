@@ -19,9 +19,16 @@ pub struct Pin {
     pub tool: String,
     pub definition: Value,
     pub digest: String,
+    /// The schema of the tool's structured value: its outputSchema, or under SEP-3279 the
+    /// schema of its `assistant/structured` variant, the one an older client's outputSchema is
+    /// built from.
     pub output_schema: Option<Value>,
     validator: Option<Arc<jsonschema::Validator>>,
-    /// Why the outputSchema could not be compiled, if it could not.
+    /// Under SEP-3279, one validator per structured variant that carries a schema, by
+    /// audience: each output is held to its own variant's schema, since the SEP says schema
+    /// equality must not be inferred.
+    variants: Vec<(String, Arc<jsonschema::Validator>)>,
+    /// Why a schema could not be compiled, if one could not.
     pub schema_problem: Option<String>,
 }
 
@@ -35,26 +42,53 @@ impl std::fmt::Debug for Pin {
     }
 }
 
+/// The structured variants of a SEP-3279 definition that carry a schema: `(audience, schema)`.
+fn structured_variants(definition: &Value) -> Vec<(String, Value)> {
+    let Some(variants) = definition.get("outputVariants").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    variants
+        .iter()
+        .filter(|v| v.get("format").and_then(Value::as_str) == Some("structured"))
+        .filter_map(|v| {
+            let audience = v.get("audience")?.as_str()?.to_string();
+            Some((audience, v.get("schema")?.clone()))
+        })
+        .collect()
+}
+
 impl Pin {
-    pub fn new(upstream: &str, definition: Value) -> Option<Pin> {
+    pub fn new(upstream: &str, definition: Value, mutation: Mutation) -> Option<Pin> {
         let tool = definition.get("name")?.as_str()?.to_string();
-        // SEP-3279 listings carry the structured schema in a variant instead.
-        let output_schema = definition.get("outputSchema").cloned().or_else(|| {
-            definition
-                .get("outputVariants")?
-                .as_array()?
-                .iter()
-                .find(|v| v.get("format").and_then(Value::as_str) == Some("structured"))?
-                .get("schema")
-                .cloned()
-        });
-        let (validator, schema_problem) = match &output_schema {
-            Some(schema) => match jsonschema::validator_for(schema) {
-                Ok(v) => (Some(Arc::new(v)), None),
-                Err(err) => (None, Some(err.to_string())),
-            },
-            None => (None, None),
+        let mut schema_problem = None;
+        let mut compile = |schema: &Value| match jsonschema::validator_for(schema) {
+            Ok(v) => Some(Arc::new(v)),
+            Err(err) => {
+                schema_problem = Some(err.to_string());
+                None
+            }
         };
+        let mut variants: Vec<(String, Arc<jsonschema::Validator>)> =
+            structured_variants(&definition)
+                .iter()
+                .filter_map(|(audience, schema)| Some((audience.clone(), compile(schema)?)))
+                .collect();
+        if mutation.is(Mutant::VariantSchemasMerged)
+            && let Some((_, first)) = variants.first().cloned()
+        {
+            // One schema for every structured output: the first variant's.
+            for (_, validator) in &mut variants {
+                *validator = first.clone();
+            }
+        }
+        let variant_schemas = structured_variants(&definition);
+        let output_schema = definition.get("outputSchema").cloned().or_else(|| {
+            variant_schemas
+                .iter()
+                .find(|(audience, _)| audience == "assistant")
+                .map(|(_, schema)| schema.clone())
+        });
+        let validator = definition.get("outputSchema").and_then(&mut compile);
         Some(Pin {
             upstream: upstream.to_string(),
             digest: digest(&definition),
@@ -62,14 +96,15 @@ impl Pin {
             definition,
             output_schema,
             validator,
+            variants,
             schema_problem,
         })
     }
 
     /// The same tool pinned under another listing lends its schema when this listing shows
-    /// none (a SEP-3279 listing of a tool that declares only an outputSchema).
+    /// none.
     pub fn with_schema_from(mut self, other: &Pin) -> Pin {
-        if self.validator.is_none() && other.validator.is_some() {
+        if self.validator.is_none() && self.variants.is_empty() && other.validator.is_some() {
             self.validator = other.validator.clone();
             self.output_schema = other.output_schema.clone();
         }
@@ -102,22 +137,41 @@ impl Pin {
         def
     }
 
-    /// The first violation of the pinned outputSchema by a result, if any. A result without
-    /// structuredContent violates a declared schema too ("servers MUST provide structured
-    /// results that conform"), except an error result (SEP-2200: no check when isError).
+    /// Whether the tool declares the SEP-3279 variant `audience`/`format`.
+    pub fn declares(&self, audience: &str, format: &str) -> bool {
+        self.definition
+            .get("outputVariants")
+            .and_then(Value::as_array)
+            .is_some_and(|variants| {
+                variants
+                    .iter()
+                    .any(|v| v["audience"] == audience && v["format"] == format)
+            })
+    }
+
+    /// The first violation of the pinned schemas by a result, if any. A result without
+    /// structuredContent violates a declared outputSchema too ("servers MUST provide structured
+    /// results that conform"), except an error result (SEP-2200: no check when isError). A
+    /// SEP-3279 result's structured outputs are each held to their own variant's schema.
     pub fn violation(&self, result: &Value) -> Option<String> {
-        let validator = self.validator.as_ref()?;
         if result.get("isError").and_then(Value::as_bool) == Some(true) {
             return None;
         }
-        // SEP-3279 results carry their structured values in `outputs`.
         if let Some(outputs) = result.get("outputs").and_then(Value::as_array) {
             return outputs
                 .iter()
                 .filter(|o| o.get("format").and_then(Value::as_str) == Some("structured"))
-                .filter_map(|o| o.get("structuredContent"))
-                .find_map(|s| validator.iter_errors(s).next().map(describe));
+                .find_map(|o| {
+                    let audience = o.get("audience").and_then(Value::as_str)?;
+                    let (_, validator) = self.variants.iter().find(|(a, _)| a == audience)?;
+                    let value = o.get("structuredContent")?;
+                    validator
+                        .iter_errors(value)
+                        .next()
+                        .map(|err| format!("the {audience}/structured output: {}", describe(err)))
+                });
         }
+        let validator = self.validator.as_ref()?;
         let Some(structured) = result.get("structuredContent") else {
             return Some(
                 "the tool declares an outputSchema but the result has no structuredContent".into(),
@@ -144,12 +198,16 @@ fn describe(err: jsonschema::ValidationError<'_>) -> String {
 /// `sha256:<hex>` over the canonical JSON of the four members that define a tool's contract.
 pub fn digest(definition: &Value) -> String {
     let pick = |k: &str| definition.get(k).cloned().unwrap_or(Value::Null);
-    let canonical = json!({
+    let mut canonical = json!({
         "name": pick("name"),
         "description": pick("description"),
         "inputSchema": pick("inputSchema"),
         "outputSchema": pick("outputSchema"),
     });
+    // A SEP-3279 tool's output contract is its variants.
+    if let Some(variants) = definition.get("outputVariants") {
+        canonical["outputVariants"] = variants.clone();
+    }
     let hash = Sha256::digest(canonical.to_string().as_bytes());
     let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
     format!("sha256:{hex}")
@@ -185,6 +243,7 @@ mod tests {
             json!({"name": "t", "description": "d", "inputSchema": {"type": "object"},
                 "outputSchema": {"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]},
                 "_meta": {"k": 1}, "x-unknown": true}),
+            Mutation::default(),
         )
         .unwrap()
     }

@@ -488,11 +488,66 @@ fn outputs_flattened_rewrites_sep_3279_results() {
             "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-12-01",
                       "io.modelcontextprotocol/clientCapabilities": {}},
             "requestedOutputs": [{"audience": "assistant", "format": "content"},
-                                 {"audience": "programmatic", "format": "structured"}]}),
+                                 {"audience": "assistant", "format": "structured"}]}),
     );
     let r = &got["result"];
     assert!(r.get("outputs").is_none(), "{got}");
     assert_eq!(r["structuredContent"]["order_id"], "o-17", "{got}");
+}
+
+/// A SEP-3279 call of `tool` selecting `requested`.
+fn select(gw: &mut Gateway, tool: &str, requested: Value) -> Value {
+    gw.request(
+        "tools/call",
+        json!({"name": tool, "arguments": {},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-12-01",
+                      "io.modelcontextprotocol/clientCapabilities": {}},
+            "requestedOutputs": requested}),
+    )
+}
+
+#[test]
+fn requested_outputs_dropped_answers_assistant_content_alone() {
+    let mut gw = mutant("requested-outputs-dropped");
+    let got = select(
+        &mut gw,
+        "canary.snake_fields",
+        json!([{"audience": "assistant", "format": "content"},
+               {"audience": "assistant", "format": "structured"}]),
+    );
+    let outputs = got["result"]["outputs"].as_array().expect("outputs");
+    assert_eq!(outputs.len(), 1, "{got}");
+    assert_eq!(outputs[0]["format"], "content", "{got}");
+}
+
+#[test]
+fn undeclared_selectors_dropped_answers_what_is_declared() {
+    let mut gw = mutant("undeclared-selectors-dropped");
+    let got = select(
+        &mut gw,
+        "canary.snake_fields",
+        json!([{"audience": "assistant", "format": "content"},
+               {"audience": "user", "format": "structured"}]),
+    );
+    assert!(got.get("error").is_none(), "{got}");
+    assert_eq!(got["result"]["outputs"].as_array().map(Vec::len), Some(1));
+}
+
+#[test]
+fn variant_schemas_merged_refuses_a_valid_programmatic_output() {
+    let mut gw = mutant("variant-schemas-merged");
+    let got = select(
+        &mut gw,
+        "canary.two_schemas",
+        json!([{"audience": "assistant", "format": "content"},
+               {"audience": "assistant", "format": "structured"},
+               {"audience": "programmatic", "format": "structured"}]),
+    );
+    assert_eq!(got["result"]["isError"], true, "{got}");
+    assert!(
+        text(&got["result"]).contains("programmatic/structured"),
+        "{got}"
+    );
 }
 
 #[test]

@@ -303,6 +303,41 @@ fn output_schema_is_enforced_on_flat_results() {
     assert!(text(&bad["result"]).contains("/n"), "{bad}");
 }
 
+/// Under SEP-3279 each structured output is held to its own variant's schema, the selection
+/// reaches the upstream whole, and an undeclared selector is refused, not trimmed away.
+#[test]
+fn sep_3279_selections_and_variant_schemas() {
+    let mut gw = stdio();
+    let mut select = |tool: &str, requested: Value| {
+        gw.request(
+            "tools/call",
+            json!({"name": tool, "arguments": {},
+                "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-12-01",
+                          "io.modelcontextprotocol/clientCapabilities": {}},
+                "requestedOutputs": requested}),
+        )
+    };
+    let all = select(
+        "canary.two_schemas",
+        json!([{"audience": "assistant", "format": "content"},
+               {"audience": "assistant", "format": "structured"},
+               {"audience": "programmatic", "format": "structured"}]),
+    );
+    assert!(all["result"].get("isError").is_none(), "{all}");
+    assert_eq!(all["result"]["outputs"].as_array().map(Vec::len), Some(3));
+    let both = select(
+        "canary.snake_fields",
+        json!([{"audience": "assistant", "format": "content"},
+               {"audience": "assistant", "format": "structured"}]),
+    );
+    assert_eq!(both["result"]["outputs"].as_array().map(Vec::len), Some(2));
+    let undeclared = select(
+        "canary.snake_fields",
+        json!([{"audience": "user", "format": "structured"}]),
+    );
+    assert_eq!(undeclared["error"]["code"], -32602, "{undeclared}");
+}
+
 #[test]
 fn batch_entries_carry_status_result_error_and_envelope() {
     let mut gw = stdio();
@@ -527,7 +562,7 @@ fn config_errors_name_the_field_and_unknown_mutants_exit_2() {
         .output()
         .expect("run");
     let listing = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(listing.lines().count(), 95);
+    assert_eq!(listing.lines().count(), 98);
     assert!(listing.lines().all(|l| l.split('\t').count() == 3));
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -68,6 +68,15 @@ pub(crate) fn script() -> Value {
          "respond": {"result": {"content": [{"type": "text", "text": "[1,2,3]"}], "structuredContent": [1, 2, 3]}}},
         {"name": "snake_fields",
          "respond": {"result": {"content": [{"type": "text", "text": "one order"}], "structuredContent": {"order_id": "o-17", "next-page-token": "t-2"}}}},
+        {"name": "two_schemas",
+         "output_variants": [
+            {"audience": "assistant", "format": "content"},
+            {"audience": "assistant", "format": "structured", "schema": {"type": "object", "required": ["summary"], "additionalProperties": false, "properties": {"summary": {"type": "string"}}}},
+            {"audience": "programmatic", "format": "structured", "schema": {"type": "object", "required": ["rows"], "additionalProperties": false, "properties": {"rows": {"type": "array"}}}}],
+         "respond": {"raw-result": {"resultType": "complete", "outputs": [
+            {"audience": "assistant", "format": "content", "content": [{"type": "text", "text": "two rows"}]},
+            {"audience": "assistant", "format": "structured", "structuredContent": {"summary": "two rows"}},
+            {"audience": "programmatic", "format": "structured", "structuredContent": {"rows": [1, 2]}}]}}},
         {"name": "body",
          "respond": {"result": {"content": [{"type": "text", "text": "revenue body-marker-7Q2"}]}}},
         {"name": "mirror_rows", "respond": {"rows": {"count": 300, "note_bytes": 60, "mirror": true}}},
