@@ -35,6 +35,11 @@ $rc run --target direct --shape all --shape proposals --out reports/direct || tr
 $rc run --target direct --shape sep-3279 --forced --out reports/direct-forced-sep-3279 || true
 $rc run --target reference --shape all --shape proposals --out reports/reference || true
 $rc run --target reference --shape sep-3279 --forced --out reports/reference-forced-sep-3279 || true
+# The reference's bridge: a 2026-07-28 caller in front of an upstream that speaks only SEP-3279.
+$rc run --target reference --shape sep-3279 --north 2026-07-28 \
+  --out reports/reference-north-2026-07-28-south-sep-3279 || true
+$rc compare reports/reference/results.jsonl reports/reference-north-2026-07-28-south-sep-3279/results.jsonl \
+  > reports/compare-reference-negotiated-vs-bridged-sep-3279.md
 $rc compare reports/direct/results.jsonl reports/direct-forced-sep-3279/results.jsonl \
   > reports/compare-direct-negotiated-vs-forced-sep-3279.md
 $rc compare reports/reference/results.jsonl reports/reference-forced-sep-3279/results.jsonl \
@@ -68,7 +73,10 @@ if ! $skip_gateways; then
     --expected-failures reports/fastmcp-4.2.3/expected-failures.yaml \
     --out reports/fastmcp-4.2.3 || true
 fi
-runs=(reports/direct/results.jsonl reports/reference/results.jsonl)
+# The reference negotiated, forced and bridged, so the matrix sets the three side by side.
+runs=(reports/direct/results.jsonl reports/reference/results.jsonl
+  reports/reference-forced-sep-3279/results.jsonl
+  reports/reference-north-2026-07-28-south-sep-3279/results.jsonl)
 for r in reports/hangar-2.34.4/results.jsonl reports/hangar-2.34.4-front-door/results.jsonl \
   reports/supergateway-4.0.0/results.jsonl reports/mcp-proxy-0.13.0/results.jsonl \
   reports/fastmcp-4.2.3/results.jsonl; do
@@ -86,7 +94,7 @@ node harness/tests/browser/site-check.mjs reports/site reports/screenshots \
 python3 scripts/hostile-table.py "$rc"
 if ! $skip_mutants; then
   $rc mutants --target reference-http --shape 2025-11-25 --shape 2026-07-28 --shape sep-2200 \
-    --shape sep-3279 \
+    --shape sep-3279 --bridges \
     --out reports/reference/mutants.md || true
 fi
 if $skip_official; then

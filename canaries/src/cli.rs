@@ -25,6 +25,10 @@ pub struct Cli {
     /// Answer in this shape whatever was negotiated (redesign-impact runs).
     #[arg(long, global = true, env = "CANARY_FORCE_SHAPE")]
     force_shape: Option<Shape>,
+    /// Speak only this stateless shape: a stateless request of another version is refused as
+    /// an unsupported version (a bridged run's upstream, `relaycheck run --north`).
+    #[arg(long, global = true, env = "CANARY_ONLY_SHAPE")]
+    only_shape: Option<Shape>,
     /// Serve a fixture set too: `official` (alias `official-fixtures`) adds the official MCP
     /// conformance suite's tools, resources and prompts (`relaycheck official`).
     #[arg(long, global = true, env = "CANARY_FIXTURES", value_enum)]
@@ -69,6 +73,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     let log = Arc::new(ObsLog::open(cli.log.as_deref())?);
     let canary = Arc::new(
         Canary::new(script, cli.force_shape)
+            .speaking_only(cli.only_shape)
             .with_fixtures(cli.fixtures)
             .withholding(cli.withhold),
     );

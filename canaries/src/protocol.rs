@@ -91,6 +91,9 @@ impl std::fmt::Debug for Ask {
 /// call's nonce.
 pub const ASK_NONCE_META: &str = "relaycheck.canary/nonce";
 
+/// UnsupportedProtocolVersionError's code (MCP 2026-07-28 basic#error-codes).
+pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
 /// How long an [`Ask`] waits for the client's answer: a client that handles the request
 /// answers at once; one that does not (a gateway that relays no requests) must not hold the
 /// call up for long.
@@ -149,6 +152,9 @@ impl Session {
 pub struct Canary {
     script: CanaryScript,
     force: Option<Shape>,
+    /// The one stateless shape the canary speaks (`--only-shape`): an upstream that moved to
+    /// it, behind a gateway that must bridge a caller of another revision to it.
+    only: Option<Shape>,
     tasks: TaskStore,
     /// Extra fixtures served besides the named canaries (`--fixtures`).
     fixtures: Option<Fixtures>,
@@ -226,6 +232,7 @@ impl Canary {
         Canary {
             script,
             force,
+            only: None,
             tasks: TaskStore::default(),
             fixtures: None,
             withheld: Vec::new(),
@@ -290,6 +297,14 @@ impl Canary {
 
     pub fn withholding(mut self, withheld: Vec<Withheld>) -> Canary {
         self.withheld = withheld;
+        self
+    }
+
+    /// Speaks `only` alone on the stateless wire: a stateless request of another version is
+    /// answered with UnsupportedProtocolVersionError, naming the one it supports, and
+    /// `server/discover` offers it beside the handshake versions.
+    pub fn speaking_only(mut self, only: Option<Shape>) -> Canary {
+        self.only = only.filter(|shape| shape.is_stateless());
         self
     }
 
@@ -410,6 +425,21 @@ impl Canary {
                     "Invalid params: stateless request without params._meta[\"{missing}\"] on a connection that never initialized"
                 ),
             );
+            handled.reply = Reply::Json(error_response(id, &err));
+            handled.bad_request = true;
+            return handled;
+        }
+        if let Some(only) = self.only
+            && let Some(version) = envelope_version(params)
+            && version != only.protocol_version()
+        {
+            // MCP 2026-07-28 basic/versioning: UnsupportedProtocolVersionError, answered with
+            // HTTP 400, lists the versions the server supports.
+            let err = RpcError {
+                code: UNSUPPORTED_PROTOCOL_VERSION,
+                message: format!("Unsupported protocol version: {version}"),
+                data: Some(json!({"supported": [only.protocol_version()], "requested": version})),
+            };
             handled.reply = Reply::Json(error_response(id, &err));
             handled.bad_request = true;
             return handled;
@@ -643,6 +673,11 @@ impl Canary {
 
     fn discover(&self) -> Value {
         let mut discovered = discovered(self.force);
+        if let Some(only) = self.only {
+            let mut versions: Vec<&str> = HANDSHAKE_VERSIONS.to_vec();
+            versions.push(only.protocol_version());
+            discovered["supportedVersions"] = json!(versions);
+        }
         self.withhold_capabilities(&mut discovered["capabilities"]);
         discovered
     }
@@ -1124,6 +1159,40 @@ mod tests {
             &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": version}}),
             session,
         ))
+    }
+
+    /// A bridged run's upstream: the one stateless revision it speaks answers, another is an
+    /// unsupported version naming it, and selections are held to the tools' variants.
+    #[test]
+    fn speaking_only_one_shape_refuses_the_others() {
+        let c = canary(json!({"tools": [{"name": "t", "respond": "echo"}]}), None)
+            .speaking_only(Some(Shape::Sep3279));
+        let s = Session::default();
+        let call = |version: &str, requested: Value| {
+            json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+                "name": "t", "arguments": {"nonce": "n"}, "requestedOutputs": requested,
+                "_meta": {META_PROTOCOL_VERSION: version, META_CLIENT_CAPABILITIES: {}}
+            }})
+        };
+        let both = json!([{"audience": "assistant", "format": "content"},
+            {"audience": "assistant", "format": "structured"}]);
+        let refused = c.handle(&call("2026-07-28", both.clone()), &s);
+        assert!(refused.bad_request);
+        let refused = json_of(refused);
+        assert_eq!(refused["error"]["code"], UNSUPPORTED_PROTOCOL_VERSION);
+        assert_eq!(refused["error"]["data"]["supported"], json!(["2026-12-01"]));
+        let answered = json_of(c.handle(&call("2026-12-01", both), &s));
+        assert_eq!(
+            answered["result"]["outputs"].as_array().map(Vec::len),
+            Some(2)
+        );
+        let undeclared = json!([{"audience": "user", "format": "content"}]);
+        let invalid = json_of(c.handle(&call("2026-12-01", undeclared), &s));
+        assert_eq!(invalid["error"]["code"], -32602, "{invalid}");
+        assert_eq!(
+            c.discover()["supportedVersions"],
+            json!(["2025-03-26", "2025-06-18", "2025-11-25", "2026-12-01"])
+        );
     }
 
     #[test]

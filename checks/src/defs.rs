@@ -851,7 +851,7 @@ pub const CHECKS: &[CheckDef] = &[
     },
     CheckDef {
         name: "envelope-relayed",
-        asserts: "the upstream's request carried the protocol version and client capabilities of the client's stateless envelope, the same in value; its clientInfo (the client's or the target's own) is noted; not applicable where the target reaches its upstream over a handshake session",
+        asserts: "the upstream's request carried the protocol version and client capabilities of the client's stateless envelope, the same in value (in a bridged run, the version the upstream speaks); its clientInfo (the client's or the target's own) is noted; not applicable where the target reaches its upstream over a handshake session",
         params: &[],
         reads: Reads::Evidence,
         fields: Fields::None,

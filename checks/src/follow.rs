@@ -263,7 +263,7 @@ fn definition_kept(
     name: &str,
     listed: &Value,
     script: &relaycheck_model::script::ToolScript,
-    output_member: &str,
+    (output_member, output): (&str, Option<Value>),
 ) -> Result<(), Box<Verdict>> {
     let mut declared = Map::new();
     if let Some(title) = &script.title {
@@ -275,12 +275,8 @@ fn definition_kept(
     if let Some(schema) = &script.input_schema {
         declared.insert("inputSchema".into(), schema.clone());
     }
-    let output = match output_member {
-        "outputVariants" => script.output_variants.as_ref(),
-        _ => script.output_schema.as_ref(),
-    };
     if let Some(output) = output {
-        declared.insert(output_member.into(), output.clone());
+        declared.insert(output_member.into(), output);
     }
     if let Some(meta) = &script.meta {
         declared.insert("_meta".into(), meta.clone());
@@ -380,29 +376,27 @@ pub(super) fn tool_listed(
         return Verdict::fail(name, format!("tools/list does not list `{wanted_name}`"));
     };
     // SEP-3279 lists outputVariants where the other shapes list outputSchema, and neither
-    // where the other does: the upstream declares the one its shape has.
-    let (member, declared) = match evidence.shape {
-        relaycheck_model::Shape::Sep3279 => (
-            "outputVariants",
-            evidence.tool.and_then(|t| t.output_variants.as_ref()),
-        ),
-        _ => (
-            "outputSchema",
-            evidence.tool.and_then(|t| t.output_schema.as_ref()),
-        ),
-    };
-    if let Some(declared) = declared
-        && !same_opt(tool.get(member), Some(declared))
+    // where the other does: the upstream declares the one its shape has, and a bridge between
+    // the two shows the caller its projection.
+    let output = evidence.tool.map(|t| {
+        relaycheck_model::variants::listed_output(
+            t,
+            evidence.shape,
+            evidence.bridged_from.unwrap_or(evidence.shape),
+        )
+    });
+    if let Some((member, Some(declared))) = &output
+        && !same_opt(tool.get(*member), Some(declared))
     {
         return Verdict::fail(
             name,
             format!("the listed {member} differs from the upstream's"),
         )
-        .compared(Some(declared.clone()), tool.get(member).cloned());
+        .compared(Some(declared.clone()), tool.get(*member).cloned());
     }
     if params.get("whole").and_then(Value::as_bool) == Some(true)
-        && let Some(script) = evidence.tool
-        && let Err(verdict) = definition_kept(name, tool, script, member)
+        && let (Some(script), Some(output)) = (evidence.tool, output)
+        && let Err(verdict) = definition_kept(name, tool, script, output)
     {
         return *verdict;
     }

@@ -89,6 +89,24 @@ fn declared_moves(shape: Shape, base: Shape, shapes: &[ShapeSpec]) -> BTreeSet<S
         .collect()
 }
 
+/// Whether one of the case's checks reads `member` by name (not as part of a whole result).
+pub fn names_member(case: &CaseSpec, member: &str) -> bool {
+    let none = BTreeSet::new();
+    case.expect.iter().any(|expectation| {
+        CheckDef::named(&expectation.check).is_some_and(|def| {
+            !matches!(def.fields, Fields::Whole)
+                && read_members(
+                    &CaseSpec {
+                        expect: vec![expectation.clone()],
+                        ..case.clone()
+                    },
+                    &none,
+                )
+                .contains(member)
+        })
+    })
+}
+
 /// The members the case's checks read, of those its answer has.
 fn read_members(case: &CaseSpec, present: &BTreeSet<String>) -> BTreeSet<String> {
     let mut read = BTreeSet::new();

@@ -66,8 +66,11 @@ pub struct FollowUp {
 
 /// What one call left behind, for the checks to judge.
 pub struct Evidence<'a> {
-    /// The result shape the call was made in.
+    /// The result shape the call was made in: the caller's.
     pub shape: Shape,
+    /// In a bridged run, the shape the upstream spoke: its answers are handed to the checks
+    /// as the caller's shape reads them ([`relaycheck_model::render::bridged_result`]).
+    pub bridged_from: Option<Shape>,
     /// What the shape says about values the wire leaves out: every comparison of results
     /// goes through it.
     pub rules: &'a Equivalence,

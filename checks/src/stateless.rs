@@ -361,8 +361,15 @@ pub(super) fn envelope_relayed(
     let mut problems = Vec::new();
     let mut expected = Map::new();
     let mut actual = Map::new();
+    // A bridge speaks its upstream's revision: the version it sends is that one.
+    let bridged_version = evidence
+        .bridged_from
+        .map(|south| Value::String(south.protocol_version().into()));
     for key in [META_VERSION, META_CAPABILITIES] {
-        let want = client.get(key);
+        let want = match &bridged_version {
+            Some(south) if key == META_VERSION => Some(south),
+            _ => client.get(key),
+        };
         let got = upstream.get(key);
         let agree = match (want, got) {
             (Some(want), Some(got)) => same(want, got),

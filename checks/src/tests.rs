@@ -222,6 +222,7 @@ impl Fixture {
             &expectation,
             &Evidence {
                 shape: self.shape,
+                bridged_from: None,
                 rules: &rules,
                 arguments: &self.arguments,
                 exchange: &self.exchange,

@@ -43,6 +43,7 @@ fn outcomes(pool: &Pool, target: &str) -> Vec<(String, Outcome, String)> {
                 case: case.clone(),
                 route: "flat".into(),
                 shape,
+                north: None,
             };
             let result = pool.run(&trial, None).unwrap_or_else(|err| panic!("{err}"));
             out.push((format!("{case} [{shape}]"), result.outcome, result.message));

@@ -380,6 +380,7 @@ fn junit_xml_parses_whatever_a_target_sent() {
         target_version: None,
         shapes: vec![relaycheck_model::Shape::V2025_11_25],
         forced: false,
+        north: None,
         started: "2026-01-01T00:00:00Z".into(),
         command: "relaycheck run".into(),
         format: 1,

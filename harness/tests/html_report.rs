@@ -73,6 +73,7 @@ fn a_failing_cell_opens_its_diff_in_chromium() {
         target_version: None,
         shapes: vec![Shape::V2025_11_25],
         forced: false,
+        north: None,
         started: "2026-11-30T00:00:00Z".into(),
         command: "relaycheck run --target browser-test".into(),
         format: 1,

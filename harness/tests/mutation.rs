@@ -49,6 +49,8 @@ fn every_mutant_is_caught_and_every_case_catches_one() {
         "cases failed on the unmutated reference when the table was made"
     );
     let shapes: Vec<Shape> = serde_json::from_value(table["shapes"].clone()).unwrap();
+    let bridges: Vec<(Shape, Shape)> =
+        serde_json::from_value(table["bridges"].clone()).unwrap_or_default();
     let target = table["target"].as_str().unwrap().to_string();
 
     let pool = Pool::new(&repo.join("specs"), Path::new(relaycheck)).unwrap();
@@ -69,13 +71,25 @@ fn every_mutant_is_caught_and_every_case_catches_one() {
             let Some(case) = catalogue.cases.iter().find(|c| c.spec.id == *case_id) else {
                 continue;
             };
-            for shape in shapes.iter().filter(|s| case.spec.applies_to(**s)) {
+            // Each negotiated shape of the case, then each bridged pair the table ran.
+            let runs = shapes
+                .iter()
+                .filter(|s| case.spec.applies_to(**s))
+                .map(|s| (*s, None))
+                .chain(
+                    bridges
+                        .iter()
+                        .filter(|(n, s)| case.spec.applies_to(*n) && case.spec.applies_to(*s))
+                        .map(|(n, s)| (*s, Some(*n))),
+                );
+            for (shape, north) in runs {
                 for route in &case.spec.routes {
                     let trial = Trial {
                         target: target.clone(),
                         case: case_id.to_string(),
                         route: route.clone(),
-                        shape: *shape,
+                        shape,
+                        north,
                     };
                     let result = pool.run(&trial, Some(name)).unwrap();
                     if relaycheck::mutation::shows_defect(&result) {

@@ -1,6 +1,7 @@
 //! `cargo test` runs the whole catalogue: against the control target `direct` (over stdio,
 //! streamable HTTP and the legacy HTTP+SSE transport) and against the reference gateway, one
-//! trial per case, route and shape. A failure on `direct` is a bug in relaycheck; on
+//! trial per case, route and shape, and on the reference its bridge between 2026-07-28 and
+//! SEP-3279 both ways round. A failure on `direct` is a bug in relaycheck; on
 //! `reference`, a case the reference cannot satisfy.
 
 use std::path::Path;
@@ -20,7 +21,15 @@ fn main() {
     let mut trials = Vec::new();
     for target in TARGETS {
         let profile = Profile::load(target).unwrap_or_else(|err| panic!("{err}"));
-        for trial in suite::trials(pool.catalogue(), &profile) {
+        // The reference gateway is also held to its bridge between 2026-07-28 and SEP-3279.
+        let bridged = match *target {
+            "reference" => suite::bridged_trials(pool.catalogue(), &profile),
+            _ => Vec::new(),
+        };
+        for trial in suite::trials(pool.catalogue(), &profile)
+            .into_iter()
+            .chain(bridged)
+        {
             let pool = pool.clone();
             trials.push(Trial::test(trial.name(), move || {
                 let result = pool.run(&trial, None).map_err(Failed::from)?;

@@ -141,6 +141,55 @@ pub fn read_result(wire: &Value) -> Value {
     Value::Object(out)
 }
 
+/// A result an upstream sent in `from`, as a caller of `to` reads it through a bridge that
+/// follows SEP-3279's backward compatibility. From SEP-3279 to an older revision: `content`
+/// from the `assistant/content` output (none: an empty list) and `structuredContent` from the
+/// `assistant/structured` output alone, never another audience's. From an older revision to
+/// SEP-3279: one output per selector of `requested` (`assistant/content` when none), as
+/// [`render_result`] renders it. Every other member is kept; a result that is no tool's output
+/// (input required, a task) and a pair of revisions with the same result form are unchanged.
+pub fn bridged_result(
+    result: &Value,
+    from: Shape,
+    to: Shape,
+    requested: Option<&[Selector]>,
+) -> Value {
+    let Some(fields) = result.as_object() else {
+        return result.clone();
+    };
+    match (from == Shape::Sep3279, to == Shape::Sep3279) {
+        (true, false) => {
+            let Some(outputs) = fields.get("outputs").and_then(Value::as_array) else {
+                return result.clone();
+            };
+            let of = |format: &str| {
+                outputs
+                    .iter()
+                    .find(|o| o["audience"] == "assistant" && o["format"] == format)
+            };
+            let mut out = Map::new();
+            for (key, value) in fields {
+                if key != "outputs" {
+                    out.insert(key.clone(), value.clone());
+                    continue;
+                }
+                let content = of("content").and_then(|o| o.get("content")).cloned();
+                out.insert("content".into(), content.unwrap_or_else(|| json!([])));
+                if let Some(value) = of("structured").and_then(|o| o.get("structuredContent")) {
+                    out.insert("structuredContent".into(), value.clone());
+                }
+            }
+            Value::Object(out)
+        }
+        (false, true)
+            if fields.contains_key("content") || fields.contains_key("structuredContent") =>
+        {
+            render_outputs(fields, requested)
+        }
+        _ => result.clone(),
+    }
+}
+
 /// The status and times of a task at one moment, for rendering its handle or `tasks/get`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskState {
@@ -278,5 +327,38 @@ mod tests {
             Some((HandleForm::Flat, "t1".into()))
         );
         assert_eq!(read_task_handle(&legacy()), None);
+    }
+
+    #[test]
+    fn a_bridge_carries_the_assistants_outputs_alone_and_builds_outputs_per_selector() {
+        let outputs = json!({"resultType": "complete", "isError": false, "outputs": [
+            {"audience": "programmatic", "format": "structured", "structuredContent": [1]},
+            {"audience": "assistant", "format": "content", "content": [{"type": "text", "text": "a"}]}]});
+        assert_eq!(
+            bridged_result(&outputs, Shape::Sep3279, Shape::V2026_07_28, None),
+            json!({"resultType": "complete", "isError": false,
+                   "content": [{"type": "text", "text": "a"}]})
+        );
+        let legacy =
+            json!({"resultType": "complete", "content": [], "structuredContent": {"a": 1}});
+        let both = [
+            Selector::assistant_content(),
+            Selector {
+                audience: "assistant".into(),
+                format: "structured".into(),
+            },
+        ];
+        let bridged = bridged_result(&legacy, Shape::V2026_07_28, Shape::Sep3279, Some(&both));
+        assert_eq!(bridged["outputs"][1]["structuredContent"], json!({"a": 1}));
+        assert!(bridged.get("content").is_none());
+        let asking = json!({"resultType": "input_required", "inputRequests": {}});
+        assert_eq!(
+            bridged_result(&asking, Shape::V2026_07_28, Shape::Sep3279, None),
+            asking
+        );
+        assert_eq!(
+            bridged_result(&legacy, Shape::V2026_07_28, Shape::Sep2200, None),
+            legacy
+        );
     }
 }

@@ -35,6 +35,11 @@ pub struct RunInfo {
     /// Whether the canary answered in each shape whatever the target negotiated (`--forced`):
     /// the failures are then the shape's measured impact.
     pub forced: bool,
+    /// The shape the runner spoke to the target while the canary spoke only the run's shape
+    /// (`--north`): a bridged run, whose failures show what the target's bridge between the
+    /// two moves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub north: Option<Shape>,
     /// RFC 3339 UTC time the run started.
     pub started: String,
     /// The command line that reproduces the run.
@@ -51,6 +56,29 @@ pub struct RunInfo {
     /// Empty in runs recorded before levels were kept, and in official-suite runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub surface_classes: Vec<SurfaceClass>,
+}
+
+impl RunInfo {
+    /// Whether the target was spoken to in each shape and its upstream answered in the same:
+    /// neither forced (`--forced`) nor bridged (`--north`), so its failures are the target's.
+    pub fn negotiated(&self) -> bool {
+        !self.forced && self.north.is_none()
+    }
+
+    /// How the run spoke to the target, for a title: empty when negotiated, ` (forced)`, or
+    /// ` (north 2026-07-28)` for a bridged run.
+    pub fn mode(&self) -> String {
+        match (self.forced, self.north) {
+            (true, _) => " (forced)".into(),
+            (false, Some(north)) => format!(" (north {north})"),
+            (false, None) => String::new(),
+        }
+    }
+
+    /// The target's name with [`RunInfo::mode`]: what tells a run apart in a table of runs.
+    pub fn label(&self) -> String {
+        format!("{}{}", self.target, self.mode())
+    }
 }
 
 /// What produced a run, so two runs can be told apart by more than their date: the build of

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use crate::render::Selector;
 use crate::script::{Respond, ToolScript};
+use crate::shape::Shape;
 
 /// The variants a scripted tool declares: its own `output_variants` when the case gives them;
 /// otherwise `assistant/content`, which every tool must declare, and `assistant/structured`
@@ -51,6 +52,42 @@ pub fn may_answer_structured(respond: &Respond) -> bool {
         Respond::Error(_) | Respond::Oversized(_) | Respond::AskClient(_) | Respond::Fault(_) => {
             false
         }
+    }
+}
+
+/// What a caller of `caller` is listed of a tool's output contract when its upstream speaks
+/// `upstream`: the member (`outputVariants` under SEP-3279, `outputSchema` before it) and its
+/// value, if any. When the two differ a bridge projects the upstream's as SEP-3279's backward
+/// compatibility says: an older caller's `outputSchema` is the `assistant/structured` schema
+/// alone; a SEP-3279 caller is declared `assistant/content`, and `assistant/structured` with
+/// the `outputSchema` where there is one.
+pub fn listed_output(
+    tool: &ToolScript,
+    caller: Shape,
+    upstream: Shape,
+) -> (&'static str, Option<Value>) {
+    match (caller == Shape::Sep3279, upstream == Shape::Sep3279) {
+        (true, true) => ("outputVariants", Some(declared(tool))),
+        (true, false) => {
+            let mut variants = vec![json!({"audience": "assistant", "format": "content"})];
+            if let Some(schema) = &tool.output_schema {
+                variants.push(
+                    json!({"audience": "assistant", "format": "structured", "schema": schema}),
+                );
+            }
+            ("outputVariants", Some(Value::Array(variants)))
+        }
+        (false, true) => {
+            let variants = declared(tool);
+            let schema = variants.as_array().and_then(|list| {
+                list.iter()
+                    .find(|v| v["audience"] == "assistant" && v["format"] == "structured")
+                    .and_then(|v| v.get("schema"))
+                    .cloned()
+            });
+            ("outputSchema", schema)
+        }
+        (false, false) => ("outputSchema", tool.output_schema.clone()),
     }
 }
 
@@ -198,6 +235,37 @@ mod tests {
         assert_eq!(
             content_and_structured(&json!([])),
             [selector("assistant", "content")]
+        );
+    }
+
+    #[test]
+    fn a_bridge_lists_the_output_contract_of_the_callers_revision() {
+        let schema = json!({"type": "object"});
+        let typed = tool(json!("echo"), Some(schema.clone()));
+        assert_eq!(
+            listed_output(&typed, Shape::V2026_07_28, Shape::V2026_07_28),
+            ("outputSchema", Some(schema.clone()))
+        );
+        assert_eq!(
+            listed_output(&typed, Shape::Sep3279, Shape::Sep3279).1,
+            Some(declared(&typed))
+        );
+        assert_eq!(
+            listed_output(&typed, Shape::V2026_07_28, Shape::Sep3279),
+            ("outputSchema", Some(schema))
+        );
+        // From an older upstream, a structured variant only where there is a schema.
+        let untyped = tool(json!("echo"), None);
+        assert_eq!(
+            listed_output(&untyped, Shape::Sep3279, Shape::V2026_07_28).1,
+            Some(json!([{"audience": "assistant", "format": "content"}]))
+        );
+        let mut programmatic = tool(json!("echo"), None);
+        programmatic.output_variants = Some(json!([{"audience": "assistant", "format": "content"},
+            {"audience": "programmatic", "format": "structured", "schema": {}}]));
+        assert_eq!(
+            listed_output(&programmatic, Shape::V2026_07_28, Shape::Sep3279),
+            ("outputSchema", None)
         );
     }
 }

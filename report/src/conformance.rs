@@ -147,6 +147,11 @@ pub fn state(
     if info.forced {
         return Err("a forced run shows a redesign's impact, not conformance".into());
     }
+    if let Some(north) = info.north {
+        return Err(format!(
+            "a bridged run (north {north}) shows what the target's bridge between two revisions moves, not conformance"
+        ));
+    }
     if let Some(shard) = &info.shard {
         return Err(format!(
             "shard {shard} holds part of the cases; `relaycheck merge` the shards for a statement"
@@ -324,6 +329,7 @@ mod tests {
             target_version: None,
             shapes: vec![Shape::V2025_06_18, Shape::V2025_11_25],
             forced: false,
+            north: None,
             started: "2026-12-03T00:00:00Z".into(),
             command: "relaycheck run".into(),
             provenance: None,

@@ -67,10 +67,14 @@ pub fn failure(result: &CaseResult, case: Option<&LoadedCase>, rerun: &str) -> S
 }
 
 /// The command that reruns one case in one shape.
-pub fn rerun_command(target: &str, result: &CaseResult, forced: bool) -> String {
-    let forced = if forced { " --forced" } else { "" };
+pub fn rerun_command(target: &str, result: &CaseResult, info: &crate::RunInfo) -> String {
+    let mode = match (info.forced, info.north) {
+        (true, _) => " --forced".to_string(),
+        (false, Some(north)) => format!(" --north {north}"),
+        (false, None) => String::new(),
+    };
     format!(
-        "relaycheck run --target {target} --shape {}{forced} --case '{}'",
+        "relaycheck run --target {target} --shape {}{mode} --case '{}'",
         result.shape, result.case
     )
 }

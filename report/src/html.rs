@@ -102,7 +102,7 @@ pub fn render_with(
         escape(&product),
         escape(&info.tool_version),
         escape(&shape_names.join(", ")),
-        if info.forced { " (forced)" } else { "" },
+        escape(&info.mode()),
         escape(&info.started),
         escape(&info.command)
     );
@@ -447,6 +447,7 @@ mod tests {
             target_version: None,
             shapes: vec![Shape::V2025_11_25],
             forced: false,
+            north: None,
             started: "2026-11-30T00:00:00Z".into(),
             command: "relaycheck run --target zoo-crashy".into(),
             format: 1,

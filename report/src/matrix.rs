@@ -25,8 +25,8 @@ pub struct Run<'a> {
     pub results: &'a [CaseResult],
     /// The run's cases, with what each shape was predicted to move.
     pub cases: &'a [CaseEvent],
-    /// Whether the run was forced: its failures are then the measured impact of its shape,
-    /// which the table sets against the prediction.
+    /// Whether the run was forced or bridged: its failures are then the measured impact of
+    /// its shape (or of the bridge to it), which the table sets against the prediction.
     pub forced: bool,
 }
 

@@ -54,6 +54,8 @@ pub struct MutationTable {
     pub caught: BTreeMap<String, BTreeSet<String>>,
     /// Cases that did not pass on the unmutated target: the first proof failed for them.
     pub baseline_failures: BTreeSet<String>,
+    /// The bridged pairs (north, south) each mutant was run in beside the shapes.
+    pub bridges: Vec<(relaycheck_model::Shape, relaycheck_model::Shape)>,
 }
 
 /// Whether a result shows the mutant: a failure, or an `observe` case whose check saw the
@@ -78,6 +80,7 @@ impl MutationTable {
                 .collect(),
             mutants,
             caught: BTreeMap::new(),
+            bridges: Vec::new(),
         }
     }
 
@@ -139,6 +142,12 @@ impl MutationTable {
                 }
                 _ => shapes = Some(part_shapes),
             }
+            let bridges: Vec<(relaycheck_model::Shape, relaycheck_model::Shape)> =
+                serde_json::from_value(part["bridges"].clone()).unwrap_or_default();
+            if !table.bridges.is_empty() && table.bridges != bridges {
+                return Err("the parts were run in different bridged pairs".into());
+            }
+            table.bridges = bridges;
             for failure in part["baseline_failures"].as_array().into_iter().flatten() {
                 if let Some(case) = failure.as_str() {
                     table.baseline_failures.insert(case.to_string());
@@ -182,6 +191,7 @@ impl MutationTable {
                 "caught_by": self.caught.get(&m.name).cloned().unwrap_or_default(),
             })).collect::<Vec<_>>(),
             "baseline_failures": self.baseline_failures,
+            "bridges": self.bridges,
         })
     }
 

@@ -74,12 +74,12 @@ impl ReportSet<'_> {
         })
     }
 
-    /// The run's predicted impact against its outcomes: only for a forced run, whose failures
-    /// are the measured impact of its shape. In a negotiated run a failure is the target's
-    /// own, whatever the shape, so setting it against a prediction would say nothing true.
+    /// The run's predicted impact against its outcomes: only for a forced or bridged run,
+    /// whose failures are the measured impact of its shape (or of the bridge to it). In a
+    /// negotiated run a failure is the target's own, whatever the shape, so setting it against
+    /// a prediction would say nothing true.
     fn prediction(&self) -> Option<crate::prediction::Tally> {
-        self.info
-            .forced
+        (!self.info.negotiated())
             .then(|| crate::prediction::of_run(self.cases, self.results))
             .filter(crate::prediction::Tally::any)
     }

@@ -45,6 +45,9 @@ pub struct RunDigest {
     pub version: Option<String>,
     /// Whether the run forced its shapes, which keeps it out of the negotiated runs' history.
     pub forced: bool,
+    /// The shape a bridged run spoke to the target, which keeps it out of the others' history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub north: Option<Shape>,
     /// RFC 3339 time the run started: the order of the history.
     pub started: String,
     /// What produced the run, when it recorded it.
@@ -73,6 +76,7 @@ impl RunDigest {
             product: run.info.target_product.clone(),
             version: run.info.target_version.clone(),
             forced: run.info.forced,
+            north: run.info.north,
             started: run.info.started.clone(),
             provenance: run.info.provenance.clone(),
             tool_version: run.info.tool_version.clone(),
@@ -87,9 +91,10 @@ impl RunDigest {
         }
     }
 
-    /// The runs that are one target's history: the same target name, forced or not.
-    fn series(&self) -> (String, bool) {
-        (self.target.clone(), self.forced)
+    /// The runs that are one target's history: the same target name, forced, bridged (from
+    /// the same north) or neither.
+    fn series(&self) -> (String, bool, Option<Shape>) {
+        (self.target.clone(), self.forced, self.north)
     }
 
     fn count(&self, keep: impl Fn(Outcome) -> bool) -> usize {
@@ -122,7 +127,7 @@ pub fn build(runs: &[SiteRun], history: &[RunDigest]) -> Site {
     digests.sort_by(|a, b| (&a.started, &a.target).cmp(&(&b.started, &b.target)));
     // A site published from every CI run would grow without end: each target keeps its newest
     // runs, enough for a trend, and the digests of older ones are dropped.
-    let mut kept: BTreeMap<(String, bool), usize> = BTreeMap::new();
+    let mut kept: BTreeMap<(String, bool, Option<Shape>), usize> = BTreeMap::new();
     for digest in digests.iter().rev() {
         *kept.entry(digest.series()).or_default() += 1;
     }
@@ -133,12 +138,12 @@ pub fn build(runs: &[SiteRun], history: &[RunDigest]) -> Site {
         keep
     });
 
-    let mut latest: BTreeMap<(String, Option<String>, bool), &SiteRun> = BTreeMap::new();
+    let mut latest: BTreeMap<(String, Option<String>, String), &SiteRun> = BTreeMap::new();
     for run in runs {
         let key = (
             run.info.target.clone(),
             run.info.target_version.clone(),
-            run.info.forced,
+            run.info.mode(),
         );
         if latest
             .get(&key)
@@ -155,7 +160,7 @@ pub fn build(runs: &[SiteRun], history: &[RunDigest]) -> Site {
     for (slug, run) in &pages {
         let series: Vec<&RunDigest> = digests
             .iter()
-            .filter(|d| d.series() == (run.info.target.clone(), run.info.forced))
+            .filter(|d| d.series() == (run.info.target.clone(), run.info.forced, run.info.north))
             .collect();
         site.files.insert(
             format!("targets/{slug}.html"),
@@ -167,7 +172,7 @@ pub fn build(runs: &[SiteRun], history: &[RunDigest]) -> Site {
             badge(&Badge {
                 passed,
                 must,
-                forced: run.info.forced,
+                forced: !run.info.negotiated(),
                 standing: badge_standing(run),
                 statement: badge_statement(&conformance_lines(run)),
             }),
@@ -204,6 +209,9 @@ fn slugs<'a>(runs: impl Iterator<Item = &'a SiteRun>) -> Vec<(String, &'a SiteRu
         if run.info.forced {
             base.push_str("-forced");
         }
+        if let Some(north) = run.info.north {
+            base.push_str(&format!("-north-{north}"));
+        }
         let mut slug = base.clone();
         let mut n = 2;
         while !taken.insert(slug.clone()) {
@@ -236,7 +244,7 @@ fn surface_anchor(surface: &str) -> String {
 /// The shapes whose `must` results count: the released revisions, or every shape of a forced
 /// run (which is about the shape it forces).
 fn counted(info: &RunInfo, shape: Shape) -> bool {
-    info.forced || shape.is_released()
+    !info.negotiated() || shape.is_released()
 }
 
 fn must_tally(run: &SiteRun) -> (usize, usize) {
@@ -285,9 +293,12 @@ fn product(info: &RunInfo) -> String {
     if let Some(product) = info.target_product.as_ref().filter(|p| **p != info.target) {
         name = format!("{name} ({product})");
     }
+    let shapes: Vec<&str> = info.shapes.iter().map(|s| s.as_str()).collect();
     if info.forced {
-        let shapes: Vec<&str> = info.shapes.iter().map(|s| s.as_str()).collect();
         name = format!("{name}, forced {}", shapes.join(", "));
+    }
+    if let Some(north) = info.north {
+        name = format!("{name}, north {north} to {}", shapes.join(", "));
     }
     name
 }
@@ -332,7 +343,7 @@ fn index(pages: &[(String, &SiteRun)], digests: &[RunDigest]) -> String {
     for (slug, run) in pages {
         let runs = digests
             .iter()
-            .filter(|d| d.target == run.info.target && d.forced == run.info.forced)
+            .filter(|d| d.series() == (run.info.target.clone(), run.info.forced, run.info.north))
             .count();
         let lines = conformance_lines(run);
         let conformance = if lines.is_empty() {
@@ -494,6 +505,7 @@ fn history(series: &[&RunDigest], pages: &[(String, &SiteRun)]) -> String {
             run.info.target == digest.target
                 && run.info.target_version == digest.version
                 && run.info.forced == digest.forced
+                && run.info.north == digest.north
         }) {
             Some((slug, _)) => format!("<a href=\"{slug}.html\">{}</a>", escape(&version)),
             None => escape(&version),
@@ -820,8 +832,9 @@ fn badge_statement(lines: &[String]) -> String {
 }
 
 fn badge_standing(run: &SiteRun) -> BadgeStanding {
-    // A forced run measures a redesign: its failures are the finding, not the target's fault.
-    if run.info.forced {
+    // A forced or bridged run measures a redesign: its failures are the finding, not the
+    // target's fault.
+    if !run.info.negotiated() {
         return BadgeStanding::Unstated;
     }
     let (passed, must) = must_tally(run);
@@ -907,6 +920,7 @@ mod tests {
             target_version: Some(version.into()),
             shapes: vec![Shape::V2025_11_25],
             forced: false,
+            north: None,
             started: started.into(),
             command: "relaycheck run".into(),
             provenance: None,

@@ -128,8 +128,7 @@ pub fn render_with(
     let _ = writeln!(out, "- target: {}", markdown_inline(&target));
     let _ = writeln!(out, "- relaycheck: {}", markdown_inline(&info.tool_version));
     let shapes: Vec<&str> = info.shapes.iter().map(|s| s.as_str()).collect();
-    let mode = if info.forced { " (forced)" } else { "" };
-    let _ = writeln!(out, "- shapes: {}{mode}", shapes.join(", "));
+    let _ = writeln!(out, "- shapes: {}{}", shapes.join(", "), info.mode());
     let _ = writeln!(out, "- started: {}", markdown_inline(&info.started));
     if let Some(provenance) = &info.provenance {
         let _ = writeln!(
@@ -371,6 +370,7 @@ mod tests {
             target_version: None,
             shapes: vec![Shape::V2025_11_25],
             forced: false,
+            north: None,
             started: "2026-01-01T00:00:00Z".into(),
             command: "relaycheck run --target t".into(),
             format: 1,

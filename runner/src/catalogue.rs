@@ -210,18 +210,29 @@ fn lint_sources(
 /// The case events a run records: each case, with the shapes of the run predicted to move it
 /// and what each changes that its checks read. A shape is compared with the one its file names;
 /// in a forced run, where the upstream answers in the shape and the target is spoken to in
-/// [`crate::target::FORCED_BASELINE`], with that.
-pub fn case_events(catalogue: &Catalogue, shapes: &[Shape], forced: bool) -> Vec<CaseEvent> {
+/// [`crate::target::FORCED_BASELINE`], with that; in a bridged run, with the shape the target
+/// is spoken to in (`north`), which its bridge must carry each result into.
+pub fn case_events(
+    catalogue: &Catalogue,
+    shapes: &[Shape],
+    forced: bool,
+    north: Option<Shape>,
+) -> Vec<CaseEvent> {
     catalogue
         .cases
         .iter()
         .map(|case| {
             let mut event = CaseEvent::of(case);
-            for &shape in shapes.iter().filter(|shape| case.spec.applies_to(**shape)) {
-                let against = if forced {
-                    Some(crate::target::FORCED_BASELINE)
-                } else {
-                    relaycheck_checks::impact::compared_with(shape, &catalogue.shapes)
+            let runs = |shape: Shape| {
+                case.spec.applies_to(shape) && north.is_none_or(|n| case.spec.applies_to(n))
+            };
+            for &shape in shapes.iter().filter(|shape| runs(**shape)) {
+                let against = match (north, forced) {
+                    (Some(north), _) => Some(north),
+                    (None, true) => Some(crate::target::FORCED_BASELINE),
+                    (None, false) => {
+                        relaycheck_checks::impact::compared_with(shape, &catalogue.shapes)
+                    }
                 };
                 let Some(against) = against else {
                     continue;

@@ -216,6 +216,7 @@ pub(crate) async fn run_batch(
             profile: plan.profile,
             shape,
             forced: plan.forced,
+            north: plan.north,
             canary_cmd: &plan.canary_cmd,
             relaycheck: &plan.relaycheck,
             script_path,

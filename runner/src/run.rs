@@ -22,6 +22,7 @@ use crate::session::preview;
 use crate::target::Target;
 use relaycheck_checks::lines::ChannelLines;
 use relaycheck_checks::{self as checks, Evidence, Gathers, Reach};
+use relaycheck_model::observation::{Direction, Observation};
 use relaycheck_model::results::CaseResult;
 use relaycheck_report::diff::json_diff;
 
@@ -35,6 +36,9 @@ pub struct RunPlan<'a> {
     pub shapes: Vec<Shape>,
     /// Whether the canary answers in each shape whatever the target negotiates (`--forced`).
     pub forced: bool,
+    /// The shape the runner speaks to the target while the canary speaks only the run's shape
+    /// (`--north`): a bridged run, whose cases are those of both shapes.
+    pub north: Option<Shape>,
     /// Case-id globs; empty runs every case.
     pub cases: Vec<String>,
     /// Cases in flight at once on one start of the target (`--jobs`); they take their turns in
@@ -66,6 +70,12 @@ pub type Notices<'a> = &'a (dyn Fn(&str) + Sync);
 pub fn quiet(_: &str) {}
 
 impl RunPlan<'_> {
+    /// Whether `case` runs in `shape`: its shapes include it, and in a bridged run the
+    /// caller's shape too.
+    pub fn runs(&self, case: &LoadedCase, shape: Shape) -> bool {
+        case.spec.applies_to(shape) && self.north.is_none_or(|north| case.spec.applies_to(north))
+    }
+
     /// The cases the plan runs: the catalogue's, narrowed by `cases` when it names any.
     pub fn selected(&self) -> Vec<&LoadedCase> {
         self.catalogue
@@ -86,12 +96,7 @@ impl RunPlan<'_> {
         self.selected()
             .iter()
             .map(|case| {
-                case.spec.routes.len()
-                    * self
-                        .shapes
-                        .iter()
-                        .filter(|s| case.spec.applies_to(**s))
-                        .count()
+                case.spec.routes.len() * self.shapes.iter().filter(|s| self.runs(case, **s)).count()
             })
             .sum()
     }
@@ -109,7 +114,10 @@ pub async fn run(
     let rules: HashMap<Shape, checks::Equivalence> = plan
         .shapes
         .iter()
-        .map(|shape| (*shape, relaycheck_checks::rules(plan.catalogue, *shape)))
+        .map(|shape| {
+            let read_as = plan.north.unwrap_or(*shape);
+            (*shape, relaycheck_checks::rules(plan.catalogue, read_as))
+        })
         .collect();
     let mut report = |mut result: CaseResult| {
         // Every message within its bounds, whichever path made it: a setup failure quoting a
@@ -127,7 +135,7 @@ pub async fn run(
     let selected = plan.selected();
     if let Err(err) = crate::provision::provision(plan.profile).await {
         for shape in &plan.shapes {
-            for case in selected.iter().filter(|case| case.spec.applies_to(*shape)) {
+            for case in selected.iter().filter(|case| plan.runs(case, *shape)) {
                 for route in &case.spec.routes {
                     report(CaseResult::without_run(
                         case,
@@ -146,7 +154,7 @@ pub async fn run(
         let mut shared = Vec::new();
         let mut isolated = Vec::new();
         let mut alone = Vec::new();
-        for case in selected.iter().filter(|case| case.spec.applies_to(*shape)) {
+        for case in selected.iter().filter(|case| plan.runs(case, *shape)) {
             for route in &case.spec.routes {
                 if let Some(result) = not_runnable(plan.profile, case, route, *shape) {
                     report(result);
@@ -334,7 +342,11 @@ pub(crate) async fn drive_items<'c>(
     items: Vec<(&'c LoadedCase, String)>,
     report: &mut dyn FnMut(CaseResult),
 ) -> Driven<'c> {
-    let rules = Arc::new(relaycheck_checks::rules(plan.catalogue, shape));
+    // A bridged run's results are compared as its caller's shape reads them.
+    let rules = Arc::new(relaycheck_checks::rules(
+        plan.catalogue,
+        plan.north.unwrap_or(shape),
+    ));
     let run_case =
         move |case: LoadedCase, route: String, profile: Profile, target: Arc<Target>, timeout| {
             let rules = rules.clone();
@@ -676,6 +688,7 @@ fn requested_outputs(
     route: &str,
     tool: &str,
     target: &Target,
+    shape: Shape,
 ) -> Value {
     if let Some(written) = &case.spec.tool.requested_outputs {
         return written.clone();
@@ -686,9 +699,17 @@ fn requested_outputs(
             .get("outputVariants")
             .cloned()
     });
-    let variants = listed.unwrap_or_else(|| match case.spec.tool_script() {
-        Some(script) => relaycheck_model::variants::declared(&script),
-        None => relaycheck_canary::named::variants(tool),
+    // Without the target's own listing of the tool: what the canary declares, as a bridge
+    // from the canary's shape shows it.
+    let variants = listed.unwrap_or_else(|| match (case.spec.tool_script(), target.north) {
+        (Some(script), Some(_)) => {
+            relaycheck_model::variants::listed_output(&script, Shape::Sep3279, shape)
+                .1
+                .unwrap_or_default()
+        }
+        (Some(script), None) => relaycheck_model::variants::declared(&script),
+        (None, Some(_)) => serde_json::json!([{"audience": "assistant", "format": "content"}]),
+        (None, None) => relaycheck_canary::named::variants(tool),
     });
     let selectors = relaycheck_model::variants::content_and_structured(&variants);
     Value::Array(
@@ -697,6 +718,54 @@ fn requested_outputs(
             .map(|s| serde_json::json!({"audience": s.audience, "format": s.format}))
             .collect(),
     )
+}
+
+/// The canary's lines for a call of a bridged run, its answers to `tools/call` as the caller,
+/// who spoke `north` with `params`, reads them through a bridge from `south`; and what the
+/// bridge left behind of them: the bytes of a structuredContent the caller's selection could
+/// not carry, beside the bytes of the answer it carries.
+fn bridged_lines(
+    mut lines: Vec<Observation>,
+    south: Shape,
+    north: Shape,
+    params: Option<&Value>,
+) -> (Vec<Observation>, Option<LeftBehind>) {
+    let requested = params.and_then(relaycheck_model::render::Selector::read_requested);
+    let structured = |r: &Value| {
+        r.get("structuredContent").is_some()
+            || r.get("outputs")
+                .and_then(Value::as_array)
+                .is_some_and(|o| o.iter().any(|o| o["format"] == "structured"))
+    };
+    let mut left_behind = None;
+    for line in &mut lines {
+        if line.direction != Direction::Out || line.method.as_deref() != Some("tools/call") {
+            continue;
+        }
+        if let Some(result) = line.message.as_mut().and_then(|m| m.get_mut("result")) {
+            let bridged = relaycheck_model::render::bridged_result(
+                result,
+                south,
+                north,
+                requested.as_deref(),
+            );
+            if structured(result) && !structured(&bridged) {
+                let (sent, carried) = (result.to_string().len(), bridged.to_string().len());
+                left_behind = Some(LeftBehind {
+                    bytes: sent.saturating_sub(carried),
+                    carried,
+                });
+            }
+            *result = bridged;
+        }
+    }
+    (lines, left_behind)
+}
+
+/// What a bridge could not carry of the upstream's answer: its structured value.
+struct LeftBehind {
+    bytes: usize,
+    carried: usize,
 }
 
 /// The tool named `name` in a `tools/list` result.
@@ -827,7 +896,7 @@ pub async fn run_one(
         // no outputs.
         extra.insert(
             "requestedOutputs".into(),
-            requested_outputs(case, &routed, route, &tool_name, target),
+            requested_outputs(case, &routed, route, &tool_name, target, shape),
         );
     }
     // The listings besides tools/list the case's checks read, by method.
@@ -1092,6 +1161,11 @@ pub async fn run_one(
         _ => Duration::from_millis(1000),
     };
     let upstream = log.settle(&nonce, patience).await;
+    // A bridged run's checks read the upstream's answers as the caller's shape carries them.
+    let (upstream, left_behind) = match target.north {
+        Some(north) => bridged_lines(upstream, shape, north, drive.request.get("params")),
+        None => (upstream, None),
+    };
     let other_session = match other_session {
         Some(mut other) => {
             let lines = log.settle(&other.nonce, patience).await;
@@ -1131,7 +1205,8 @@ pub async fn run_one(
         .map(|(name, lines)| (name.clone(), lines as &dyn ChannelLines))
         .collect();
     let evidence = Evidence {
-        shape,
+        shape: target.north.unwrap_or(shape),
+        bridged_from: target.north.map(|_| shape),
         rules,
         arguments: &arguments,
         exchange: &drive.exchange,
@@ -1182,7 +1257,9 @@ pub async fn run_one(
         })
         .collect();
 
-    if let Some(why) = stimulus_not_sent(case, &evidence, log) {
+    if let Some(why) = not_carried_across(case, &evidence, left_behind.as_ref())
+        .or_else(|| stimulus_not_sent(case, &evidence, log))
+    {
         result.outcome = Outcome::NotApplicable;
         result.message = why;
         result.duration_ms = started.elapsed().as_millis() as u64;
@@ -1281,6 +1358,32 @@ pub async fn run_one(
 /// apply to (a 2025 leg under a 2026-07-28 client cannot carry a null structuredContent), or a
 /// task case's call reached the upstream without asking for a task, so it ran to completion.
 /// Either way the case cannot be judged here: not applicable, never a failure.
+/// Why a bridged run cannot show a case: a bridge carries only the outputs its caller
+/// selects, and a SEP-3279 caller can select only the variants the target declares; a bridge
+/// from an older upstream declares a structured one only for a tool with an outputSchema. The
+/// case cannot be shown when the structuredContent so left behind is what it reads, or most of
+/// what the upstream answered (a case about cutting a large result has nothing left to cut).
+fn not_carried_across(
+    case: &LoadedCase,
+    evidence: &Evidence<'_>,
+    left_behind: Option<&LeftBehind>,
+) -> Option<String> {
+    let south = evidence.bridged_from?;
+    let left_behind = left_behind?;
+    if evidence.shape != Shape::Sep3279 {
+        return None;
+    }
+    if !checks::impact::names_member(&case.spec, "structuredContent")
+        && left_behind.bytes <= left_behind.carried
+    {
+        return None;
+    }
+    Some(format!(
+        "the target declares no structured output variant for this tool, which its {south} upstream lists without an outputSchema, so a SEP-3279 caller cannot select the structuredContent ({} bytes) this case is about",
+        left_behind.bytes
+    ))
+}
+
 fn stimulus_not_sent(
     case: &LoadedCase,
     evidence: &Evidence<'_>,
@@ -1546,6 +1649,7 @@ mod tests {
             profile: &profile,
             shapes: vec![Shape::V2025_11_25],
             forced: false,
+            north: None,
             cases: Vec::new(),
             jobs,
             starts: jobs,

@@ -141,6 +141,7 @@ pub async fn smoke(smoke: &Smoke<'_>) -> Vec<Step> {
         profile,
         shape: smoke.shape,
         forced: false,
+        north: None,
         canary_cmd: &smoke.canary_cmd,
         relaycheck: &smoke.relaycheck,
         script_path: &script_path,

@@ -31,18 +31,52 @@ pub struct Trial {
     pub case: String,
     /// The route the case is driven through.
     pub route: String,
-    /// The shape the trial runs in.
+    /// The shape the trial runs in (the upstream's, in a bridged trial).
     pub shape: Shape,
+    /// In a bridged trial, the shape the runner speaks to the target.
+    pub north: Option<Shape>,
 }
 
 impl Trial {
-    /// `<target>::<case>[<shape> <route>]`, the name a test runner filters on.
+    /// `<target>::<case>[<shape> <route>]`, the name a test runner filters on; a bridged
+    /// trial's shape is `<north>><shape>`.
     pub fn name(&self) -> String {
-        format!(
-            "{}::{}[{} {}]",
-            self.target, self.case, self.shape, self.route
-        )
+        let shape = match self.north {
+            Some(north) => format!("{north}>{}", self.shape),
+            None => self.shape.to_string(),
+        };
+        format!("{}::{}[{shape} {}]", self.target, self.case, self.route)
     }
+}
+
+/// The bridged pairs (north, south) relaycheck runs: a caller of 2026-07-28 in front of a
+/// SEP-3279 upstream, and the reverse.
+pub const BRIDGES: [(Shape, Shape); 2] = [
+    (Shape::V2026_07_28, Shape::Sep3279),
+    (Shape::Sep3279, Shape::V2026_07_28),
+];
+
+/// Every bridged trial of the catalogue against `profile`: each case of both shapes of a pair
+/// of [`BRIDGES`], on each of its routes.
+pub fn bridged_trials(catalogue: &Catalogue, profile: &Profile) -> Vec<Trial> {
+    let mut trials = Vec::new();
+    for (north, south) in BRIDGES {
+        for case in &catalogue.cases {
+            if !(case.spec.applies_to(north) && case.spec.applies_to(south)) {
+                continue;
+            }
+            for route in &case.spec.routes {
+                trials.push(Trial {
+                    target: profile.name.clone(),
+                    case: case.spec.id.clone(),
+                    route: route.clone(),
+                    shape: south,
+                    north: Some(north),
+                });
+            }
+        }
+    }
+    trials
 }
 
 /// Every trial of the catalogue against `profile`, in every shape it claims, the proposals
@@ -64,6 +98,7 @@ pub fn trials(catalogue: &Catalogue, profile: &Profile) -> Vec<Trial> {
                     case: case.spec.id.clone(),
                     route: route.clone(),
                     shape,
+                    north: None,
                 });
             }
         }
@@ -87,7 +122,7 @@ pub struct Pool {
     notes: Mutex<Vec<String>>,
 }
 
-type PoolKey = (String, Shape, Option<String>);
+type PoolKey = (String, Shape, Option<Shape>, Option<String>);
 
 /// A shared target, started once by the first trial that needs it (or the reason it did not).
 type Started = OnceCell<Result<Arc<Target>, String>>;
@@ -159,7 +194,7 @@ impl Pool {
             .timeout_ms
             .map(Duration::from_millis)
             .unwrap_or(Duration::from_secs(10));
-        let rules = relaycheck_checks::rules(&self.catalogue, trial.shape);
+        let rules = relaycheck_checks::rules(&self.catalogue, trial.north.unwrap_or(trial.shape));
         self.runtime.block_on(async {
             let own = own_script(case);
             if is_isolated(&profile, case) || own.is_some() {
@@ -169,7 +204,7 @@ impl Pool {
                 };
                 let serves = crate::run::serves(case);
                 let target = self
-                    .start(&profile, trial.shape, mutant, &script, &serves)
+                    .start(&profile, trial, mutant, &script, &serves)
                     .await?;
                 let result = run_one(
                     case,
@@ -187,10 +222,11 @@ impl Pool {
             let key = (
                 profile.name.clone(),
                 trial.shape,
+                trial.north,
                 mutant.map(str::to_string),
             );
             let start = || async {
-                self.start(&profile, trial.shape, mutant, &self.script, &[])
+                self.start(&profile, trial, mutant, &self.script, &[])
                     .await
                     .map(Arc::new)
             };
@@ -266,6 +302,7 @@ impl Pool {
             profile: &profile,
             shapes: shapes.to_vec(),
             forced: false,
+            north: None,
             cases: Vec::new(),
             jobs: 8,
             starts: 8,
@@ -288,15 +325,17 @@ impl Pool {
     async fn start(
         &self,
         profile: &Profile,
-        shape: Shape,
+        trial: &Trial,
         mutant: Option<&str>,
         script: &Path,
         serves: &[&'static str],
     ) -> Result<Target, String> {
+        let shape = trial.shape;
         target::start(Launch {
             profile,
             shape,
             forced: false,
+            north: trial.north,
             canary_cmd: &self.canary_cmd,
             relaycheck: &self.relaycheck,
             script_path: script,

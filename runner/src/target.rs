@@ -28,6 +28,8 @@ pub struct Launch<'a> {
     /// [`FORCED_BASELINE`] to the target: an upstream that moved first, behind a gateway and a
     /// client that did not.
     pub forced: bool,
+    /// The shape the runner speaks, while the canary speaks `shape` alone (a bridged run).
+    pub north: Option<Shape>,
     /// The canary's argv before its options (`relaycheck canary`).
     pub canary_cmd: &'a [String],
     /// The `relaycheck` executable, for `{relaycheck}` in profiles.
@@ -73,6 +75,8 @@ pub struct Target {
     /// The readiness path that answered, when the profile named none and the usual ones were
     /// polled.
     pub ready_answered: Option<String>,
+    /// In a bridged run, the shape the runner speaks, while the canary speaks only the run's.
+    pub north: Option<Shape>,
 }
 
 impl Drop for Target {
@@ -186,6 +190,7 @@ impl Target {
             setup_vars: Default::default(),
             listing: None,
             ready_answered: None,
+            north: None,
         }
     }
 }
@@ -305,10 +310,10 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
         Transport::Sse => stderr_context(&workdir, err),
         Transport::Stdio | Transport::Http => err,
     })?;
-    let speak = if launch.forced {
-        FORCED_BASELINE
-    } else {
-        launch.shape
+    let speak = match (launch.north, launch.forced) {
+        (Some(north), _) => north,
+        (None, true) => FORCED_BASELINE,
+        (None, false) => launch.shape,
     };
     // An HTTP target can be ready and still not serve MCP where the profile says: name the
     // fields to look at. (A stdio target's failures already say what its stream did.)
@@ -390,6 +395,7 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
         setup_vars,
         listing,
         ready_answered,
+        north: launch.north,
     })
 }
 
@@ -491,6 +497,9 @@ async fn spawn(launch: &Launch<'_>) -> Result<Spawned, String> {
     canary_base.extend(["--script".into(), launch.script_path.display().to_string()]);
     if launch.forced {
         canary_base.extend(["--force-shape".into(), launch.shape.as_str().into()]);
+    }
+    if launch.north.is_some() {
+        canary_base.extend(["--only-shape".into(), launch.shape.as_str().into()]);
     }
 
     let mut vars = Vars::default();

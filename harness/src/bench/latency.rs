@@ -37,6 +37,7 @@ impl<'a> Starting<'a> {
             profile,
             shape: self.shape,
             forced: false,
+            north: None,
             canary_cmd: self.canary_cmd,
             relaycheck: self.relaycheck,
             script_path: self.script,

@@ -27,8 +27,9 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let (old, new) = (&old_run.results, &new_run.results);
     let mut comparison = report::compare::compare(old, new);
     // What a shape was predicted to move is worth setting against what broke only where the
-    // shape is the difference between the runs: a forced run against a negotiated one.
-    if new_info.forced && !old_info.forced {
+    // shape is the difference between the runs: a forced or bridged run against a negotiated
+    // one.
+    if !new_info.negotiated() && old_info.negotiated() {
         comparison.prediction = Some(report::prediction::of_comparison(&new_run.cases, old, new));
     }
     let (before_label, after_label) = (

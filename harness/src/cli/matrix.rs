@@ -32,11 +32,11 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let runs: Vec<report::matrix::Run<'_>> = loaded
         .iter()
         .map(|(info, back)| report::matrix::Run {
-            target: info.target.clone(),
+            target: info.label(),
             provenance: info.provenance.as_ref().map(report::Provenance::describe),
             results: &back.results,
             cases: &back.cases,
-            forced: info.forced,
+            forced: !info.negotiated(),
         })
         .collect();
     println!("{}", report::matrix::render(&runs, &surfaces));

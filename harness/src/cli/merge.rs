@@ -66,11 +66,15 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let exit_code = i32::from(failed || !stale.is_empty());
     let surfaces = catalogue.surface_ids();
     // The catalogue's own wording for every case a shard listed.
-    let cases: Vec<CaseEvent> =
-        relaycheck::catalogue::case_events(&catalogue, &merged.info.shapes, merged.info.forced)
-            .into_iter()
-            .filter(|event| merged.cases.iter().any(|c| c.id == event.id))
-            .collect();
+    let cases: Vec<CaseEvent> = relaycheck::catalogue::case_events(
+        &catalogue,
+        &merged.info.shapes,
+        merged.info.forced,
+        merged.info.north,
+    )
+    .into_iter()
+    .filter(|event| merged.cases.iter().any(|c| c.id == event.id))
+    .collect();
     let impact = relaycheck::impact::Impact::of_cases(&cases);
     let reports = ReportSet {
         info: &merged.info,

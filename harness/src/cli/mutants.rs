@@ -10,6 +10,7 @@ use relaycheck::profile::Profile;
 use relaycheck::report::console;
 use relaycheck::result::CaseResult;
 use relaycheck::run::{RunPlan, run};
+use relaycheck_model::Shape;
 
 use super::{canary_command, default_case_timeout, invocation, parse_shapes, write_file};
 
@@ -27,6 +28,10 @@ pub(super) struct Args {
     /// (repeatable; every mutant must be in one part).
     #[arg(long = "merge")]
     merge: Vec<PathBuf>,
+    /// Run each mutant in the bridged pairs too (2026-07-28 in front of sep-3279, and the
+    /// reverse; `relaycheck run --north`), so the mutants of a target's bridge are caught.
+    #[arg(long)]
+    bridges: bool,
     /// Where to write the table. Default: reports/<target>/mutants.md.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -124,27 +129,50 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let workdir = std::env::temp_dir().join(format!("relaycheck-mutants-{}", std::process::id()));
     relaycheck::reaper::remove_at_exit(&workdir);
     let runtime = super::runtime()?;
-    let plan_for = |mutant: Option<String>| RunPlan {
-        catalogue: &catalogue,
-        profile: &profile,
-        shapes: shapes.clone(),
-        forced: false,
-        cases: Vec::new(),
-        jobs: args.jobs,
-        starts: args.jobs,
-        canary_cmd: canary_command().unwrap_or_default(),
-        relaycheck: std::env::current_exe().unwrap_or_default(),
-        workdir: workdir.clone(),
-        case_timeout: default_case_timeout(None, &profile),
-        mutant,
-        notices: &super::print_notice,
+    let bridges: Vec<(Shape, Shape)> = if args.bridges {
+        relaycheck::suite::BRIDGES.to_vec()
+    } else {
+        Vec::new()
+    };
+    // The negotiated shapes, then each bridged pair on a plan of its own.
+    let runs: Vec<(Vec<Shape>, Option<Shape>)> = std::iter::once((shapes.clone(), None))
+        .chain(
+            bridges
+                .iter()
+                .map(|(north, south)| (vec![*south], Some(*north))),
+        )
+        .collect();
+    let plan_for =
+        |mutant: Option<String>, (shapes, north): &(Vec<Shape>, Option<Shape>)| RunPlan {
+            catalogue: &catalogue,
+            profile: &profile,
+            shapes: shapes.clone(),
+            forced: false,
+            north: *north,
+            cases: Vec::new(),
+            jobs: args.jobs,
+            starts: args.jobs,
+            canary_cmd: canary_command().unwrap_or_default(),
+            relaycheck: std::env::current_exe().unwrap_or_default(),
+            workdir: workdir.clone(),
+            case_timeout: default_case_timeout(None, &profile),
+            mutant,
+            notices: &super::print_notice,
+        };
+    let collect_all = |mutant: Option<String>| -> anyhow::Result<Vec<CaseResult>> {
+        let mut results = Vec::new();
+        for run in &runs {
+            results.extend(collect(&runtime, &plan_for(mutant.clone(), run))?);
+        }
+        Ok(results)
     };
     eprintln!("baseline: `{}` unmutated", profile.name);
-    let baseline = collect(&runtime, &plan_for(None))?;
+    let baseline = collect_all(None)?;
     let mut table = relaycheck::mutation::MutationTable::new(listed.clone(), &baseline);
+    table.bridges = bridges;
     for mutant in &listed {
         eprintln!("mutant `{}`: {}", mutant.name, mutant.defect);
-        let results = collect(&runtime, &plan_for(Some(mutant.name.clone())))?;
+        let results = collect_all(Some(mutant.name.clone()))?;
         table.record(&mutant.name, &results);
     }
     runtime.shutdown_timeout(Duration::from_secs(2));

@@ -13,6 +13,7 @@ use relaycheck::report::jsonl::{Event, JsonlWriter};
 use relaycheck::report::{self, ReportSet, RunInfo, console};
 use relaycheck::result::CaseResult;
 use relaycheck::run::{RunPlan, run};
+use relaycheck_model::Shape;
 
 use super::{canary_command, default_case_timeout, invocation, parse_shapes};
 
@@ -26,8 +27,13 @@ pub(super) struct Args {
     #[arg(long = "shape")]
     shapes: Vec<String>,
     /// Have the canary answer in the shape whatever was negotiated (redesign impact).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "north")]
     forced: bool,
+    /// Speak this shape to the target while the canary speaks only the run's shape: how the
+    /// target bridges a caller of one revision to an upstream of another (2026-07-28 and
+    /// sep-3279, either way round). Runs the cases of both shapes.
+    #[arg(long)]
+    north: Option<Shape>,
     /// Case-id globs to run (repeatable; `*` matches anything).
     #[arg(long = "case")]
     cases: Vec<String>,
@@ -81,6 +87,19 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     let shapes = parse_shapes(&args.shapes, &profile)?;
+    if let Some(north) = args.north {
+        let bridgeable = |shape: Shape| shape.is_stateless() && shape != Shape::Sep2200;
+        if !bridgeable(north) || shapes.iter().any(|s| !bridgeable(*s) || *s == north) {
+            bail!(
+                "--north {north} with --shape {}: a bridged run speaks one stateless revision north and another south (2026-07-28 and sep-3279, either way round)",
+                shapes
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
     let baseline = args
         .expected_failures
         .as_deref()
@@ -141,6 +160,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         profile: &profile,
         shapes: shapes.clone(),
         forced: args.forced,
+        north: args.north,
         cases,
         jobs: args.jobs,
         starts: args.starts.unwrap_or(args.jobs),
@@ -158,6 +178,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         target_version: profile.version.clone(),
         shapes,
         forced: args.forced,
+        north: args.north,
         started: report::now_rfc3339(),
         command: invocation(),
         format: report::RESULTS_FORMAT,
@@ -171,7 +192,8 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
             profile.claims_surface(surface, extended)
         }),
     };
-    let cases = relaycheck::catalogue::case_events(&catalogue, &info.shapes, info.forced);
+    let cases =
+        relaycheck::catalogue::case_events(&catalogue, &info.shapes, info.forced, info.north);
     // Held (locked, see report::out_dir) until the run returns.
     let out_dir = args
         .out
@@ -267,7 +289,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let exit_code = if failed || !stale.is_empty() { 1 } else { 0 };
 
     let mut stderr = std::io::stderr().lock();
-    let rerun = |result: &CaseResult| console::rerun_command(&args.target, result, args.forced);
+    let rerun = |result: &CaseResult| console::rerun_command(&args.target, result, &info);
     let results_file = args.out.as_ref().map(|dir| dir.join("results.jsonl"));
     let lister = |number: usize| {
         format!(

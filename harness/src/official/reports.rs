@@ -43,6 +43,7 @@ pub fn run_info(profile: &Profile, command: String, suite: &SuiteRun) -> RunInfo
         target_version: profile.version.clone(),
         shapes: vec![suite.shape],
         forced: false,
+        north: None,
         started: report::now_rfc3339(),
         command,
         format: report::RESULTS_FORMAT,

@@ -242,6 +242,7 @@ pub async fn run(plan: &Plan<'_>) -> Result<Ran, String> {
         profile: plan.profile,
         shape: Shape::V2025_11_25,
         forced: false,
+        north: None,
         canary_cmd: &canary_cmd,
         relaycheck: &plan.relaycheck,
         script_path: &script,

@@ -398,6 +398,7 @@ async fn open(hub: &Arc<Hub>) -> Result<(String, Arc<Link>), String> {
         profile: &spawn.profile,
         shape: Shape::V2025_11_25,
         forced: false,
+        north: None,
         canary_cmd: &spawn.canary_cmd,
         relaycheck: &spawn.relaycheck,
         script_path: &spawn.script,

@@ -553,6 +553,7 @@ async fn relaycheck_once(
         profile,
         shapes: shapes.to_vec(),
         forced: false,
+        north: None,
         cases: Vec::new(),
         jobs,
         starts: jobs,

@@ -7,10 +7,12 @@
 //! `relay_delete`), `resources/read` of rewritten links and of the upstream's own URIs, task
 //! follow-ups, the listings and `prompts/get`, and what it relays without reading:
 //! completion, log level and resource subscriptions, to the upstream that offers them, and
-//! the log messages and requests an upstream sends the client during a call.
+//! the log messages and requests an upstream sends the client during a call. A caller of
+//! 2026-07-28 in front of an upstream that speaks only SEP-3279, or the reverse, is bridged.
 
 pub mod audit;
 pub mod batch;
+pub mod bridge;
 pub mod cache;
 #[allow(
     clippy::print_stdout,

@@ -55,6 +55,8 @@ pub enum Mutant {
     RequestedOutputsDropped,
     UndeclaredSelectorsDropped,
     VariantSchemasMerged,
+    BridgeStructuredFromAnyAudience,
+    BridgeSelectionLeaked,
     FlatCutSilently,
     UpstreamGarbageAsSuccess,
     TaskHandleReadAsResult,
@@ -659,6 +661,18 @@ const TABLE: &[(Mutant, &str, &str, &str)] = &[
         "every structured output of a SEP-3279 result is held to the first structured variant's schema, whatever its own variant declares",
     ),
     (
+        Mutant::BridgeStructuredFromAnyAudience,
+        "bridge-structured-from-any-audience",
+        "output-selection",
+        "bridging a 2026-07-28 caller to a SEP-3279 upstream, the call selects every structured variant and structuredContent is built from the first structured output, whatever its audience",
+    ),
+    (
+        Mutant::BridgeSelectionLeaked,
+        "bridge-selection-leaked",
+        "output-selection",
+        "bridging a SEP-3279 caller to a 2026-07-28 upstream, the caller's requestedOutputs is sent to the upstream, which the SEP says is never sent under an older revision",
+    ),
+    (
         Mutant::FlatCutSilently,
         "flat-cut-silently",
         "flat",
@@ -779,9 +793,9 @@ mod tests {
             assert_eq!(m.name().parse::<Mutant>(), Ok(m));
             assert!(!m.defect().is_empty());
         }
-        assert_eq!(Mutant::all().count(), 98);
+        assert_eq!(Mutant::all().count(), 100);
         let err = "nope".parse::<Mutant>().unwrap_err().to_string();
         assert!(err.contains("meta-cut-apart"), "{err}");
-        assert_eq!(Mutant::listing().lines().count(), 98);
+        assert_eq!(Mutant::listing().lines().count(), 100);
     }
 }

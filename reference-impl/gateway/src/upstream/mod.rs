@@ -82,6 +82,8 @@ pub struct Upstream {
     pub capabilities: Value,
     #[cfg(feature = "accel")]
     timers: timers::Timers,
+    /// How a caller of a revision the upstream does not speak is bridged to one it does.
+    bridge: crate::bridge::Bridge,
     mutation: Mutation,
 }
 
@@ -143,6 +145,7 @@ impl Upstream {
             capabilities: Value::Null,
             #[cfg(feature = "accel")]
             timers: timers::Timers::default(),
+            bridge: crate::bridge::Bridge::default(),
             mutation,
         };
         if mutation.is(Mutant::ListingBeforeInitialize) {
@@ -255,7 +258,66 @@ impl Upstream {
         }
     }
 
+    /// One request, bridged when its caller speaks a revision the upstream does not: once the
+    /// upstream has answered a revision with UnsupportedProtocolVersionError naming its
+    /// partner (`bridge`), the request is sent again, and every later one at once, in that
+    /// partner's form, and the answer brought back to the caller's.
     async fn request_as(
+        &self,
+        id: u64,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+        back: Option<&Back>,
+    ) -> Ending {
+        let version = crate::bridge::version_of(&params).map(str::to_string);
+        let Some(version) = version else {
+            return self.send_as(id, method, params, timeout, back).await;
+        };
+        if let Some(south) = self.bridge.south_of(&version) {
+            return self.bridged(id, method, params, south, timeout, back).await;
+        }
+        let again = params.clone();
+        let ending = self.send_as(id, method, params, timeout, back).await;
+        let learned = match &ending {
+            Ending::Response { message, .. } => self.bridge.learn(&version, message),
+            _ => None,
+        };
+        match learned {
+            Some(south) => {
+                let id = self.reserve_id();
+                self.bridged(id, method, again, south, timeout, back).await
+            }
+            None => ending,
+        }
+    }
+
+    async fn bridged(
+        &self,
+        id: u64,
+        method: &str,
+        mut params: Value,
+        south: &'static str,
+        timeout: Duration,
+        back: Option<&Back>,
+    ) -> Ending {
+        let crossing = match self.bridge.down(method, &mut params, south, self.mutation) {
+            Ok(crossing) => crossing,
+            Err(error) => {
+                return Ending::Response {
+                    message: json!({"jsonrpc": "2.0", "id": id, "error": error}),
+                    bytes: 0,
+                };
+            }
+        };
+        let mut ending = self.send_as(id, method, params, timeout, back).await;
+        if let Ending::Response { message, .. } = &mut ending {
+            self.bridge.up(method, message, &crossing, self.mutation);
+        }
+        ending
+    }
+
+    async fn send_as(
         &self,
         id: u64,
         method: &str,
