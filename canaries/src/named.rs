@@ -33,10 +33,15 @@ pub fn echo_result(args: &Value) -> Value {
 }
 
 /// The SEP-3279 `outputVariants` of a named canary: `assistant/content`, and
-/// `assistant/structured` for those whose answer may carry a structured value.
+/// `assistant/structured` for those whose answer may carry a structured value (`is_error`
+/// carries one when its arguments give it).
 pub fn variants(name: &str) -> Value {
     let mut variants = vec![json!({"audience": "assistant", "format": "content"})];
-    if matches!(name, "echo" | "is_error" | "structured_links") {
+    let structured = name == "is_error"
+        || respond(name, &json!({})).is_some_and(|answer| {
+            answer.is_ok_and(|r| relaycheck_model::variants::may_answer_structured(&r))
+        });
+    if structured {
         variants.push(json!({"audience": "assistant", "format": "structured"}));
     }
     Value::Array(variants)
@@ -272,6 +277,15 @@ fn opt_object(args: &Value, key: &str) -> Result<Option<Value>, RpcError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_canaries_with_a_structured_answer_declare_a_structured_variant() {
+        let structured: Vec<&str> = NAMES
+            .into_iter()
+            .filter(|name| variants(name).as_array().is_some_and(|v| v.len() == 2))
+            .collect();
+        assert_eq!(structured, ["echo", "is_error", "meta", "structured_links"]);
+    }
 
     #[test]
     fn every_name_has_a_definition_and_an_answer() {
