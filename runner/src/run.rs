@@ -600,6 +600,20 @@ pub fn serves(case: &LoadedCase) -> Vec<&'static str> {
     }
 }
 
+/// The list whose change the case's checks judge (their `list` parameter), when one gathers
+/// what follows a list's change.
+fn list_change_of(case: &LoadedCase) -> Option<relaycheck_model::script::ListKind> {
+    case.spec
+        .expect
+        .iter()
+        .filter(|e| {
+            checks::CheckDef::named(&e.check)
+                .is_some_and(|def| def.gathers.contains(&Gathers::ListChange))
+        })
+        .find_map(|e| e.params.get("list")?.as_str())
+        .and_then(relaycheck_model::script::ListKind::named)
+}
+
 /// A nonce no other call of this run has: in the arguments, it finds the call's lines in the
 /// canary's log, and as the progress token, its progress.
 fn fresh_nonce() -> String {
@@ -937,6 +951,27 @@ pub async fn run_one(
     };
     let cancels = checks::gathers(&case.spec.expect, Gathers::Cancellation);
     let mut upstream_cancellations: Option<Vec<Value>> = None;
+    // A case on notifications that answer no request listens from before its call (and, for a
+    // resource's updates, subscribes first), so what the target sends of its own is heard.
+    let list_change = list_change_of(case);
+    let update = match &case.spec.tool.respond {
+        Some(Respond::ResourceUpdate(update))
+            if checks::gathers(&case.spec.expect, Gathers::Subscription) =>
+        {
+            Some(update)
+        }
+        _ => None,
+    };
+    let listening = if list_change.is_some() || update.is_some() {
+        Some(target.session.listen(timeout).await)
+    } else {
+        None
+    };
+    let before_call = match update {
+        Some(update) => crate::notices::subscribe(&target.session, update, shape, timeout).await,
+        None => Vec::new(),
+    };
+    let heard_before = listening.as_ref().map_or(0, |l| l.heard.count());
     let drive_started = Instant::now();
     let called_from = std::time::SystemTime::now();
     let (drive, other_session) = if holds_apart {
@@ -1046,6 +1081,52 @@ pub async fn run_one(
     }
     let upstream_discover = gathers_discover.then(|| relaycheck_canary::protocol::discovered(None));
     let call_window = (called_from, std::time::SystemTime::now());
+    // The notification the case awaits, a few seconds at most; then, for a list that changed,
+    // the listing a client asks for once told (or a moment after the call, where the target
+    // promises no notification).
+    let patience = crate::notices::NOTIFY_PATIENCE.min(timeout);
+    let mut waited = Duration::ZERO;
+    if let Some(list) = list_change {
+        let declared = target
+            .session
+            .initialized()
+            .and_then(|r| r.pointer(&format!("/capabilities/{}/listChanged", list.as_str())))
+            == Some(&Value::Bool(true));
+        waited = if declared {
+            crate::notices::await_notification(
+                list.notification(),
+                &drive,
+                listening.as_ref(),
+                heard_before,
+                patience,
+            )
+            .await
+        } else {
+            tokio::time::sleep(crate::notices::SETTLE).await;
+            crate::notices::SETTLE
+        };
+        if let Some(listed) =
+            crate::drive::listing(&target.session, list.method(), list.as_str(), timeout).await
+        {
+            drive.follow_ups.push(listed);
+        }
+    }
+    if update.is_some() {
+        waited = crate::notices::await_notification(
+            checks::UPDATED,
+            &drive,
+            listening.as_ref(),
+            heard_before,
+            patience,
+        )
+        .await;
+    }
+    let listened = listening
+        .as_ref()
+        .map(|l| crate::notices::listened(l, heard_before, waited));
+    drop(listening);
+    drive.follow_ups.splice(0..0, before_call);
+    let upstream_subscribed = update.is_some().then(|| log.subscriptions());
     crate::target_time::note_target_time(drive_started.elapsed());
     let patience = match drive.exchange {
         Exchange::Timeout => Duration::from_millis(50),
@@ -1125,6 +1206,8 @@ pub async fn run_one(
         north_headers: &case.spec.tool.north_headers,
         upstream_discover: upstream_discover.as_ref(),
         server_info: profile.claims.server_info,
+        listened: listened.as_ref(),
+        upstream_subscribed: upstream_subscribed.as_deref(),
     };
     let mut result = CaseResult::without_run(case, route, shape, Outcome::Pass, "");
     result.reached = !evidence.upstream_calls().is_empty();

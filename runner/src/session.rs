@@ -334,6 +334,12 @@ impl Session {
         }
     }
 
+    /// Starts listening for what the target sends outside the answers of this session's
+    /// requests (see [`Transport::listen`]).
+    pub async fn listen(&self, timeout: Duration) -> crate::client::Listening {
+        self.north.listen(self.framing(&[], &[]), timeout).await
+    }
+
     /// Lines the target wrote that answered no request (stdio only).
     pub fn strays(&self) -> (Vec<crate::client::stream::Stray>, u64) {
         self.north.strays()

@@ -82,6 +82,9 @@ struct State {
     /// Where the answers to the target's requests go, once the client serves some
     /// ([`StreamClient::answer_requests`]).
     answers: Option<super::Answerer>,
+    /// Where messages that name no pending call go while a case listens
+    /// ([`StreamClient::listen`]), in place of the strays.
+    heard: Option<super::Heard>,
 }
 
 /// Where requests go.
@@ -218,6 +221,15 @@ impl StreamClient {
         {
             old.abort();
         }
+    }
+
+    /// From now on, keeps the notifications and requests the target sends that name no pending
+    /// call where the returned listener reads them, not among the strays: on one stream each
+    /// way, such a message is how a server tells its client what relates to no request.
+    pub fn listen(&self, stream: &str) -> super::Listening {
+        let heard = super::Heard::default();
+        lock(&self.state).heard = Some(heard.clone());
+        super::Listening::on(stream, heard)
     }
 
     /// Ends the connection from outside: every pending request and every later one gets
@@ -427,6 +439,10 @@ fn dispatch(state: &std::sync::Mutex<State>, raw: Vec<u8>) {
                 }
                 return;
             }
+            if let Some(heard) = &state.heard {
+                heard.push(message.clone());
+                return;
+            }
             keep_stray(&mut state, StrayKind::Message, raw);
             return;
         }
@@ -516,6 +532,22 @@ mod stray_tests {
         assert_eq!(naming_a_nonce(&state, plain).as_deref(), Some("1"));
         assert_eq!(naming_a_nonce(&state, text).as_deref(), Some("1"));
         assert_eq!(naming_a_nonce(&state, other), None);
+    }
+
+    #[test]
+    fn a_message_naming_no_call_is_heard_while_listening_and_a_stray_otherwise() {
+        let state = std::sync::Mutex::new(State::default());
+        let changed = br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#;
+        dispatch(&state, changed.to_vec());
+        assert_eq!(lock(&state).strays.len(), 1);
+        let heard = super::super::Heard::default();
+        lock(&state).heard = Some(heard.clone());
+        dispatch(&state, changed.to_vec());
+        // A response under no pending id is no message to hear.
+        dispatch(&state, br#"{"jsonrpc":"2.0","id":5,"result":{}}"#.to_vec());
+        assert_eq!(heard.snapshot().0.len(), 1);
+        assert_eq!(heard.snapshot().0[0]["method"], "notifications/tools/list_changed");
+        assert_eq!(lock(&state).strays.len(), 2);
     }
 
     #[test]
