@@ -7,7 +7,8 @@
 //! `relay_delete`), `resources/read` of rewritten links and of the upstream's own URIs, task
 //! follow-ups, the listings and `prompts/get`, and what it relays without reading:
 //! completion, log level and resource subscriptions, to the upstream that offers them, and
-//! the log messages and requests an upstream sends the client during a call.
+//! the log messages and requests an upstream sends the client during a call, and what it tells
+//! its clients outside any request (list changes, updates of subscribed resources).
 
 pub mod audit;
 pub mod batch;
@@ -31,6 +32,7 @@ pub mod listings;
 mod log;
 pub mod mutant;
 pub mod north;
+pub mod notices;
 pub mod progress;
 pub mod relay;
 pub mod resources;

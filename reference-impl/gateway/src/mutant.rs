@@ -79,6 +79,9 @@ pub enum Mutant {
     CompletionRebuilt,
     LogMessagesDropped,
     ClientRequestsRefused,
+    ListChangedDropped,
+    ListingKeptStale,
+    ResourceUpdatesDropped,
     InputRequestsDropped,
     InputRequestsAnswered,
     InputRequiredHeldToSchema,
@@ -276,6 +279,24 @@ const TABLE: &[(Mutant, &str, &str, &str)] = &[
         "client-requests-refused",
         "server-features",
         "a request an upstream sends its client during a call (sampling, elicitation, roots) is refused with method-not-found, though the client declared the capability: the gateway relays none of them",
+    ),
+    (
+        Mutant::ListChangedDropped,
+        "list-changed-dropped",
+        "server-features",
+        "the gateway declares listChanged where an upstream does, but an upstream's notifications/*/list_changed reaches none of its clients: they are promised a notice that never comes",
+    ),
+    (
+        Mutant::ListingKeptStale,
+        "listing-kept-stale",
+        "tools-list",
+        "an upstream's notifications/tools/list_changed is relayed, but the tools pinned at start stay the gateway's listing: tools/list goes on serving the tools from before the change",
+    ),
+    (
+        Mutant::ResourceUpdatesDropped,
+        "resource-updates-dropped",
+        "server-features",
+        "resources/subscribe is relayed to the upstream and answered, but the upstream's notifications/resources/updated reaches no client: a subscribed client is subscribed to nothing",
     ),
     (
         Mutant::CancelNotForwarded,
@@ -758,9 +779,9 @@ mod tests {
             assert_eq!(m.name().parse::<Mutant>(), Ok(m));
             assert!(!m.defect().is_empty());
         }
-        assert_eq!(Mutant::all().count(), 95);
+        assert_eq!(Mutant::all().count(), 98);
         let err = "nope".parse::<Mutant>().unwrap_err().to_string();
         assert!(err.contains("meta-cut-apart"), "{err}");
-        assert_eq!(Mutant::listing().lines().count(), 95);
+        assert_eq!(Mutant::listing().lines().count(), 98);
     }
 }

@@ -527,7 +527,7 @@ fn config_errors_name_the_field_and_unknown_mutants_exit_2() {
         .output()
         .expect("run");
     let listing = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(listing.lines().count(), 95);
+    assert_eq!(listing.lines().count(), 98);
     assert!(listing.lines().all(|l| l.split('\t').count() == 3));
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -824,4 +824,136 @@ fn listings_carry_the_caching_hints_of_their_upstreams() {
         json!({"uri": "canary://cache/private/45000/k", "_meta": meta}),
     );
     assert!(read["result"].get("cacheScope").is_none(), "{read}");
+}
+
+/// The tool names a stdio gateway lists.
+fn tool_names(gw: &mut Gateway) -> Vec<String> {
+    let listed = gw.request("tools/list", json!({}));
+    listed["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn an_upstream_list_change_is_told_to_the_client_and_listed() {
+    let mut gw = stdio();
+    let init = gw.initialize("2025-11-25");
+    assert_eq!(
+        init["result"]["capabilities"]["tools"]["listChanged"], true,
+        "the upstream promises list changes, so the gateway does: {init}"
+    );
+    assert!(!tool_names(&mut gw).contains(&"canary.added_g_1".to_string()));
+    let id = gw.send(
+        "tools/call",
+        json!({"name": "canary.grow", "arguments": {"nonce": "g-1"}}),
+    );
+    let (before, answer) = gw.until_answer(id);
+    assert!(answer["result"].is_object(), "{answer}");
+    assert!(
+        before
+            .iter()
+            .any(|m| m["method"] == "notifications/tools/list_changed"),
+        "{before:?}"
+    );
+    assert!(tool_names(&mut gw).contains(&"canary.added_g_1".to_string()));
+    // The added tool is routed like any other.
+    let added = gw.call("canary.added_g_1", json!({"q": 2}));
+    assert_eq!(added["result"]["structuredContent"]["q"], 2, "{added}");
+}
+
+#[test]
+fn a_subscribed_client_hears_of_an_update_under_the_uri_it_subscribed_with() {
+    let mut gw = stdio();
+    let init = gw.initialize("2025-06-18");
+    assert_eq!(
+        init["result"]["capabilities"]["resources"]["subscribe"], true,
+        "{init}"
+    );
+    let listed = gw.request("resources/list", json!({}));
+    let uri = listed["result"]["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .find(|r| r["name"] == "report.txt")
+        .and_then(|r| r["uri"].as_str())
+        .expect("the report is listed")
+        .to_string();
+    assert!(uri.starts_with("relay://"), "{uri}");
+    let touch = |gw: &mut Gateway| {
+        let id = gw.send(
+            "tools/call",
+            json!({"name": "canary.touch", "arguments": {}}),
+        );
+        gw.until_answer(id).0
+    };
+    assert!(touch(&mut gw).is_empty(), "no subscription, no update");
+    let subscribed = gw.request("resources/subscribe", json!({"uri": uri}));
+    assert_eq!(subscribed["result"], json!({}), "{subscribed}");
+    let before = touch(&mut gw);
+    assert_eq!(
+        before,
+        vec![
+            json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}})
+        ]
+    );
+    let unsubscribed = gw.request("resources/unsubscribe", json!({"uri": uri}));
+    assert_eq!(unsubscribed["result"], json!({}), "{unsubscribed}");
+    assert!(touch(&mut gw).is_empty(), "unsubscribed, no update");
+}
+
+#[test]
+fn an_http_session_hears_what_relates_to_none_of_its_requests_on_its_get_stream() {
+    let gw = Gateway::start(Options {
+        http: true,
+        ..Options::default()
+    });
+    let url = gw.url.clone().expect("url");
+    let (status, _) = common::http_get_events(&url, &[]);
+    assert_eq!(status, 405, "no session, no stream");
+    let (status, _) = common::http_get_events(&url, &[("mcp-session-id", "nobody's")]);
+    assert_eq!(status, 404);
+    let open = |version: &str| {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": version, "capabilities": {}}});
+        let (status, headers, body) = gw.post(&init, &[]);
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(
+            body["result"]["capabilities"]["tools"]["listChanged"], true,
+            "{body}"
+        );
+        headers
+            .into_iter()
+            .find(|(k, _)| k == "mcp-session-id")
+            .map(|(_, v)| v)
+            .expect("a session")
+    };
+    let (listener, caller) = (open("2025-11-25"), open("2025-11-25"));
+    let (status, events) = common::http_get_events(
+        &url,
+        &[
+            ("mcp-session-id", &listener),
+            ("mcp-protocol-version", "2025-11-25"),
+        ],
+    );
+    assert_eq!(status, 200);
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "canary.grow", "arguments": {"nonce": "h-1"}}});
+    let (status, _, body) = gw.post(
+        &call,
+        &[
+            ("mcp-session-id", &caller),
+            ("mcp-protocol-version", "2025-11-25"),
+        ],
+    );
+    assert_eq!(status, 200, "{body}");
+    let heard = events
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("the other session hears of the change on its GET stream");
+    assert_eq!(
+        heard["method"], "notifications/tools/list_changed",
+        "{heard}"
+    );
 }

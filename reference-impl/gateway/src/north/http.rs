@@ -1,5 +1,6 @@
 //! Streamable HTTP on 127.0.0.1: `POST /mcp` answered as JSON, sessions by `Mcp-Session-Id`,
-//! bearer tokens mapped to identities. A foreign Host or Origin is refused (DNS rebinding).
+//! bearer tokens mapped to identities, `GET /mcp` a session's stream for what relates to none
+//! of its requests. A foreign Host or Origin is refused (DNS rebinding).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -325,12 +326,26 @@ fn sse_response(
     r
 }
 
-/// The gateway sends no server-initiated messages over a standing stream.
-async fn get_mcp(headers: HeaderMap) -> Response {
+/// The stream a session's client may GET for what relates to none of its requests (list
+/// changes, updates of resources it subscribed to): one per session, a new one in place of the
+/// last. A request without a session has nothing of the kind to hear.
+async fn get_mcp(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     if foreign(&headers) {
         return empty(StatusCode::FORBIDDEN);
     }
-    empty(StatusCode::METHOD_NOT_ALLOWED)
+    let Some(id) = header(&headers, SESSION) else {
+        return empty(StatusCode::METHOD_NOT_ALLOWED);
+    };
+    let Some(conn) = app.session(id) else {
+        return json_response(
+            StatusCode::NOT_FOUND,
+            error_body(-32600, &format!("Session not found: {id}")),
+            None,
+        );
+    };
+    let (tx, rx) = mpsc::unbounded_channel();
+    conn.link.open_standalone(tx);
+    sse_response(Vec::new(), Some(rx), None, Some(id))
 }
 
 async fn delete_mcp(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {

@@ -379,11 +379,19 @@ async fn dispatch(
             };
             conn.negotiate(version);
             conn.link.declare(params.get("capabilities"));
+            // From now on the client is told what relates to none of its requests.
+            gw.notices.join(&conn.link);
             let mut capabilities = json!({"tools": {"listChanged": false}, "resources": {}});
             if gw.upstreams.iter().any(|up| up.declares("prompts")) {
                 capabilities["prompts"] = json!({});
             }
             forward::declare(gw, &mut capabilities);
+            // A list's changes are told where an upstream tells them (`crate::notices`).
+            for list in relaycheck_model::script::ListKind::ALL {
+                if gw.notices.declares(list) && capabilities[list.as_str()].is_object() {
+                    capabilities[list.as_str()]["listChanged"] = json!(true);
+                }
+            }
             // The mutant declares completions whether or not an upstream offers them; it
             // answers them as an unknown method (`forward::complete`).
             if gw.mutation.is(Mutant::CapabilityInvented) {

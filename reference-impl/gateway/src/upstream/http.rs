@@ -30,6 +30,8 @@ pub struct HttpConn {
     version: Mutex<Option<String>>,
     next_id: AtomicU64,
     progress: Arc<Progress>,
+    /// List changes and resource updates, told to the clients they concern.
+    notices: Arc<crate::notices::Notices>,
     mutation: Mutation,
     /// Each tool's input schema as the upstream last listed it: the `x-mcp-header` parameters
     /// a call of it mirrors into headers.
@@ -45,7 +47,7 @@ impl HttpConn {
         name: &str,
         url: &str,
         limit: usize,
-        progress: Arc<Progress>,
+        relays: super::Relays,
         mutation: Mutation,
     ) -> Result<HttpConn, UpstreamError> {
         let http = reqwest::Client::builder()
@@ -63,7 +65,8 @@ impl HttpConn {
             session: Mutex::new(None),
             version: Mutex::new(None),
             next_id: AtomicU64::new(1),
-            progress,
+            progress: relays.progress,
+            notices: relays.notices,
             mutation,
             schemas: Mutex::new(HashMap::new()),
         })
@@ -121,7 +124,12 @@ impl HttpConn {
         back: Option<&Back>,
     ) -> Option<Ending> {
         let mut asked = Vec::new();
-        let found = scan_sse(body, scanned, id, &self.progress, back, &mut asked);
+        let heard = Heard {
+            progress: &self.progress,
+            notices: &self.notices,
+            upstream: &self.name,
+        };
+        let found = scan_sse(body, scanned, id, &heard, back, &mut asked);
         for reply in asked {
             self.answer_upstream(reply);
         }
@@ -364,14 +372,23 @@ fn classify(bytes: Vec<u8>) -> Ending {
     }
 }
 
+/// Where what an upstream sends on a request's stream besides its answer goes, besides the
+/// request's caller.
+struct Heard<'a> {
+    progress: &'a Progress,
+    notices: &'a crate::notices::Notices,
+    upstream: &'a str,
+}
+
 /// Complete events after `scanned`; the answer to `id` once it has arrived. Progress goes to
-/// its caller, and log messages and the upstream's own requests `back`, each in its place; the
-/// replies to those requests go into `asked`, to be sent while the stream is read on.
+/// its caller, list changes and updates to the clients they concern, and log messages and the
+/// upstream's own requests `back`, each in its place; the replies to those requests go into
+/// `asked`, to be sent while the stream is read on.
 fn scan_sse(
     body: &[u8],
     scanned: &mut usize,
     id: u64,
-    progress: &Progress,
+    heard: &Heard<'_>,
     back: Option<&Back>,
     asked: &mut Vec<Reply>,
 ) -> Option<Ending> {
@@ -407,8 +424,9 @@ fn scan_sse(
                 return Some(classify(data));
             }
             Ok(msg) if msg.get("method").and_then(Value::as_str) == Some(progress::METHOD) => {
-                progress.route(msg);
+                heard.progress.route(msg);
             }
+            Ok(msg) if heard.notices.heard(heard.upstream, &msg, back) => {}
             Ok(msg) => {
                 if let Some(back) = back {
                     back.notify(msg);
@@ -448,14 +466,12 @@ mod tests {
         let body = b"data:\n\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{}}\n\n";
         let mut scanned = 0;
         let mut asked = Vec::new();
-        match scan_sse(
-            body,
-            &mut scanned,
-            4,
-            &Progress::default(),
-            None,
-            &mut asked,
-        ) {
+        let heard = Heard {
+            progress: &Progress::default(),
+            notices: &crate::notices::Notices::default(),
+            upstream: "up",
+        };
+        match scan_sse(body, &mut scanned, 4, &heard, None, &mut asked) {
             Some(Ending::Response { message, .. }) => assert_eq!(message["id"], 4),
             other => panic!("{other:?}"),
         }

@@ -85,6 +85,16 @@ pub struct Upstream {
     mutation: Mutation,
 }
 
+/// Where what an upstream sends besides its answers goes: progress to the caller whose token
+/// it names, requests and log messages to the sole client of a stdio gateway (or a call's
+/// caller), list changes and resource updates to the clients [`crate::notices`] keeps.
+#[derive(Clone)]
+pub struct Relays {
+    pub progress: Arc<Progress>,
+    pub sole_client: Arc<OnceLock<Back>>,
+    pub notices: Arc<crate::notices::Notices>,
+}
+
 /// What the gateway asks an upstream in `initialize`: no client capabilities. The upstream
 /// session is shared by every client, and declaring a capability one of them never declared
 /// would let the upstream ask that client for what it did not agree to serve. Requests an
@@ -108,8 +118,7 @@ impl Upstream {
         cfg: &UpstreamConfig,
         max_response_bytes: usize,
         timeout: Duration,
-        progress: Arc<Progress>,
-        sole_client: Arc<OnceLock<Back>>,
+        relays: Relays,
         mutation: Mutation,
     ) -> Result<Upstream, UpstreamError> {
         let conn = match (&cfg.command, &cfg.url) {
@@ -117,14 +126,13 @@ impl Upstream {
                 &cfg.name,
                 argv,
                 max_response_bytes,
-                progress,
-                sole_client,
+                relays,
             )?),
             (None, Some(url)) => Conn::Http(http::HttpConn::new(
                 &cfg.name,
                 url,
                 max_response_bytes,
-                progress,
+                relays,
                 mutation,
             )?),
             (None, None) => {
@@ -286,6 +294,15 @@ impl Upstream {
     /// Whether the upstream declared `capability` in its `initialize`.
     pub fn declares(&self, capability: &str) -> bool {
         self.capabilities.get(capability).is_some()
+    }
+
+    /// Whether the upstream promised to say when `list` changes (`listChanged: true`).
+    pub fn declares_list_changed(&self, list: relaycheck_model::script::ListKind) -> bool {
+        self.capabilities
+            .get(list.as_str())
+            .and_then(|c| c.get("listChanged"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
     }
 
     pub async fn notify(&self, method: &str, params: Value) {

@@ -40,8 +40,7 @@ impl StdioConn {
         name: &str,
         argv: &[String],
         max_response_bytes: usize,
-        progress: Arc<Progress>,
-        sole_client: Arc<OnceLock<Back>>,
+        relays: super::Relays,
     ) -> Result<StdioConn, UpstreamError> {
         let (program, args) = argv.split_first().ok_or_else(|| UpstreamError::Handshake {
             name: name.into(),
@@ -79,8 +78,9 @@ impl StdioConn {
             closed: closed.clone(),
             stdin: stdin.clone(),
             limit: max_response_bytes,
-            progress,
-            sole_client,
+            progress: relays.progress,
+            sole_client: relays.sole_client,
+            notices: relays.notices,
         };
         tokio::spawn(async move {
             reader.run(stdout).await;
@@ -349,6 +349,8 @@ struct Reader {
     /// A line on stdio relates to no request, so only the gateway's sole client, when it has
     /// one, is asked or told what the upstream sends outside its answers.
     sole_client: Arc<OnceLock<Back>>,
+    /// List changes and resource updates, told to the clients they concern.
+    notices: Arc<crate::notices::Notices>,
 }
 
 impl Reader {
@@ -458,6 +460,8 @@ impl Reader {
                 {
                     self.progress.route(message);
                 }
+                // A list change or an update concerns the clients it names, on no call's stream.
+                None if self.notices.heard(&self.name, &message, None) => {}
                 None => {
                     if let Some(back) = self.sole_client.get() {
                         back.notify(message);
