@@ -245,9 +245,10 @@ impl Canary {
     /// Whether a tool of the script changes `list` when it is called: the canary then declares
     /// `listChanged` for it, and keeps its word.
     fn changes(&self, list: ListKind) -> bool {
-        self.script.tools.iter().any(|tool| {
-            matches!(&tool.respond, Respond::ListChange(change) if change.list == list)
-        })
+        self.script
+            .tools
+            .iter()
+            .any(|tool| matches!(&tool.respond, Respond::ListChange(change) if change.list == list))
     }
 
     /// Whether a tool of the script updates a resource: the canary then declares
@@ -263,7 +264,10 @@ impl Canary {
     /// `resources.subscribe` when one updates a resource.
     fn declare_changes(&self, capabilities: &mut Value) {
         for list in ListKind::ALL {
-            if self.changes(list) && capabilities.get(list.as_str()).is_some_and(Value::is_object)
+            if self.changes(list)
+                && capabilities
+                    .get(list.as_str())
+                    .is_some_and(Value::is_object)
             {
                 capabilities[list.as_str()]["listChanged"] = json!(true);
             }
@@ -1346,8 +1350,10 @@ mod tests {
         assert_eq!(caps["tools"]["listChanged"], true, "{caps}");
         assert!(caps["prompts"].get("listChanged").is_none(), "{caps}");
         let list = |s: &Session| -> Vec<String> {
-            json_of(c.handle(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}), s))
-                ["result"]["tools"]
+            json_of(c.handle(
+                &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+                s,
+            ))["result"]["tools"]
                 .as_array()
                 .unwrap()
                 .iter()
@@ -1357,11 +1363,17 @@ mod tests {
         assert!(!list(&s).contains(&"added_rc_9_1".to_string()));
         let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "grow", "arguments": {"nonce": "rc-9-1"}}});
         let sent = sent_first(c.handle(&call, &s));
-        assert_eq!(sent, vec![json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})]);
+        assert_eq!(
+            sent,
+            vec![json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})]
+        );
         assert!(list(&s).contains(&"added_rc_9_1".to_string()));
         // The added tool answers, with its arguments.
         let added = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "added_rc_9_1", "arguments": {"x": 1}}});
-        assert_eq!(json_of(c.handle(&added, &s))["result"]["structuredContent"]["x"], 1);
+        assert_eq!(
+            json_of(c.handle(&added, &s))["result"]["structuredContent"]["x"],
+            1
+        );
         // On the stateless wire the list changes, and no notification goes with the answer.
         let stateless = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
             "name": "grow", "arguments": {"nonce": "rc-9-2"},
@@ -1381,12 +1393,20 @@ mod tests {
         assert_eq!(caps["resources"]["subscribe"], true, "{caps}");
         init(&c, &other, "2025-06-18");
         let subscribe = |uri: &str| json!({"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": uri}});
-        assert_eq!(json_of(c.handle(&subscribe("canary://links/report.txt"), &subscribed))["result"], json!({}));
-        assert_eq!(json_of(c.handle(&subscribe("canary://links/none"), &subscribed))["error"]["code"], -32602);
+        assert_eq!(
+            json_of(c.handle(&subscribe("canary://links/report.txt"), &subscribed))["result"],
+            json!({})
+        );
+        assert_eq!(
+            json_of(c.handle(&subscribe("canary://links/none"), &subscribed))["error"]["code"],
+            -32602
+        );
         let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "touch", "arguments": {"nonce": "n"}}});
         assert_eq!(
             sent_first(c.handle(&call, &subscribed)),
-            vec![json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "canary://links/report.txt"}})]
+            vec![
+                json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "canary://links/report.txt"}})
+            ]
         );
         assert!(sent_first(c.handle(&call, &other)).is_empty());
         let unsubscribe = json!({"jsonrpc": "2.0", "id": 3, "method": "resources/unsubscribe", "params": {"uri": "canary://links/report.txt"}});

@@ -9,7 +9,7 @@
 
 use relaycheck_model::observation::Direction;
 use relaycheck_model::route::RouteKind;
-use relaycheck_model::script::{ListKind, Respond, ResourceUpdate};
+use relaycheck_model::script::{ListKind, ResourceUpdate, Respond};
 use serde_json::{Map, Value};
 
 use super::{Evidence, Verdict};
@@ -76,7 +76,9 @@ fn looked(evidence: &Evidence<'_>) -> String {
         Some(Err(why)) => format!("and the target gave the client no stream of its own ({why})"),
         None => "and the runner did not listen outside the requests' answers".into(),
     };
-    format!("{waited}: not on the call's own stream, nor on the streams of the requests after it, {own}")
+    format!(
+        "{waited}: not on the call's own stream, nor on the streams of the requests after it, {own}"
+    )
 }
 
 fn method_of(message: &Value) -> Option<&str> {
@@ -190,10 +192,13 @@ fn is_added(item: &Value, list: ListKind, nonce: &str, evidence: &Evidence<'_>) 
         .is_some_and(|d| d.contains(nonce));
     let named = match list {
         ListKind::Tools => {
-            name == relaycheck_model::route::north_name(evidence.route, &added)
-                || name == added
+            name == relaycheck_model::route::north_name(evidence.route, &added) || name == added
         }
-        _ => name == added || name.ends_with(&format!("_{added}")) || name.ends_with(&format!(".{added}")),
+        _ => {
+            name == added
+                || name.ends_with(&format!("_{added}"))
+                || name.ends_with(&format!(".{added}"))
+        }
     };
     let at_uri = list == ListKind::Resources
         && item.get("uri").and_then(Value::as_str) == Some(&ListKind::added_uri(nonce));
@@ -330,7 +335,10 @@ pub(super) fn resource_update_relayed(
     evidence: &Evidence<'_>,
 ) -> Verdict {
     let Some(update) = watched(evidence) else {
-        return Verdict::fail(name, "the case's tool updates no resource (`resource-update`)");
+        return Verdict::fail(
+            name,
+            "the case's tool updates no resource (`resource-update`)",
+        );
     };
     let Some(handshake) = evidence.handshake else {
         return Verdict::not_applicable(
@@ -338,7 +346,11 @@ pub(super) fn resource_update_relayed(
             "the session made no handshake: the stateless wire has no resources/subscribe",
         );
     };
-    if handshake.result.pointer("/capabilities/resources/subscribe") != Some(&Value::Bool(true)) {
+    if handshake
+        .result
+        .pointer("/capabilities/resources/subscribe")
+        != Some(&Value::Bool(true))
+    {
         return Verdict::not_applicable(
             name,
             "the target's `initialize` declares no `resources.subscribe`: a client cannot subscribe to a resource through it",

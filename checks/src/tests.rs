@@ -3651,10 +3651,9 @@ fn cache_ttl_honoured_needs_a_fresh_read_after_the_ttl() {
 fn notifying(notification: Option<Value>, capabilities: Value) -> Fixture {
     let mut fixture = Fixture::results(json!({"content": []}), json!({"content": []}));
     if let Some(notification) = notification {
-        fixture.upstream.insert(
-            1,
-            observation(Direction::Out, None, Some(notification)),
-        );
+        fixture
+            .upstream
+            .insert(1, observation(Direction::Out, None, Some(notification)));
     }
     fixture.handshake = Some((
         "2025-11-25".into(),
@@ -3688,38 +3687,75 @@ fn list_changed_relayed_wants_the_notification_after_the_call_wherever_it_came()
     let mut on_stream = notifying(Some(changed.clone()), declared.clone());
     on_call_stream(&mut on_stream, changed.clone());
     let verdict = on_stream.check("list-changed-relayed", params.clone());
-    assert!(verdict.passed && verdict.message.contains("on the call's own stream"), "{}", verdict.message);
-
-    let mut outside = notifying(Some(changed.clone()), declared.clone());
-    outside.listened = Some(listened(Ok("the GET stream"), vec![changed.clone()], 0));
-    let verdict = outside.check("list-changed-relayed", params.clone());
-    assert!(verdict.passed && verdict.message.contains("on the GET stream"), "{}", verdict.message);
-
-    // One that came before the call was sent relays nothing of the change.
-    let mut early = notifying(Some(changed.clone()), declared.clone());
-    early.listened = Some(listened(Ok("the target's stdout"), vec![changed.clone()], 1));
-    let verdict = fails(&early, "list-changed-relayed", params.clone());
-    assert!(verdict.message.contains("but none reached the client within 2000 ms"), "{}", verdict.message);
-
-    let mut no_stream = notifying(Some(changed.clone()), declared.clone());
-    no_stream.listened = Some(listened(Err("GET answered HTTP 405"), vec![], 0));
-    // Another list's notification is not this one.
-    on_call_stream(&mut no_stream, json!({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"}));
-    let verdict = fails(&no_stream, "list-changed-relayed", params.clone());
     assert!(
-        verdict.message.contains("declares `tools.listChanged`")
-            && verdict.message.contains("no stream of its own (GET answered HTTP 405)"),
+        verdict.passed && verdict.message.contains("on the call's own stream"),
         "{}",
         verdict.message
     );
 
-    let undeclared = notifying(Some(changed.clone()), json!({"tools": {"listChanged": false}}));
+    let mut outside = notifying(Some(changed.clone()), declared.clone());
+    outside.listened = Some(listened(Ok("the GET stream"), vec![changed.clone()], 0));
+    let verdict = outside.check("list-changed-relayed", params.clone());
+    assert!(
+        verdict.passed && verdict.message.contains("on the GET stream"),
+        "{}",
+        verdict.message
+    );
+
+    // One that came before the call was sent relays nothing of the change.
+    let mut early = notifying(Some(changed.clone()), declared.clone());
+    early.listened = Some(listened(
+        Ok("the target's stdout"),
+        vec![changed.clone()],
+        1,
+    ));
+    let verdict = fails(&early, "list-changed-relayed", params.clone());
+    assert!(
+        verdict
+            .message
+            .contains("but none reached the client within 2000 ms"),
+        "{}",
+        verdict.message
+    );
+
+    let mut no_stream = notifying(Some(changed.clone()), declared.clone());
+    no_stream.listened = Some(listened(Err("GET answered HTTP 405"), vec![], 0));
+    // Another list's notification is not this one.
+    on_call_stream(
+        &mut no_stream,
+        json!({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"}),
+    );
+    let verdict = fails(&no_stream, "list-changed-relayed", params.clone());
+    assert!(
+        verdict.message.contains("declares `tools.listChanged`")
+            && verdict
+                .message
+                .contains("no stream of its own (GET answered HTTP 405)"),
+        "{}",
+        verdict.message
+    );
+
+    let undeclared = notifying(
+        Some(changed.clone()),
+        json!({"tools": {"listChanged": false}}),
+    );
     let verdict = undeclared.check("list-changed-relayed", params.clone());
-    assert!(!verdict.applicable && verdict.message.contains("no `tools.listChanged`"), "{}", verdict.message);
+    assert!(
+        !verdict.applicable && verdict.message.contains("no `tools.listChanged`"),
+        "{}",
+        verdict.message
+    );
 
     let unchanged = notifying(None, declared);
     let verdict = unchanged.check("list-changed-relayed", params);
-    assert!(!verdict.applicable && verdict.message.contains("sent no notifications/tools/list_changed"), "{}", verdict.message);
+    assert!(
+        !verdict.applicable
+            && verdict
+                .message
+                .contains("sent no notifications/tools/list_changed"),
+        "{}",
+        verdict.message
+    );
 }
 
 #[test]
@@ -3748,13 +3784,18 @@ fn list_change_listed_wants_the_added_item_in_the_next_listing() {
     let fresh = listing(json!([{"name": "canary.echo"}, {"name": "canary.added_n"}]));
     let verdict = fresh.check("list-change-listed", params.clone());
     assert!(
-        verdict.passed && verdict.message.contains("lists `canary.added_n`")
-            && verdict.message.contains("the target sent the client no notifications/tools/list_changed"),
+        verdict.passed
+            && verdict.message.contains("lists `canary.added_n`")
+            && verdict
+                .message
+                .contains("the target sent the client no notifications/tools/list_changed"),
         "{}",
         verdict.message
     );
     // A gateway that renames tools its own way is still seen by the nonce in the description.
-    let renamed = listing(json!([{"name": "x-1", "description": "Listed since the call carrying nonce n changed"}]));
+    let renamed = listing(
+        json!([{"name": "x-1", "description": "Listed since the call carrying nonce n changed"}]),
+    );
     assert!(renamed.check("list-change-listed", params.clone()).passed);
 
     let stale = listing(json!([{"name": "canary.echo"}]));
@@ -3786,7 +3827,11 @@ fn list_change_listed_wants_the_added_item_in_the_next_listing() {
         }),
     });
     let verdict = unserved.check("list-change-listed", json!({"list": "prompts"}));
-    assert!(!verdict.applicable && verdict.message.contains("serves no prompts/list"), "{}", verdict.message);
+    assert!(
+        !verdict.applicable && verdict.message.contains("serves no prompts/list"),
+        "{}",
+        verdict.message
+    );
 }
 
 #[test]
@@ -3809,12 +3854,19 @@ fn resource_update_relayed_wants_the_update_under_the_uri_subscribed_with() {
             meta: None,
             extra: Default::default(),
             shapes: None,
-            respond: serde_json::from_value(json!({"resource-update": {"uri": upstream_uri, "then": "echo"}})).unwrap(),
+            respond: serde_json::from_value(
+                json!({"resource-update": {"uri": upstream_uri, "then": "echo"}}),
+            )
+            .unwrap(),
         });
-        let message = json!({"jsonrpc": "2.0", "id": 2}).as_object().cloned().map(|mut m| {
-            m.extend(answer.as_object().cloned().unwrap_or_default());
-            Value::Object(m)
-        }).unwrap();
+        let message = json!({"jsonrpc": "2.0", "id": 2})
+            .as_object()
+            .cloned()
+            .map(|mut m| {
+                m.extend(answer.as_object().cloned().unwrap_or_default());
+                Value::Object(m)
+            })
+            .unwrap();
         fixture.follow_ups.push(super::FollowUp {
             step: super::SUBSCRIBE_STEP.into(),
             request: json!({"method": "resources/subscribe", "params": {"uri": relayed_uri}}),
@@ -3831,10 +3883,17 @@ fn resource_update_relayed_wants_the_update_under_the_uri_subscribed_with() {
     let ok = json!({"result": {}});
 
     let mut relayed = fixture(true, ok.clone());
-    relayed.listened = Some(listened(Ok("the target's stdout"), vec![updated(relayed_uri)], 0));
+    relayed.listened = Some(listened(
+        Ok("the target's stdout"),
+        vec![updated(relayed_uri)],
+        0,
+    ));
     let verdict = relayed.check("resource-update-relayed", json!({}));
     assert!(
-        verdict.passed && verdict.message.contains("the target's URI for the upstream's"),
+        verdict.passed
+            && verdict
+                .message
+                .contains("the target's URI for the upstream's"),
         "{}",
         verdict.message
     );
@@ -3843,26 +3902,53 @@ fn resource_update_relayed_wants_the_update_under_the_uri_subscribed_with() {
     on_call_stream(&mut unmapped, updated(upstream_uri));
     let verdict = fails(&unmapped, "resource-update-relayed", json!({}));
     assert!(
-        verdict.message.contains(&format!("not `{relayed_uri}`, the URI it subscribed with")),
+        verdict
+            .message
+            .contains(&format!("not `{relayed_uri}`, the URI it subscribed with")),
         "{}",
         verdict.message
     );
 
     let dropped = fixture(true, ok.clone());
     let verdict = fails(&dropped, "resource-update-relayed", json!({}));
-    assert!(verdict.message.contains("but none reached the client"), "{}", verdict.message);
+    assert!(
+        verdict.message.contains("but none reached the client"),
+        "{}",
+        verdict.message
+    );
 
     let mut never_subscribed = fixture(false, ok.clone());
     never_subscribed.upstream_subscribed = Some(Vec::new());
     let verdict = fails(&never_subscribed, "resource-update-relayed", json!({}));
-    assert!(verdict.message.contains("never subscribed its upstream"), "{}", verdict.message);
+    assert!(
+        verdict.message.contains("never subscribed its upstream"),
+        "{}",
+        verdict.message
+    );
 
-    let refused = fixture(false, json!({"error": {"code": -32602, "message": "Resource not found"}}));
+    let refused = fixture(
+        false,
+        json!({"error": {"code": -32602, "message": "Resource not found"}}),
+    );
     let verdict = refused.check("resource-update-relayed", json!({}));
-    assert!(!verdict.applicable && verdict.message.contains("refused the client's subscription"), "{}", verdict.message);
+    assert!(
+        !verdict.applicable
+            && verdict
+                .message
+                .contains("refused the client's subscription"),
+        "{}",
+        verdict.message
+    );
 
     let mut undeclared = fixture(true, ok);
-    undeclared.handshake = Some(("2025-06-18".into(), json!({"capabilities": {"resources": {}}})));
+    undeclared.handshake = Some((
+        "2025-06-18".into(),
+        json!({"capabilities": {"resources": {}}}),
+    ));
     let verdict = undeclared.check("resource-update-relayed", json!({}));
-    assert!(!verdict.applicable && verdict.message.contains("no `resources.subscribe`"), "{}", verdict.message);
+    assert!(
+        !verdict.applicable && verdict.message.contains("no `resources.subscribe`"),
+        "{}",
+        verdict.message
+    );
 }

@@ -282,9 +282,7 @@ pub struct ListChange {
 }
 
 /// A list a server tells its clients has changed.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ListKind {
     /// `tools/list`.
@@ -690,7 +688,10 @@ mod tests {
             panic!("not list-change: {respond:?}");
         };
         assert_eq!(change.list, ListKind::Prompts);
-        assert_eq!(change.list.notification(), "notifications/prompts/list_changed");
+        assert_eq!(
+            change.list.notification(),
+            "notifications/prompts/list_changed"
+        );
         assert_eq!(
             ListKind::of_notification("notifications/tools/list_changed"),
             Some(ListKind::Tools)
@@ -703,8 +704,12 @@ mod tests {
             "uri": "canary://links/report.txt", "then": "echo"
         }}))
         .unwrap();
-        assert!(matches!(update, Respond::ResourceUpdate(u) if u.uri == "canary://links/report.txt"));
-        assert!(serde_json::from_value::<ListChange>(json!({"list": "roots", "then": "echo"})).is_err());
+        assert!(
+            matches!(update, Respond::ResourceUpdate(u) if u.uri == "canary://links/report.txt")
+        );
+        assert!(
+            serde_json::from_value::<ListChange>(json!({"list": "roots", "then": "echo"})).is_err()
+        );
     }
 
     #[test]

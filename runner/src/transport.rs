@@ -15,8 +15,8 @@ use relaycheck_model::Shape;
 use serde_json::Value;
 
 use crate::client::http::{HttpClient, Post};
-use crate::client::{Exchange, Listening};
 use crate::client::stream::{Stray, StreamClient};
+use crate::client::{Exchange, Listening};
 use crate::session::{describe, routing_name};
 
 /// A transport's answer, once it comes.

@@ -103,8 +103,15 @@ impl HttpClient {
     /// requests, with `headers` (the session's), waiting up to `timeout` for its head; the
     /// messages on it go to the listener until it is dropped. A server that offers no such
     /// stream answers otherwise (405 Method Not Allowed), and the listener says so.
-    pub async fn listen(&self, headers: &[(String, String)], timeout: Duration) -> super::Listening {
-        let mut request = self.http.get(&self.url).header("accept", "text/event-stream");
+    pub async fn listen(
+        &self,
+        headers: &[(String, String)],
+        timeout: Duration,
+    ) -> super::Listening {
+        let mut request = self
+            .http
+            .get(&self.url)
+            .header("accept", "text/event-stream");
         for (name, value) in headers {
             request = request.header(name.as_str(), value.as_str());
         }

@@ -546,7 +546,10 @@ mod stray_tests {
         // A response under no pending id is no message to hear.
         dispatch(&state, br#"{"jsonrpc":"2.0","id":5,"result":{}}"#.to_vec());
         assert_eq!(heard.snapshot().0.len(), 1);
-        assert_eq!(heard.snapshot().0[0]["method"], "notifications/tools/list_changed");
+        assert_eq!(
+            heard.snapshot().0[0]["method"],
+            "notifications/tools/list_changed"
+        );
         assert_eq!(lock(&state).strays.len(), 2);
     }
 
