@@ -148,8 +148,9 @@ pub enum Gathers {
     /// A read of its `uri` (the call's nonce appended), then the same read once the `ttlMs` its
     /// answer gave has passed.
     CacheReadAfterTtl,
-    /// Listening from just before the call for what the target sends outside its answers (on
-    /// streamable HTTP, a GET stream); after the call, the `notifications/<list>/list_changed`
+    /// The target's whole listing of its `list` before the call, as a client that listed at
+    /// start has it; listening from just before the call for what the target sends outside its
+    /// answers (on streamable HTTP, a GET stream); after the call, the `notifications/<list>/list_changed`
     /// of its `list` awaited (a few seconds at most) where the target declares `listChanged`
     /// for it, a moment otherwise; then the target's whole listing of `list`, every page.
     ListChange,
@@ -816,7 +817,7 @@ pub const CHECKS: &[CheckDef] = &[
     },
     CheckDef {
         name: "list-change-listed",
-        asserts: "after the upstream's `list` (tools, prompts or resources) changed while it worked on the call (the upstream sent notifications/<list>/list_changed and lists an item named after the call's nonce since), the target's listing of it, asked once its own notification came (or a moment after the call where it sends none), holds that item: under the route's name for a tool, under its own or a prefixed name for a prompt or resource, or by the nonce in its description; not applicable for a prompt or resource listing the target does not serve",
+        asserts: "after the upstream's `list` (tools, prompts or resources) changed while it worked on the call (the upstream sent notifications/<list>/list_changed and lists an item named after the call's nonce since), the target's listing of it (listed once before the call too, as a client does at start), asked again once its own notification came (or a moment after the call where it sends none), holds that item: under the route's name for a tool, under its own or a prefixed name for a prompt or resource, or by the nonce in its description; not applicable for a prompt or resource listing the target does not serve",
         params: &[(
             "list",
             ParamKind::Word(&["tools", "prompts", "resources"]),

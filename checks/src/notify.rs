@@ -22,9 +22,15 @@ pub const SUBSCRIBE_LISTING_STEP: &str = "resources/list before subscribing";
 /// The notification that says a subscribed resource changed.
 pub const UPDATED: &str = "notifications/resources/updated";
 
-/// Steps the runner makes before the call: what came on their streams came before the
-/// stimulus, so it relays nothing of it.
-const BEFORE_CALL: &[&str] = &[SUBSCRIBE_LISTING_STEP, SUBSCRIBE_STEP];
+/// The suffix of the step of the listing the runner takes before the call, as a client that
+/// listed at start has, so a target that keeps what it listed has something to keep.
+pub const BEFORE_CHANGE: &str = " before the change";
+
+/// Whether a step is one the runner makes before the call: what came on its stream came before
+/// the stimulus, so it relays nothing of it.
+fn before_call(step: &str) -> bool {
+    step == SUBSCRIBE_LISTING_STEP || step == SUBSCRIBE_STEP || step.ends_with(BEFORE_CHANGE)
+}
 
 /// Every notification that reached the client from the moment the call was sent, with where
 /// it came.
@@ -38,11 +44,7 @@ fn reached<'e>(evidence: &'e Evidence<'_>) -> Vec<(String, &'e Value)> {
                 .map(|n| ("on the call's own stream".to_string(), n)),
         );
     }
-    for follow in evidence
-        .follow_ups
-        .iter()
-        .filter(|f| !BEFORE_CALL.contains(&f.step.as_str()))
-    {
+    for follow in evidence.follow_ups.iter().filter(|f| !before_call(&f.step)) {
         if let Some(reply) = follow.exchange.reply() {
             out.extend(reply.notifications.iter().map(|n| {
                 (
@@ -299,13 +301,36 @@ pub(super) fn list_change_listed(
         .iter()
         .filter_map(|item| item.get("name").cloned())
         .collect();
+    // What the client listed before the call, as it did at start.
+    let before: Option<Vec<Value>> = evidence
+        .steps(&format!("{method}{BEFORE_CHANGE}"))
+        .into_iter()
+        .next()
+        .and_then(|step| {
+            step.view
+                .result
+                .as_ref()?
+                .get(list.as_str())?
+                .as_array()
+                .cloned()
+        })
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|i| i.get("name").cloned())
+                .collect()
+        });
+    let same = if before.as_ref() == Some(&names) {
+        format!(", the same {} it listed before the call", names.len())
+    } else {
+        format!(", {} item(s)", names.len())
+    };
     Verdict::fail(
         name,
         format!(
-            "{method}, asked {after}, lacks `{added}`, the {} the upstream added while it worked on the call (it sent {} then, and lists it since): the target served a listing from before the change ({} item(s))",
+            "{method}, asked {after}, lacks `{added}`, the {} the upstream added while it worked on the call (it sent {} then, and lists it since): the target served a listing from before the change{same}",
             singular(list),
             list.notification(),
-            items.len()
         ),
     )
     .compared(Some(Value::String(added.clone())), Some(Value::Array(names)))

@@ -3798,11 +3798,25 @@ fn list_change_listed_wants_the_added_item_in_the_next_listing() {
     );
     assert!(renamed.check("list-change-listed", params.clone()).passed);
 
-    let stale = listing(json!([{"name": "canary.echo"}]));
+    let mut stale = listing(json!([{"name": "canary.echo"}]));
     let verdict = fails(&stale, "list-change-listed", params.clone());
     assert!(
         verdict.message.contains("lacks `added_n`")
-            && verdict.message.contains("a listing from before the change"),
+            && verdict
+                .message
+                .contains("a listing from before the change, 1 item(s)"),
+        "{}",
+        verdict.message
+    );
+    // Where the runner listed before the call too, the same listing is named as such.
+    let mut before = stale.follow_ups[0].clone();
+    before.step = format!("tools/list{}", super::BEFORE_CHANGE);
+    stale.follow_ups.insert(0, before);
+    let verdict = fails(&stale, "list-change-listed", params.clone());
+    assert!(
+        verdict
+            .message
+            .contains("the same 1 it listed before the call"),
         "{}",
         verdict.message
     );

@@ -967,10 +967,19 @@ pub async fn run_one(
     } else {
         None
     };
-    let before_call = match update {
+    let mut before_call = match update {
         Some(update) => crate::notices::subscribe(&target.session, update, shape, timeout).await,
         None => Vec::new(),
     };
+    // A client lists before the change as it does at start, so a target that keeps what it
+    // listed has something to keep.
+    if let Some(list) = list_change
+        && let Some(mut listed) =
+            crate::drive::listing(&target.session, list.method(), list.as_str(), timeout).await
+    {
+        listed.step = format!("{}{}", list.method(), checks::BEFORE_CHANGE);
+        before_call.push(listed);
+    }
     let heard_before = listening.as_ref().map_or(0, |l| l.heard.count());
     let drive_started = Instant::now();
     let called_from = std::time::SystemTime::now();
