@@ -120,8 +120,9 @@ pub struct Gateway {
     /// What upstreams tell the gateway's clients outside the answers to requests, and the
     /// clients to tell.
     pub notices: Arc<crate::notices::Notices>,
-    /// Answers relayed by call (upstream, tool, arguments): the `retry-answered-from-cache`
-    /// mutant's cache, empty otherwise.
+    /// Answers kept by what asked for them: the `retry-answered-from-cache` mutant's calls (by
+    /// upstream, tool and arguments) and the `item-listings-kept-stale` mutant's listings,
+    /// empty otherwise.
     answered: std::sync::Mutex<HashMap<String, Value>>,
     counter: AtomicU64,
 }
@@ -225,7 +226,7 @@ impl Gateway {
         self.counter.fetch_add(1, Ordering::Relaxed) as usize
     }
 
-    /// The answer the `retry-answered-from-cache` mutant keeps for a call.
+    /// The answer a mutant that caches keeps for a call or a listing.
     pub fn answered(&self, call: &str) -> Option<Value> {
         self.answered
             .lock()
@@ -234,7 +235,7 @@ impl Gateway {
             .cloned()
     }
 
-    /// Keeps an answer for the `retry-answered-from-cache` mutant.
+    /// Keeps an answer for a mutant that caches.
     pub fn remember(&self, call: String, answer: Value) {
         self.answered
             .lock()

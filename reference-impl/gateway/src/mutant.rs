@@ -81,6 +81,7 @@ pub enum Mutant {
     ClientRequestsRefused,
     ListChangedDropped,
     ListingKeptStale,
+    ItemListingsKeptStale,
     ResourceUpdatesDropped,
     InputRequestsDropped,
     InputRequestsAnswered,
@@ -291,6 +292,12 @@ const TABLE: &[(Mutant, &str, &str, &str)] = &[
         "listing-kept-stale",
         "tools-list",
         "an upstream's notifications/tools/list_changed is relayed, but the tools pinned at start stay the gateway's listing: tools/list goes on serving the tools from before the change",
+    ),
+    (
+        Mutant::ItemListingsKeptStale,
+        "item-listings-kept-stale",
+        "listings",
+        "prompts/list and resources/list answer with each upstream's listing as first fetched, as a gateway that caches listings does: an upstream's notifications/*/list_changed is relayed, and the listing from before the change is served on",
     ),
     (
         Mutant::ResourceUpdatesDropped,
@@ -779,9 +786,9 @@ mod tests {
             assert_eq!(m.name().parse::<Mutant>(), Ok(m));
             assert!(!m.defect().is_empty());
         }
-        assert_eq!(Mutant::all().count(), 98);
+        assert_eq!(Mutant::all().count(), 99);
         let err = "nope".parse::<Mutant>().unwrap_err().to_string();
         assert!(err.contains("meta-cut-apart"), "{err}");
-        assert_eq!(Mutant::listing().lines().count(), 98);
+        assert_eq!(Mutant::listing().lines().count(), 99);
     }
 }

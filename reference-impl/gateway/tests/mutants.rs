@@ -805,3 +805,22 @@ fn resource_updates_dropped_leaves_the_subscriber_untold() {
     let before = before_answer(&mut gw, "canary.touch", json!({}));
     assert!(before.is_empty(), "{before:?}");
 }
+
+#[test]
+fn item_listings_kept_stale_serves_the_prompts_from_before_the_change() {
+    let mut gw = mutant("item-listings-kept-stale");
+    let first = gw.request("prompts/list", json!({}));
+    assert!(first["result"]["prompts"].is_array(), "{first}");
+    let before = before_answer(&mut gw, "canary.grow_prompts", json!({"nonce": "p-1"}));
+    assert!(
+        before
+            .iter()
+            .any(|m| m["method"] == "notifications/prompts/list_changed"),
+        "the change is still told: {before:?}"
+    );
+    let listed = gw.request("prompts/list", json!({}));
+    assert_eq!(
+        listed,
+        json!({"jsonrpc": "2.0", "id": listed["id"], "result": first["result"]})
+    );
+}

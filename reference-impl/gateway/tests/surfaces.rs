@@ -527,7 +527,7 @@ fn config_errors_name_the_field_and_unknown_mutants_exit_2() {
         .output()
         .expect("run");
     let listing = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(listing.lines().count(), 98);
+    assert_eq!(listing.lines().count(), 99);
     assert!(listing.lines().all(|l| l.split('\t').count() == 3));
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -859,6 +859,21 @@ fn an_upstream_list_change_is_told_to_the_client_and_listed() {
         "{before:?}"
     );
     assert!(tool_names(&mut gw).contains(&"canary.added_g_1".to_string()));
+    // A prompt added later is listed too, the change told first.
+    assert!(gw.request("prompts/list", json!({}))["result"]["prompts"].is_array());
+    let id = gw.send(
+        "tools/call",
+        json!({"name": "canary.grow_prompts", "arguments": {"nonce": "g-2"}}),
+    );
+    let (before, _) = gw.until_answer(id);
+    assert!(
+        before
+            .iter()
+            .any(|m| m["method"] == "notifications/prompts/list_changed"),
+        "{before:?}"
+    );
+    let prompts = gw.request("prompts/list", json!({}));
+    assert!(prompts.to_string().contains("added_g_2"), "{prompts}");
     // The added tool is routed like any other.
     let added = gw.call("canary.added_g_1", json!({"q": 2}));
     assert_eq!(added["result"]["structuredContent"]["q"], 2, "{added}");

@@ -93,6 +93,7 @@ pub(crate) fn script() -> Value {
          "respond": {"task": {"polls_before_done": 1, "input": {"requests": {"who": {"method": "elicitation/create", "params": {"message": "Who?", "requestedSchema": {"type": "object"}}}}},
                               "outcome": {"result": {"content": [{"type": "text", "text": "asked and done"}]}}}}},
         {"name": "grow", "respond": {"list-change": {"list": "tools", "then": "echo"}}},
+        {"name": "grow_prompts", "respond": {"list-change": {"list": "prompts", "then": "echo"}}},
         {"name": "touch", "respond": {"resource-update": {"uri": "canary://links/report.txt", "then": "echo"}}},
         {"name": "big_meta",
          "respond": {"result": {
