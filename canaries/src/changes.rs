@@ -7,7 +7,166 @@ use std::collections::BTreeSet;
 use std::sync::Mutex;
 
 use relaycheck_model::script::{ListKind, default_input_schema};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+
+/// The `_meta` key that names the `subscriptions/listen` request a notification answers.
+pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// The official suite's diagnostic hooks that change a list (its `test_trigger_*` tools), served
+/// with `--fixtures official`, and the list each changes.
+pub const TRIGGERS: [(&str, ListKind); 2] = [
+    ("test_trigger_tool_change", ListKind::Tools),
+    ("test_trigger_prompt_change", ListKind::Prompts),
+];
+
+/// The definitions of the [`TRIGGERS`].
+pub fn trigger_definitions() -> Vec<Value> {
+    TRIGGERS
+        .iter()
+        .map(|(name, list)| {
+            json!({
+                "name": name,
+                "description": format!("Adds an item to the server's {}, which its subscribers are told of", list.as_str()),
+                "inputSchema": {"type": "object", "properties": {}},
+            })
+        })
+        .collect()
+}
+
+/// The list a trigger changes, for a tool name that is one.
+pub fn trigger(name: &str) -> Option<ListKind> {
+    TRIGGERS
+        .iter()
+        .find(|(trigger, _)| *trigger == name)
+        .map(|(_, list)| *list)
+}
+
+/// The filter field of `subscriptions/listen` that asks for a list's changes.
+pub fn filter_field(list: ListKind) -> &'static str {
+    match list {
+        ListKind::Tools => "toolsListChanged",
+        ListKind::Prompts => "promptsListChanged",
+        ListKind::Resources => "resourcesListChanged",
+    }
+}
+
+/// One open `subscriptions/listen` stream (the 2026-07-28 wire): what its request asked for and
+/// the canary honours, and where its notifications go.
+#[derive(Debug)]
+struct Listener {
+    id: Value,
+    lists: Vec<ListKind>,
+    uris: Vec<String>,
+    tx: mpsc::UnboundedSender<Value>,
+}
+
+/// Every open `subscriptions/listen` stream.
+#[derive(Debug, Default)]
+pub struct Listeners {
+    open: Mutex<Vec<Listener>>,
+}
+
+impl Listeners {
+    /// Opens a stream for the request `id` with `filter` (its `notifications`): the canary honours
+    /// the changes of the lists `lists` says it can tell, and updates of the URIs `serves` says
+    /// it serves. Its first message, already queued, is the acknowledgment of what it honours
+    /// (MCP 2026-07-28 basic/patterns/subscriptions#acknowledgment).
+    pub fn open(
+        &self,
+        id: &Value,
+        filter: Option<&Value>,
+        lists: impl Fn(ListKind) -> bool,
+        serves: impl Fn(&str) -> bool,
+    ) -> mpsc::UnboundedReceiver<Value> {
+        let asked = |field: &str| {
+            filter
+                .and_then(|f| f.get(field))
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
+        };
+        let honoured_lists: Vec<ListKind> = ListKind::ALL
+            .into_iter()
+            .filter(|list| asked(filter_field(*list)) && lists(*list))
+            .collect();
+        let mut uris: Vec<String> = Vec::new();
+        for uri in filter
+            .and_then(|f| f.get("resourceSubscriptions"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+        {
+            if serves(uri) && !uris.iter().any(|u| u == uri) {
+                uris.push(uri.to_string());
+            }
+        }
+        let mut honoured = Map::new();
+        for list in &honoured_lists {
+            honoured.insert(filter_field(*list).into(), json!(true));
+        }
+        if !uris.is_empty() {
+            honoured.insert("resourceSubscriptions".into(), json!(uris));
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let _ = tx.send(tagged(
+            "notifications/subscriptions/acknowledged",
+            json!({"notifications": honoured}),
+            id,
+        ));
+        let mut open = lock(&self.open);
+        open.retain(|l| !l.tx.is_closed());
+        open.push(Listener {
+            id: id.clone(),
+            lists: honoured_lists,
+            uris,
+            tx,
+        });
+        rx
+    }
+
+    /// Ends the stream the request `id` opened (its client cancelled it).
+    pub fn close(&self, id: &Value) {
+        lock(&self.open).retain(|l| &l.id != id);
+    }
+
+    /// Ends every stream (the connection closed).
+    pub fn close_all(&self) {
+        lock(&self.open).clear();
+    }
+
+    /// Tells every stream that asked for `list`'s changes that it changed.
+    pub fn list_changed(&self, list: ListKind) {
+        self.tell(|l| l.lists.contains(&list), list.notification(), json!({}));
+    }
+
+    /// Tells every stream that asked for `uri`'s updates that it changed.
+    pub fn updated(&self, uri: &str) {
+        self.tell(
+            |l| l.uris.iter().any(|u| u == uri),
+            "notifications/resources/updated",
+            json!({"uri": uri}),
+        );
+    }
+
+    fn tell(&self, wants: impl Fn(&Listener) -> bool, method: &str, params: Value) {
+        let mut open = lock(&self.open);
+        open.retain(|l| !l.tx.is_closed());
+        for listener in open.iter().filter(|l| wants(l)) {
+            let _ = listener
+                .tx
+                .send(tagged(method, params.clone(), &listener.id));
+        }
+    }
+}
+
+/// A notification on a listen stream: `params` with the subscription's id in its `_meta`.
+fn tagged(method: &str, mut params: Value, id: &Value) -> Value {
+    if let Some(fields) = params.as_object_mut() {
+        fields.insert("_meta".into(), json!({SUBSCRIPTION_ID: id}));
+    }
+    json!({"jsonrpc": "2.0", "method": method, "params": params})
+}
 
 /// The items calls added to the canary's lists, each by the nonce of the call that added it,
 /// in the order they came.
@@ -157,6 +316,45 @@ mod tests {
         assert!(added.read("canary://added/rc-1-2").is_some());
         assert!(added.read("canary://added/rc-1-1").is_none());
         assert!(added.get_prompt("added_rc_1_1").is_none());
+    }
+
+    #[test]
+    fn a_listen_stream_is_acknowledged_first_and_told_only_what_it_asked_for() {
+        let listeners = Listeners::default();
+        let filter = json!({"toolsListChanged": true, "resourcesListChanged": true,
+            "resourceSubscriptions": ["canary://links/report.txt", "canary://nowhere"]});
+        let mut rx = listeners.open(
+            &json!(7),
+            Some(&filter),
+            |list| list != ListKind::Resources,
+            |uri| uri.starts_with("canary://links/"),
+        );
+        let ack = rx.try_recv().unwrap();
+        assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+        assert_eq!(ack["params"]["_meta"][SUBSCRIPTION_ID], 7);
+        assert_eq!(
+            ack["params"]["notifications"],
+            json!({"toolsListChanged": true, "resourceSubscriptions": ["canary://links/report.txt"]})
+        );
+        listeners.list_changed(ListKind::Prompts);
+        listeners.list_changed(ListKind::Resources);
+        assert!(rx.try_recv().is_err(), "not asked for, or not honoured");
+        listeners.list_changed(ListKind::Tools);
+        let changed = rx.try_recv().unwrap();
+        assert_eq!(changed["method"], "notifications/tools/list_changed");
+        assert_eq!(changed["params"]["_meta"][SUBSCRIPTION_ID], 7);
+        listeners.updated("canary://links/report.txt");
+        assert_eq!(
+            rx.try_recv().unwrap()["params"]["uri"],
+            "canary://links/report.txt"
+        );
+        listeners.close(&json!(7));
+        listeners.list_changed(ListKind::Tools);
+        assert!(rx.try_recv().is_err());
+        assert_eq!(
+            trigger("test_trigger_prompt_change"),
+            Some(ListKind::Prompts)
+        );
     }
 
     #[test]

@@ -69,6 +69,9 @@ pub enum Reply {
     /// A request to the client (sampling, elicitation) on the same stream, then the reply
     /// made from the client's answer (`None` when none came in time).
     Ask(Ask),
+    /// A `subscriptions/listen` stream: each message as it comes, for as long as the stream is
+    /// open (until the client goes away or cancels it); it never gets a response.
+    Listen(tokio::sync::mpsc::UnboundedReceiver<Value>),
 }
 
 /// A request the canary sends its client before it answers (the official suite's sampling and
@@ -162,6 +165,8 @@ pub struct Canary {
     next_ask: std::sync::atomic::AtomicU64,
     /// The items calls added to its lists.
     added: crate::changes::Added,
+    /// The open `subscriptions/listen` streams.
+    pub listeners: crate::changes::Listeners,
 }
 
 /// A capability the canary can be told not to offer.
@@ -239,6 +244,27 @@ impl Canary {
             asks: Mutex::default(),
             next_ask: std::sync::atomic::AtomicU64::new(1),
             added: crate::changes::Added::default(),
+            listeners: crate::changes::Listeners::default(),
+        }
+    }
+
+    /// Whether the canary tells of `list`'s changes: a tool of its script changes it, or the
+    /// official suite's hook does (with `--fixtures official`).
+    fn tells(&self, list: ListKind) -> bool {
+        self.changes(list)
+            || (self.fixtures.is_some() && crate::changes::TRIGGERS.iter().any(|(_, l)| *l == list))
+    }
+
+    /// Changes `list`, on behalf of the call `key` names: the item it adds is listed from now
+    /// on, every listen stream that asked is told, and so is the call's own stream on a
+    /// handshake session (the notifications to send there before the answer).
+    fn change_list(&self, list: ListKind, key: &str, shape: Shape) -> Vec<Value> {
+        self.added.add(list, key);
+        self.listeners.list_changed(list);
+        if shape.is_stateless() {
+            Vec::new()
+        } else {
+            vec![crate::changes::list_changed(list)]
         }
     }
 
@@ -264,7 +290,7 @@ impl Canary {
     /// `resources.subscribe` when one updates a resource.
     fn declare_changes(&self, capabilities: &mut Value) {
         for list in ListKind::ALL {
-            if self.changes(list)
+            if self.tells(list)
                 && capabilities
                     .get(list.as_str())
                     .is_some_and(Value::is_object)
@@ -447,6 +473,12 @@ impl Canary {
             if !fields.contains_key("method") {
                 self.deliver(msg);
             }
+            // A client ends a listen stream on stdio by cancelling its request.
+            if fields.get("method").and_then(Value::as_str) == Some("notifications/cancelled")
+                && let Some(request) = params.and_then(|p| p.get("requestId"))
+            {
+                self.listeners.close(request);
+            }
             return handled;
         };
         // Ping is the one request the lifecycle allows before the handshake.
@@ -525,6 +557,19 @@ impl Canary {
             }
             "ping" => plain(json!({})),
             "server/discover" => plain(self.discover()),
+            // The 2026-07-28 form of subscriptions: one stream, acknowledged first, that carries
+            // the changes the client asked for (MCP 2026-07-28 basic/patterns/subscriptions).
+            "subscriptions/listen" if shape.is_stateless() => {
+                Ok(Reply::Listen(self.listeners.open(
+                    id,
+                    params.and_then(|p| p.get("notifications")),
+                    |list| self.tells(list),
+                    |uri| {
+                        self.serves_resource(uri)
+                            || (self.fixtures.is_some() && fixtures::subscribable(uri))
+                    },
+                )))
+            }
             "tools/list" => plain(self.tool_page(params, shape)?),
             "tools/call" => self.call(id, params, shape, session),
             "resources/list" => {
@@ -635,6 +680,17 @@ impl Canary {
                 if self.script.tool(name).is_some() {
                     return None;
                 }
+                if let Some(list) = crate::changes::trigger(name) {
+                    let notifications = self.change_list(list, &format!("{id}"), shape);
+                    let result = json!({"content": [{"type": "text", "text": format!("the {} changed", list.as_str())}]});
+                    return Some(Ok(Reply::Progress {
+                        notifications,
+                        then: Box::new(Reply::Json(response(
+                            id,
+                            render_result(&result, shape, None),
+                        ))),
+                    }));
+                }
                 if let Some(answer) = fixtures_mrtr::call(name, params, shape) {
                     return Some(answer.map(|result| Reply::Json(response(id, result))));
                 }
@@ -726,7 +782,16 @@ impl Canary {
 
     fn discover(&self) -> Value {
         let mut discovered = discovered(self.force);
-        self.withhold_capabilities(&mut discovered["capabilities"]);
+        let capabilities = &mut discovered["capabilities"];
+        for list in ListKind::ALL {
+            if self.tells(list) {
+                capabilities[list.as_str()]["listChanged"] = json!(true);
+            }
+        }
+        if self.updates() || self.fixtures.is_some() {
+            capabilities["resources"]["subscribe"] = json!(true);
+        }
+        self.withhold_capabilities(capabilities);
         discovered
     }
 
@@ -787,6 +852,7 @@ impl Canary {
                     .as_str()
                     .is_some_and(|n| self.script.tool(n).is_none())
             }));
+            tools.extend(crate::changes::trigger_definitions());
         }
         tools.extend(self.added.tools());
         tools
@@ -952,19 +1018,16 @@ impl Canary {
                 // The list changes whatever the shape; the stateless wire has no notification
                 // outside the request it relates to, and this one relates to the list.
                 let key = call.nonce.clone().unwrap_or_else(|| format!("{id}"));
-                self.added.add(change.list, &key);
-                let notifications = if call.shape.is_stateless() {
-                    Vec::new()
-                } else {
-                    vec![crate::changes::list_changed(change.list)]
-                };
+                let notifications = self.change_list(change.list, &key, call.shape);
                 Reply::Progress {
                     notifications,
                     then: Box::new(self.respond(&change.then, call)),
                 }
             }
             Respond::ResourceUpdate(update) => {
-                // Only a session that subscribed to the resource is told it changed.
+                // Listen streams that asked for the resource are told it changed; on a
+                // handshake session, the call's stream too, where its session subscribed.
+                self.listeners.updated(&update.uri);
                 let subscribed = !call.shape.is_stateless()
                     && call
                         .session
