@@ -28,6 +28,7 @@ pub mod gateway;
 pub mod headers;
 mod json;
 pub mod links;
+pub mod listen;
 pub mod listings;
 mod log;
 pub mod mutant;

@@ -83,6 +83,7 @@ pub enum Mutant {
     ListingKeptStale,
     ItemListingsKeptStale,
     ResourceUpdatesDropped,
+    ListenStreamUnfed,
     InputRequestsDropped,
     InputRequestsAnswered,
     InputRequiredHeldToSchema,
@@ -304,6 +305,12 @@ const TABLE: &[(Mutant, &str, &str, &str)] = &[
         "resource-updates-dropped",
         "server-features",
         "resources/subscribe is relayed to the upstream and answered, but the upstream's notifications/resources/updated reaches no client: a subscribed client is subscribed to nothing",
+    ),
+    (
+        Mutant::ListenStreamUnfed,
+        "listen-stream-unfed",
+        "stateless-wire",
+        "subscriptions/listen is acknowledged and held open, but nothing the upstreams tell of their lists and resources reaches the stream",
     ),
     (
         Mutant::CancelNotForwarded,
@@ -786,9 +793,9 @@ mod tests {
             assert_eq!(m.name().parse::<Mutant>(), Ok(m));
             assert!(!m.defect().is_empty());
         }
-        assert_eq!(Mutant::all().count(), 99);
+        assert_eq!(Mutant::all().count(), 100);
         let err = "nope".parse::<Mutant>().unwrap_err().to_string();
         assert!(err.contains("meta-cut-apart"), "{err}");
-        assert_eq!(Mutant::listing().lines().count(), 99);
+        assert_eq!(Mutant::listing().lines().count(), 100);
     }
 }

@@ -122,10 +122,15 @@ impl Notices {
         false
     }
 
-    fn list_changed(&self, list: ListKind, back: Option<&Back>) {
+    /// Notes that an upstream's `list` changed: the gateway's own listing of it is outdated.
+    pub fn outdated(&self, list: ListKind) {
         if list == ListKind::Tools && !self.mutation.is(Mutant::ListingKeptStale) {
             self.tools.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    fn list_changed(&self, list: ListKind, back: Option<&Back>) {
+        self.outdated(list);
         if !self.declares(list) || self.mutation.is(Mutant::ListChangedDropped) {
             return;
         }

@@ -824,3 +824,39 @@ fn item_listings_kept_stale_serves_the_prompts_from_before_the_change() {
         json!({"jsonrpc": "2.0", "id": listed["id"], "result": first["result"]})
     );
 }
+
+#[test]
+fn listen_stream_unfed_acknowledges_and_tells_nothing() {
+    let gw = http_mutant("listen-stream-unfed");
+    let url = gw.url.clone().expect("url");
+    let listen = json!({"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen", "params": {
+        "notifications": {"toolsListChanged": true},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let (status, events) = common::http_post_events(
+        &url,
+        &listen,
+        &[
+            ("authorization", "Bearer token-alice"),
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "subscriptions/listen"),
+        ],
+    );
+    assert_eq!(status, 200);
+    let ack = events
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("an acknowledgment");
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged": true}),
+        "{ack}"
+    );
+    let grow = gw.http_call("token-alice", "canary.grow", json!({"nonce": "u-1"}));
+    assert!(grow["result"].is_object(), "{grow}");
+    assert!(
+        events
+            .recv_timeout(std::time::Duration::from_millis(800))
+            .is_err(),
+        "nothing reaches the stream"
+    );
+}

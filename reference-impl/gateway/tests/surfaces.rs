@@ -527,7 +527,7 @@ fn config_errors_name_the_field_and_unknown_mutants_exit_2() {
         .output()
         .expect("run");
     let listing = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(listing.lines().count(), 99);
+    assert_eq!(listing.lines().count(), 100);
     assert!(listing.lines().all(|l| l.split('\t').count() == 3));
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -971,4 +971,149 @@ fn an_http_session_hears_what_relates_to_none_of_its_requests_on_its_get_stream(
         heard["method"], "notifications/tools/list_changed",
         "{heard}"
     );
+}
+
+/// A 2026-07-28 request body: `params` with the stateless envelope.
+fn stateless(id: u64, method: &str, mut params: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// Headers of a 2026-07-28 request over HTTP.
+const STATELESS: [(&str, &str); 2] = [
+    ("authorization", "Bearer token-alice"),
+    ("mcp-protocol-version", "2026-07-28"),
+];
+
+#[test]
+fn a_listen_stream_is_acknowledged_and_carries_what_it_asked_for_tagged() {
+    let gw = Gateway::start(Options {
+        http: true,
+        ..Options::default()
+    });
+    let url = gw.url.clone().expect("url");
+    let (_, _, discovered) = gw.post(&stateless(1, "server/discover", json!({})), &STATELESS);
+    let caps = &discovered["result"]["capabilities"];
+    assert_eq!(caps["tools"]["listChanged"], true, "{discovered}");
+    assert_eq!(caps["resources"]["subscribe"], true, "{discovered}");
+    let uri = "canary://links/report.txt";
+    let listen = stateless(
+        "41".parse().unwrap(),
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true, "resourceSubscriptions": [uri, "canary://nowhere"]}}),
+    );
+    let headers = [
+        STATELESS[0],
+        STATELESS[1],
+        ("mcp-method", "subscriptions/listen"),
+    ];
+    let (status, events) = common::http_post_events(&url, &listen, &headers);
+    assert_eq!(status, 200);
+    let wait = std::time::Duration::from_secs(10);
+    let ack = events.recv_timeout(wait).expect("an acknowledgment");
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        41
+    );
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged": true, "resourceSubscriptions": [uri]}),
+        "{ack}"
+    );
+    // A prompts-only stream beside it hears nothing of the tools.
+    let narrow = stateless(
+        42,
+        "subscriptions/listen",
+        json!({"notifications": {"promptsListChanged": true}}),
+    );
+    let (_, narrow) = common::http_post_events(&url, &narrow, &headers);
+    assert_eq!(
+        narrow.recv_timeout(wait).expect("an acknowledgment")["params"]["notifications"],
+        json!({"promptsListChanged": true})
+    );
+    let grow = gw.http_call("token-alice", "canary.grow", json!({"nonce": "l-1"}));
+    assert!(grow["result"].is_object(), "{grow}");
+    let changed = events.recv_timeout(wait).expect("the tools' change");
+    assert_eq!(
+        changed["method"], "notifications/tools/list_changed",
+        "{changed}"
+    );
+    assert_eq!(
+        changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        41
+    );
+    let touch = gw.http_call("token-alice", "canary.touch", json!({}));
+    assert!(touch["result"].is_object(), "{touch}");
+    let updated = events.recv_timeout(wait).expect("the resource's update");
+    assert_eq!(
+        updated["params"],
+        json!({"uri": uri, "_meta": {"io.modelcontextprotocol/subscriptionId": 41}})
+    );
+    assert!(
+        narrow
+            .recv_timeout(std::time::Duration::from_millis(500))
+            .is_err(),
+        "the prompts-only stream is told of no tools"
+    );
+    // The gateway's own listing shows the change too.
+    let (_, _, listed) = gw.post(
+        &stateless(5, "tools/list", json!({})),
+        &[STATELESS[0], STATELESS[1], ("mcp-method", "tools/list")],
+    );
+    assert!(listed.to_string().contains("canary.added_l_1"), "{listed}");
+}
+
+#[test]
+fn a_stdio_listen_stream_ends_when_its_request_is_cancelled() {
+    let mut gw = stdio();
+    let id = gw.send(
+        "subscriptions/listen",
+        stateless(
+            0,
+            "x",
+            json!({"notifications": {"promptsListChanged": true}}),
+        )["params"]
+            .clone(),
+    );
+    let ack: Value = serde_json::from_str(&gw.next_line().expect("an acknowledgment")).unwrap();
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        id
+    );
+    let call = stateless(
+        0,
+        "x",
+        json!({"name": "canary.grow_prompts", "arguments": {"nonce": "s-9"}}),
+    )["params"]
+        .clone();
+    let called = gw.send("tools/call", call.clone());
+    let (before, _) = gw.until_answer(called);
+    let changed = match before.first() {
+        Some(changed) => changed.clone(),
+        None => serde_json::from_str(&gw.next_line().expect("the prompts' change")).unwrap(),
+    };
+    assert_eq!(
+        changed["method"], "notifications/prompts/list_changed",
+        "{changed}"
+    );
+    assert_eq!(
+        changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        id
+    );
+    gw.notify_cancelled(id);
+    let again = gw.send("tools/call", call);
+    let (before, _) = gw.until_answer(again);
+    assert!(before.is_empty(), "the stream ended: {before:?}");
 }

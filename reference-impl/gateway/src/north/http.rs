@@ -211,15 +211,20 @@ async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) 
     let (events, stream) = mpsc::unbounded_channel();
     let _ = events.send(first);
     tokio::spawn(async move {
+        let mut notes = Some(notes);
         let answer = loop {
             tokio::select! {
                 answer = &mut answering => break answer,
-                Some(note) = notes.recv() => {
+                Some(note) = async { notes.as_mut()?.recv().await }, if notes.is_some() => {
                     let _ = events.send(note);
                 }
+                // The client closed the stream: nothing more can reach it, and a request that
+                // lasts as long as its stream (a listen stream) sees its way back close. A call
+                // still runs to its end.
+                () = events.closed(), if notes.is_some() => notes = None,
             }
         };
-        while let Ok(note) = notes.try_recv() {
+        while let Some(note) = notes.as_mut().and_then(|notes| notes.try_recv().ok()) {
             let _ = events.send(note);
         }
         if let Some(answer) = answer {

@@ -114,6 +114,44 @@ impl HttpConn {
         let _ = self.post(&msg, None, None).await;
     }
 
+    /// A `subscriptions/listen` POST whose event stream is read for as long as the listen
+    /// lives; dropping it closes the stream, which ends the subscription upstream.
+    pub fn listen(&self, params: Value) -> super::Listen {
+        let msg = super::message(Some(self.reserve_id()), "subscriptions/listen", params);
+        let mut req = self
+            .http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(msg.to_string());
+        for (k, v) in self.headers(&msg) {
+            req = req.header(k, v);
+        }
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let limit = self.limit;
+        let reading = tokio::spawn(async move {
+            let Ok(mut resp) = req.send().await else {
+                return;
+            };
+            let mut body: Vec<u8> = Vec::new();
+            while let Ok(Some(chunk)) = resp.chunk().await {
+                body.extend_from_slice(&chunk);
+                while let Some((end, next)) = find_event_end(&body) {
+                    if let Some(message) = event_message(&body[..end])
+                        && tx.send(message).is_err()
+                    {
+                        return;
+                    }
+                    body.drain(..next);
+                }
+                if body.len() > limit {
+                    return;
+                }
+            }
+        });
+        super::Listen::new(rx, move || reading.abort())
+    }
+
     /// [`scan_sse`] on the event stream read so far, and the upstream's own requests found
     /// there answered while the stream is read on.
     fn scan(
@@ -440,6 +478,22 @@ fn scan_sse(
             }
         }
     }
+}
+
+/// The JSON message an event's `data:` lines carry, if they carry one.
+fn event_message(event: &[u8]) -> Option<Value> {
+    let mut data: Vec<u8> = Vec::new();
+    for line in event.split(|b| *b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if let Some(d) = line.strip_prefix(b"data:") {
+            let d = d.strip_prefix(b" ").unwrap_or(d);
+            if !data.is_empty() {
+                data.push(b'\n');
+            }
+            data.extend_from_slice(d);
+        }
+    }
+    serde_json::from_slice(&data).ok()
 }
 
 /// (end of the event, end of its separator)

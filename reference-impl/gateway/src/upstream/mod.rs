@@ -291,6 +291,17 @@ impl Upstream {
         }
     }
 
+    /// Opens a `subscriptions/listen` stream of the upstream's (the 2026-07-28 wire) with
+    /// `params` (the caller's envelope in `_meta`, the filter in `notifications`): every message
+    /// on it, the acknowledgment first, comes through the returned receiver until the stream
+    /// ends or the listen is dropped, which ends it upstream too.
+    pub fn listen(&self, params: Value) -> Listen {
+        match &self.conn {
+            Conn::Stdio(c) => c.listen(params),
+            Conn::Http(c) => c.listen(params),
+        }
+    }
+
     /// Whether the upstream declared `capability` in its `initialize`.
     pub fn declares(&self, capability: &str) -> bool {
         self.capabilities.get(capability).is_some()
@@ -325,6 +336,37 @@ impl Drop for Upstream {
         self.shutdown();
     }
 }
+
+/// An upstream's `subscriptions/listen` stream, open for as long as this lives.
+pub struct Listen {
+    /// The messages on the stream, as they come.
+    pub messages: tokio::sync::mpsc::UnboundedReceiver<Value>,
+    /// Ends the stream upstream when the listen is dropped.
+    _end: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl Listen {
+    pub fn new(
+        messages: tokio::sync::mpsc::UnboundedReceiver<Value>,
+        end: impl FnOnce() + Send + 'static,
+    ) -> Listen {
+        Listen {
+            messages,
+            _end: Some(Box::new(end)),
+        }
+    }
+}
+
+impl Drop for Listen {
+    fn drop(&mut self) {
+        if let Some(end) = self._end.take() {
+            end();
+        }
+    }
+}
+
+/// The `_meta` key that names the `subscriptions/listen` request a notification answers.
+pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// A JSON-RPC request (`id` given) or notification to an upstream, `params` moved in: `json!`
 /// would serialize them into a copy first.

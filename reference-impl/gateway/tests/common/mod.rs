@@ -296,6 +296,14 @@ command = {canary}
         }
     }
 
+    /// Cancels stdio request `id` (`notifications/cancelled`).
+    pub(crate) fn notify_cancelled(&mut self, id: u64) {
+        let stdin = self.stdin.as_mut().expect("a stdio gateway");
+        let msg = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}});
+        writeln!(stdin, "{msg}").expect("write to the gateway");
+        stdin.flush().expect("flush");
+    }
+
     /// What the gateway writes up to the answer to request `id`: the messages before it, and
     /// the answer.
     pub(crate) fn until_answer(&mut self, id: u64) -> (Vec<Value>, Value) {
@@ -524,6 +532,51 @@ pub(crate) fn http_get_events(url: &str, headers: &[(&str, &str)]) -> (u16, mpsc
         req.push_str(&format!("{k}: {v}\r\n"));
     }
     req.push_str("\r\n");
+    stream.write_all(req.as_bytes()).expect("send");
+    let mut reader = BufReader::new(stream);
+    let mut status_line = String::new();
+    reader.read_line(&mut status_line).expect("a status line");
+    let status: u16 = status_line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("a status");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in reader.lines() {
+            let Ok(line) = line else { break };
+            if let Some(data) = line.strip_prefix("data: ")
+                && let Ok(v) = serde_json::from_str::<Value>(data)
+                && tx.send(v).is_err()
+            {
+                break;
+            }
+        }
+    });
+    (status, rx)
+}
+
+/// A POST of `body` whose answer is an event stream held open (a `subscriptions/listen`): its
+/// status, and the data of each event on it as it comes.
+pub(crate) fn http_post_events(
+    url: &str,
+    body: &Value,
+    headers: &[(&str, &str)],
+) -> (u16, mpsc::Receiver<Value>) {
+    let rest = url.strip_prefix("http://").expect("http url");
+    let (authority, path) = rest.split_once('/').expect("a path");
+    let mut stream = TcpStream::connect(authority).expect("connect");
+    stream.set_read_timeout(Some(WAIT)).expect("timeout");
+    let body = body.to_string();
+    let mut req = format!(
+        "POST /{path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(&body);
     stream.write_all(req.as_bytes()).expect("send");
     let mut reader = BufReader::new(stream);
     let mut status_line = String::new();
