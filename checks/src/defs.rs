@@ -150,7 +150,9 @@ pub enum Gathers {
     CacheReadAfterTtl,
     /// The target's whole listing of its `list` before the call, as a client that listed at
     /// start has it; listening from just before the call for what the target sends outside its
-    /// answers (on streamable HTTP, a GET stream); after the call, the `notifications/<list>/list_changed`
+    /// answers (on streamable HTTP, a GET stream; on the 2026-07-28 wire, after
+    /// `server/discover`, a `subscriptions/listen` stream asking for the list, acknowledged
+    /// before the call); after the call, the `notifications/<list>/list_changed`
     /// of its `list` awaited (a few seconds at most) where the target declares `listChanged`
     /// for it, a moment otherwise; then the target's whole listing of `list`, every page.
     ListChange,
@@ -804,7 +806,7 @@ pub const CHECKS: &[CheckDef] = &[
     },
     CheckDef {
         name: "list-changed-relayed",
-        asserts: "where the target's `initialize` declares `listChanged` for `list` (tools, prompts or resources), the notifications/<list>/list_changed its upstream sent while it worked on the call reached the client: on the call's own stream, on the stream of a request after it, or outside any request's answer (on streamable HTTP, the GET stream the runner opened), within a few seconds of the call's answer; not applicable where the target does not declare it",
+        asserts: "where the target's `initialize` declares `listChanged` for `list` (tools, prompts or resources), the notifications/<list>/list_changed its upstream sent while it worked on the call reached the client: on the call's own stream, on the stream of a request after it, or outside any request's answer (on streamable HTTP, the GET stream the runner opened), within a few seconds of the call's answer; on the 2026-07-28 wire, where `server/discover` declares it, the client's subscriptions/listen stream asking for the list is acknowledged first (honouring it) and carries the notification, every message tagged with the stream's request id; not applicable where the target does not declare it",
         params: &[(
             "list",
             ParamKind::Word(&["tools", "prompts", "resources"]),

@@ -40,7 +40,7 @@ pub use cache::{READ_AFTER_TTL, READ_AS_OTHER, READ_STEP, step_of as cache_step_
 pub use defs::{CHECKS, CheckDef, CheckFn, Fields, Gathers, ParamKind, Reads};
 pub use equal::{Equivalence, form_changes, rules, same, same_number, same_opt};
 pub use follow::collect_links;
-pub use notify::{BEFORE_CHANGE, SUBSCRIBE_LISTING_STEP, SUBSCRIBE_STEP, UPDATED};
+pub use notify::{ACKNOWLEDGED, BEFORE_CHANGE, SUBSCRIBE_LISTING_STEP, SUBSCRIBE_STEP, UPDATED};
 pub use relay::{
     CapabilityProbe, Handshake, OtherCall, PROBED_CAPABILITIES, probe_params, probe_refusal,
     upstream_progress,
@@ -156,6 +156,9 @@ pub struct Listened {
     /// How long the runner waited after the call's answer for the notification it awaited, in
     /// milliseconds.
     pub waited_ms: u64,
+    /// The id of the `subscriptions/listen` request whose stream this is (the 2026-07-28 wire),
+    /// which every notification on it names; `None` for a stream of another kind.
+    pub subscription: Option<Value>,
 }
 
 impl Listened {

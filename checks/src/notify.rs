@@ -21,6 +21,11 @@ pub const SUBSCRIBE_STEP: &str = "resources/subscribe";
 pub const SUBSCRIBE_LISTING_STEP: &str = "resources/list before subscribing";
 /// The notification that says a subscribed resource changed.
 pub const UPDATED: &str = "notifications/resources/updated";
+/// The first message on a `subscriptions/listen` stream (MCP 2026-07-28
+/// basic/patterns/subscriptions#acknowledgment).
+pub const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
+/// The `_meta` key that names the `subscriptions/listen` request a notification is for.
+const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// The suffix of the step of the listing the runner takes before the call, as a client that
 /// listed at start has, so a target that keeps what it listed has something to keep.
@@ -136,12 +141,7 @@ pub(super) fn list_changed_relayed(
     };
     let notification = list.notification();
     let Some(handshake) = evidence.handshake else {
-        return Verdict::not_applicable(
-            name,
-            format!(
-                "the session made no handshake: on the stateless wire a server tells of a change only on a subscriptions/listen stream, never as a {notification} of its own accord"
-            ),
-        );
+        return on_listen_stream(name, list, evidence);
     };
     let declared = handshake
         .result
@@ -178,6 +178,136 @@ pub(super) fn list_changed_relayed(
                 list.as_str(),
                 list.as_str(),
                 looked(evidence)
+            ),
+        ),
+    }
+}
+
+/// The subscription id a notification of a listen stream names in its `_meta`.
+fn subscription_of(message: &Value) -> Option<&Value> {
+    message.pointer("/params/_meta")?.get(SUBSCRIPTION_ID)
+}
+
+/// [`list_changed_relayed`] on the stateless wire: where `server/discover` declares the list's
+/// changes told, the client's `subscriptions/listen` stream asking for them is acknowledged
+/// first (honouring them) and then carries the notification, each message tagged with the
+/// stream's request id.
+fn on_listen_stream(name: &str, list: ListKind, evidence: &Evidence<'_>) -> Verdict {
+    let notification = list.notification();
+    let field = list.filter_field();
+    let Some(discovered) = evidence
+        .steps(crate::stateless::DISCOVER_STEP)
+        .into_iter()
+        .next()
+    else {
+        return Verdict::not_applicable(
+            name,
+            "the session made no handshake and asked no server/discover: nothing says whether the target tells of list changes",
+        );
+    };
+    let declared = discovered
+        .view
+        .result
+        .as_ref()
+        .and_then(|r| r.pointer(&format!("/capabilities/{}/listChanged", list.as_str())))
+        == Some(&Value::Bool(true));
+    if !declared {
+        return Verdict::not_applicable(
+            name,
+            format!(
+                "the target's server/discover declares no `{}.listChanged`: it promises no subscriptions/listen stream a {notification}",
+                list.as_str()
+            ),
+        );
+    }
+    if evidence.upstream_calls().is_empty() {
+        return super::eval::missing_upstream(name);
+    }
+    let declares = format!(
+        "the target's server/discover declares `{}.listChanged`",
+        list.as_str()
+    );
+    let Some(listened) = evidence.listened else {
+        return Verdict::fail(name, "the runner opened no subscriptions/listen stream");
+    };
+    if let Err(why) = &listened.stream {
+        return Verdict::fail(name, format!("{declares}, but {why}"));
+    }
+    let id = listened.subscription.as_ref().unwrap_or(&Value::Null);
+    let heard = &listened.heard;
+    if let Some(refusal) = heard.iter().find(|m| m.get("error").is_some()) {
+        return Verdict::fail(
+            name,
+            format!(
+                "{declares}, but it refused the subscriptions/listen that asked for `{field}`: {}",
+                crate::exchange::preview(refusal["error"].to_string().as_bytes())
+            ),
+        );
+    }
+    let Some(ack) = heard.first() else {
+        return Verdict::fail(
+            name,
+            format!(
+                "{declares}, but its subscriptions/listen stream carried nothing within {} ms of the call's answer, not even the acknowledgment that must come first",
+                listened.waited_ms
+            ),
+        );
+    };
+    if method_of(ack) != Some(ACKNOWLEDGED) {
+        return Verdict::fail(
+            name,
+            format!(
+                "the first message on the subscriptions/listen stream is {}, not {ACKNOWLEDGED}, which must come first",
+                method_of(ack).unwrap_or("no notification")
+            ),
+        )
+        .compared(None, Some(ack.clone()));
+    }
+    if subscription_of(ack) != Some(id) {
+        return Verdict::fail(
+            name,
+            format!(
+                "the acknowledgment names subscription {}, not {id}, the id of the subscriptions/listen request",
+                subscription_of(ack).map_or("none".to_string(), Value::to_string)
+            ),
+        )
+        .compared(None, Some(ack.clone()));
+    }
+    if ack.pointer(&format!("/params/notifications/{field}")) != Some(&Value::Bool(true)) {
+        return Verdict::fail(
+            name,
+            format!(
+                "{declares}, but it acknowledged the subscriptions/listen that asked for `{field}` without it: the changes it says it tells are not told to the stream that asked"
+            ),
+        )
+        .compared(None, Some(ack.clone()));
+    }
+    let got: Vec<&Value> = heard
+        .iter()
+        .skip(1)
+        .filter(|m| method_of(m) == Some(notification))
+        .collect();
+    match got.first() {
+        None => Verdict::fail(
+            name,
+            format!(
+                "the target acknowledged `{field}` on the client's subscriptions/listen stream and its upstream's {} changed during the call, but no {notification} reached the stream within {} ms of the call's answer",
+                list.as_str(),
+                listened.waited_ms
+            ),
+        ),
+        Some(changed) if subscription_of(changed) != Some(id) => Verdict::fail(
+            name,
+            format!(
+                "{notification} reached the subscriptions/listen stream without the stream's id in its `_meta` ({SUBSCRIPTION_ID}: {id}), which every notification on it must carry"
+            ),
+        )
+        .compared(None, Some((*changed).clone())),
+        Some(_) => Verdict::pass(
+            name,
+            format!(
+                "the upstream's {} changed during the call, and {notification} reached the client's subscriptions/listen stream, acknowledged first with `{field}` and every message tagged with its id {id}",
+                list.as_str()
             ),
         ),
     }

@@ -3669,6 +3669,7 @@ fn listened(stream: Result<&str, &str>, heard: Vec<Value>, before_call: usize) -
         before_call,
         dropped: 0,
         waited_ms: 2000,
+        subscription: None,
     }
 }
 
@@ -3962,6 +3963,122 @@ fn resource_update_relayed_wants_the_update_under_the_uri_subscribed_with() {
     let verdict = undeclared.check("resource-update-relayed", json!({}));
     assert!(
         !verdict.applicable && verdict.message.contains("no `resources.subscribe`"),
+        "{}",
+        verdict.message
+    );
+}
+
+#[test]
+fn list_changed_relayed_on_the_stateless_wire_wants_an_acknowledged_tagged_listen_stream() {
+    let tag = |method: &str, id: Value, more: Value| {
+        let mut params = json!({"_meta": {"io.modelcontextprotocol/subscriptionId": id}});
+        if let (Some(params), Some(more)) = (params.as_object_mut(), more.as_object()) {
+            params.extend(more.clone());
+        }
+        json!({"jsonrpc": "2.0", "method": method, "params": params})
+    };
+    let ack = |honoured: Value| {
+        tag(
+            "notifications/subscriptions/acknowledged",
+            json!(3),
+            json!({"notifications": honoured}),
+        )
+    };
+    let changed = tag("notifications/tools/list_changed", json!(3), json!({}));
+    let fixture = |declared: bool, heard: Vec<Value>| {
+        let mut fixture = Fixture::results(json!({"content": []}), json!({"content": []}));
+        fixture.shape = Shape::V2026_07_28;
+        let discovered = json!({"jsonrpc": "2.0", "id": 1, "result": {
+            "capabilities": {"tools": {"listChanged": declared}}}});
+        fixture.follow_ups.push(super::FollowUp {
+            step: "server/discover".into(),
+            request: json!({"method": "server/discover"}),
+            view: View::of(&discovered, &relaycheck_model::route::Route::default()),
+            exchange: Exchange::Reply(Reply {
+                raw: serde_json::to_vec(&discovered).unwrap(),
+                message: discovered,
+                ..Reply::default()
+            }),
+        });
+        let mut listening = listened(Ok("the subscriptions/listen stream"), heard, 1);
+        listening.subscription = Some(json!(3));
+        fixture.listened = Some(listening);
+        fixture
+    };
+    let params = json!({"list": "tools"});
+    let told = fixture(
+        true,
+        vec![ack(json!({"toolsListChanged": true})), changed.clone()],
+    );
+    let verdict = told.check("list-changed-relayed", params.clone());
+    assert!(
+        verdict.passed && verdict.message.contains("tagged with its id 3"),
+        "{}",
+        verdict.message
+    );
+
+    let untold = fixture(true, vec![ack(json!({"toolsListChanged": true}))]);
+    let verdict = fails(&untold, "list-changed-relayed", params.clone());
+    assert!(
+        verdict
+            .message
+            .contains("no notifications/tools/list_changed reached the stream"),
+        "{}",
+        verdict.message
+    );
+
+    let untagged = fixture(
+        true,
+        vec![
+            ack(json!({"toolsListChanged": true})),
+            json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+        ],
+    );
+    let verdict = fails(&untagged, "list-changed-relayed", params.clone());
+    assert!(
+        verdict.message.contains("without the stream's id"),
+        "{}",
+        verdict.message
+    );
+
+    let unhonoured = fixture(true, vec![ack(json!({})), changed.clone()]);
+    let verdict = fails(&unhonoured, "list-changed-relayed", params.clone());
+    assert!(
+        verdict.message.contains("without it"),
+        "{}",
+        verdict.message
+    );
+
+    let unacknowledged = fixture(true, vec![changed.clone()]);
+    let verdict = fails(&unacknowledged, "list-changed-relayed", params.clone());
+    assert!(
+        verdict
+            .message
+            .contains("not notifications/subscriptions/acknowledged"),
+        "{}",
+        verdict.message
+    );
+
+    let refused = fixture(
+        true,
+        vec![
+            json!({"jsonrpc": "2.0", "id": 3, "error": {"code": -32601, "message": "Method not found"}}),
+        ],
+    );
+    let verdict = fails(&refused, "list-changed-relayed", params.clone());
+    assert!(
+        verdict.message.contains("refused the subscriptions/listen"),
+        "{}",
+        verdict.message
+    );
+
+    let undeclared = fixture(false, vec![]);
+    let verdict = undeclared.check("list-changed-relayed", params);
+    assert!(
+        !verdict.applicable
+            && verdict
+                .message
+                .contains("server/discover declares no `tools.listChanged`"),
         "{}",
         verdict.message
     );

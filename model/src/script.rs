@@ -329,6 +329,16 @@ impl ListKind {
         }
     }
 
+    /// The field of a `subscriptions/listen` filter that asks for the list's changes (MCP
+    /// 2026-07-28 basic/patterns/subscriptions#notification-filter).
+    pub fn filter_field(self) -> &'static str {
+        match self {
+            ListKind::Tools => "toolsListChanged",
+            ListKind::Prompts => "promptsListChanged",
+            ListKind::Resources => "resourcesListChanged",
+        }
+    }
+
     /// The list a `notifications/<list>/list_changed` method says changed.
     pub fn of_notification(method: &str) -> Option<ListKind> {
         ListKind::ALL

@@ -117,9 +117,27 @@ pub async fn await_notification(
     if on_call {
         return Duration::ZERO;
     }
+    match listening {
+        Some(listening) => await_heard(method, listening, before, patience).await,
+        None => {
+            tokio::time::sleep(patience).await;
+            started.elapsed()
+        }
+    }
+}
+
+/// Waits, up to `patience`, until a message `method` has been heard since `before` messages
+/// were. Returns how long it waited.
+pub async fn await_heard(
+    method: &str,
+    listening: &Listening,
+    before: usize,
+    patience: Duration,
+) -> Duration {
+    let started = Instant::now();
+    let is_it = |n: &Value| n.get("method").and_then(Value::as_str) == Some(method);
     while started.elapsed() < patience {
-        let heard = listening.is_some_and(|l| l.heard.snapshot().0.iter().skip(before).any(is_it));
-        if heard {
+        if listening.heard.snapshot().0.iter().skip(before).any(is_it) {
             break;
         }
         tokio::time::sleep(POLL).await;
@@ -136,6 +154,7 @@ pub fn listened(listening: &Listening, before_call: usize, waited: Duration) -> 
         heard,
         dropped,
         waited_ms: waited.as_millis() as u64,
+        subscription: None,
     }
 }
 

@@ -962,15 +962,45 @@ pub async fn run_one(
         }
         _ => None,
     };
-    let listening = if list_change.is_some() || update.is_some() {
-        Some(target.session.listen(timeout).await)
-    } else {
-        None
+    // On the stateless wire a client hears of a list's change on a subscriptions/listen stream
+    // it opens, once server/discover said the list's changes are told; it waits for the
+    // stream's acknowledgment before it goes on.
+    let mut before_call = Vec::new();
+    let mut subscription = None;
+    let listening = match (list_change, update) {
+        (Some(list), _) if target.session.shape().is_stateless() => {
+            before_call.push(
+                crate::drive::step(
+                    &target.session,
+                    checks::DISCOVER_STEP,
+                    "server/discover",
+                    serde_json::json!({}),
+                    &crate::profile::Route::default(),
+                    timeout,
+                )
+                .await,
+            );
+            let (request, listening) = target
+                .session
+                .listen_for(serde_json::json!({list.filter_field(): true}), timeout)
+                .await;
+            subscription = request.get("id").cloned();
+            crate::notices::await_heard(
+                checks::ACKNOWLEDGED,
+                &listening,
+                0,
+                crate::notices::NOTIFY_PATIENCE.min(timeout),
+            )
+            .await;
+            Some(listening)
+        }
+        (Some(_), _) | (_, Some(_)) => Some(target.session.listen(timeout).await),
+        (None, None) => None,
     };
-    let mut before_call = match update {
-        Some(update) => crate::notices::subscribe(&target.session, update, shape, timeout).await,
-        None => Vec::new(),
-    };
+    if let Some(update) = update {
+        before_call
+            .extend(crate::notices::subscribe(&target.session, update, shape, timeout).await);
+    }
     // A client lists before the change as it does at start, so a target that keeps what it
     // listed has something to keep.
     if let Some(list) = list_change
@@ -1096,11 +1126,14 @@ pub async fn run_one(
     let patience = crate::notices::NOTIFY_PATIENCE.min(timeout);
     let mut waited = Duration::ZERO;
     if let Some(list) = list_change {
+        // A handshake target that declares the list's changes told, or a listen stream (the
+        // 2026-07-28 wire), says when to list again.
         let declared = target
             .session
             .initialized()
             .and_then(|r| r.pointer(&format!("/capabilities/{}/listChanged", list.as_str())))
-            == Some(&Value::Bool(true));
+            == Some(&Value::Bool(true))
+            || subscription.is_some();
         waited = if declared {
             crate::notices::await_notification(
                 list.notification(),
@@ -1130,9 +1163,11 @@ pub async fn run_one(
         )
         .await;
     }
-    let listened = listening
-        .as_ref()
-        .map(|l| crate::notices::listened(l, heard_before, waited));
+    let listened = listening.as_ref().map(|l| {
+        let mut listened = crate::notices::listened(l, heard_before, waited);
+        listened.subscription = subscription.clone();
+        listened
+    });
     drop(listening);
     drive.follow_ups.splice(0..0, before_call);
     let upstream_subscribed = update.is_some().then(|| log.subscriptions());

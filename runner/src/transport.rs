@@ -100,6 +100,16 @@ pub trait Transport: Send + Sync {
     /// requests: on a stream each way, the messages that name no pending call; over streamable
     /// HTTP, a GET stream of the session's, opened within `timeout`.
     fn listen<'a>(&'a self, framing: Framing<'a>, timeout: Duration) -> Pending<'a, Listening>;
+
+    /// Sends `message`, a `subscriptions/listen` request (the 2026-07-28 wire), and listens to
+    /// what its stream carries: the messages tagged with its id on a stream each way, the
+    /// event stream of its answer over streamable HTTP.
+    fn listen_request<'a>(
+        &'a self,
+        message: &'a Value,
+        framing: Framing<'a>,
+        timeout: Duration,
+    ) -> Pending<'a, Listening>;
 }
 
 /// Connects the transport a profile's `[north]` names, once the target is started: `stdio`
@@ -170,6 +180,15 @@ impl Transport for Stdio {
 
     fn listen<'a>(&'a self, _: Framing<'a>, _: Duration) -> Pending<'a, Listening> {
         Box::pin(async { self.0.listen("the target's stdout") })
+    }
+
+    fn listen_request<'a>(
+        &'a self,
+        message: &'a Value,
+        _: Framing<'a>,
+        _: Duration,
+    ) -> Pending<'a, Listening> {
+        Box::pin(self.0.listen_request(message))
     }
 }
 
@@ -245,6 +264,15 @@ impl Transport for Sse {
 
     fn listen<'a>(&'a self, _: Framing<'a>, _: Duration) -> Pending<'a, Listening> {
         Box::pin(async { self.client.listen("the session's event stream") })
+    }
+
+    fn listen_request<'a>(
+        &'a self,
+        message: &'a Value,
+        _: Framing<'a>,
+        _: Duration,
+    ) -> Pending<'a, Listening> {
+        Box::pin(self.client.listen_request(message))
     }
 }
 
@@ -400,6 +428,18 @@ impl Transport for Http {
             let probe = serde_json::json!({"jsonrpc": "2.0", "method": "GET"});
             let headers = self.headers_of(&probe, framing);
             self.client.listen(&headers, timeout).await
+        })
+    }
+
+    fn listen_request<'a>(
+        &'a self,
+        message: &'a Value,
+        framing: Framing<'a>,
+        timeout: Duration,
+    ) -> Pending<'a, Listening> {
+        Box::pin(async move {
+            let headers = self.headers_of(message, framing);
+            self.client.listen_request(message, &headers, timeout).await
         })
     }
 }

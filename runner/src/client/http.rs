@@ -147,6 +147,61 @@ impl HttpClient {
         super::Listening::reading("the GET stream", heard, reader)
     }
 
+    /// Posts `message`, a `subscriptions/listen` request, with `headers`, waiting up to
+    /// `timeout` for the head of its answer: an event stream is read, each message on it heard,
+    /// until the listener is dropped; any other answer is why there is no stream.
+    pub async fn listen_request(
+        &self,
+        message: &Value,
+        headers: &[(String, String)],
+        timeout: Duration,
+    ) -> super::Listening {
+        let Ok(body) = serde_json::to_vec(message) else {
+            return super::Listening::none("cannot encode subscriptions/listen".into());
+        };
+        let mut request = self
+            .http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body);
+        for (name, value) in headers {
+            request = request.header(name.as_str(), value.as_str());
+        }
+        let response = match tokio::time::timeout(timeout, request.send()).await {
+            Ok(Ok(response)) => response,
+            Ok(Err(err)) => {
+                return super::Listening::none(format!("its subscriptions/listen failed: {err}"));
+            }
+            Err(_) => {
+                return super::Listening::none(format!(
+                    "its subscriptions/listen got no answer within {} ms",
+                    timeout.as_millis()
+                ));
+            }
+        };
+        let status = response.status().as_u16();
+        let is_sse = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.starts_with("text/event-stream"));
+        if !is_sse {
+            let body = tokio::time::timeout(timeout, response.bytes())
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or_default();
+            return super::Listening::none(format!(
+                "it answered subscriptions/listen with HTTP {status}: {}",
+                relaycheck_checks::exchange::preview(&body)
+            ));
+        }
+        let heard = super::Heard::default();
+        let reader = tokio::spawn(read_stream(response, heard.clone()));
+        super::Listening::reading("the subscriptions/listen stream", heard, reader)
+    }
+
     /// The endpoint every message is posted to.
     pub fn url(&self) -> &str {
         &self.url
@@ -305,8 +360,9 @@ async fn read_stream(mut response: reqwest::Response, heard: super::Heard) {
             return;
         };
         for event in events {
+            // A message that names a method, or an answer (a refusal, on a listen stream).
             if let Ok(message) = serde_json::from_slice::<Value>(&event.data)
-                && message.get("method").is_some()
+                && (message.get("method").is_some() || message.get("id").is_some())
             {
                 heard.push(message);
             }
