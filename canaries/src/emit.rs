@@ -212,6 +212,20 @@ impl Sink {
         }
     }
 
+    /// Returns once the client has gone away (its HTTP response dropped) or the canary shuts
+    /// down; never on stdio or the legacy event stream, where a stream ends otherwise.
+    pub async fn gone(&mut self) {
+        match self {
+            Sink::Channel { tx, shutdown, .. } => {
+                tokio::select! {
+                    _ = tx.closed() => {}
+                    _ = shutdown.wait_for(|down| *down) => {}
+                }
+            }
+            _ => std::future::pending::<()>().await,
+        }
+    }
+
     /// Sends nothing, for as long as it matters: stdio returns at once (the request simply
     /// never gets an answer), HTTP holds the response open until the client gives up or the
     /// canary shuts down.
@@ -291,6 +305,20 @@ pub async fn act_out(
                     .and_then(Result::ok);
                 reply = (ask.then)(answer);
             }
+            Reply::Listen(mut messages) => loop {
+                let message = tokio::select! {
+                    message = messages.recv() => message,
+                    () = sink.gone() => None,
+                };
+                let Some(message) = message else {
+                    return Ok(());
+                };
+                let mut notice_ctx = ctx.clone();
+                notice_ctx.method = message["method"].as_str().map(str::to_string);
+                let bytes = Bytes::from(message.to_string());
+                log.outgoing(transport, &notice_ctx, Sent::of(&bytes, None));
+                sink.message(std::iter::once(bytes.clone())).await?;
+            },
             Reply::Fault(FaultReply::Hang) => {
                 log.outgoing(transport, ctx, Sent::of(b"", Some("hang")));
                 sink.hang().await;

@@ -172,7 +172,7 @@ fn build(status: StatusCode, content_type: &str, session: Option<&str>, body: Bo
 /// The content type a reply is sent under: progress needs an event stream whatever the mode.
 fn content_type(reply: &Reply, sse: bool) -> &'static str {
     match reply {
-        Reply::Progress { .. } | Reply::Ask(_) => SSE,
+        Reply::Progress { .. } | Reply::Ask(_) | Reply::Listen(_) => SSE,
         Reply::Fault(FaultReply::WrongContentType(_)) => "text/plain",
         Reply::Fault(FaultReply::Slow { then, .. }) => content_type(then, sse),
         _ if sse => SSE,

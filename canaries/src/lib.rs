@@ -6,6 +6,7 @@
 //! transports, and lets faults be acted out at the byte level without the protocol knowing how.
 
 pub mod caching;
+pub mod changes;
 pub mod cli;
 pub mod digest;
 pub mod emit;

@@ -10,7 +10,8 @@ use bytes::Bytes;
 use relaycheck_model::NONCE_ARG;
 use relaycheck_model::render::{Selector, render_result};
 use relaycheck_model::script::{
-    CLIENT_ANSWER_META, CanaryScript, LogLevel, Respond, RpcError, ToolScript, default_input_schema,
+    CLIENT_ANSWER_META, CanaryScript, ListKind, LogLevel, Respond, RpcError, ToolScript,
+    default_input_schema,
 };
 use relaycheck_model::shape::Shape;
 use relaycheck_model::variants;
@@ -69,6 +70,9 @@ pub enum Reply {
     /// A request to the client (sampling, elicitation) on the same stream, then the reply
     /// made from the client's answer (`None` when none came in time).
     Ask(Ask),
+    /// A `subscriptions/listen` stream: each message as it comes, for as long as the stream is
+    /// open (until the client goes away or cancels it); it never gets a response.
+    Listen(tokio::sync::mpsc::UnboundedReceiver<Value>),
 }
 
 /// A request the canary sends its client before it answers (the official suite's sampling and
@@ -132,10 +136,12 @@ pub struct Handled {
     pub bad_request: bool,
 }
 
-/// Per-connection (stdio) or per-session (HTTP) state: the version `initialize` settled on.
+/// Per-connection (stdio) or per-session (HTTP) state: the version `initialize` settled on,
+/// and the resources the client subscribed to.
 #[derive(Debug, Default)]
 pub struct Session {
     negotiated: Mutex<Option<Shape>>,
+    subscriptions: crate::changes::Subscriptions,
 }
 
 impl Session {
@@ -164,6 +170,10 @@ pub struct Canary {
     /// Requests sent to clients, waiting for their answers, by JSON-RPC id.
     asks: Mutex<std::collections::HashMap<String, tokio::sync::oneshot::Sender<Value>>>,
     next_ask: std::sync::atomic::AtomicU64,
+    /// The items calls added to its lists.
+    added: crate::changes::Added,
+    /// The open `subscriptions/listen` streams.
+    pub listeners: crate::changes::Listeners,
 }
 
 /// A capability the canary can be told not to offer.
@@ -202,6 +212,9 @@ struct Call<'a> {
     asked_task: bool,
     /// The request's params, for what a retry brings back (`inputResponses`, `requestState`).
     params: Option<&'a Value>,
+    /// The session the call came on, for what it subscribed to; `None` for a task's outcome
+    /// acted out on `tasks/result`.
+    session: Option<&'a Session>,
 }
 
 pub fn response(id: &Value, result: Value) -> Value {
@@ -238,7 +251,72 @@ impl Canary {
             withheld: Vec::new(),
             asks: Mutex::default(),
             next_ask: std::sync::atomic::AtomicU64::new(1),
+            added: crate::changes::Added::default(),
+            listeners: crate::changes::Listeners::default(),
         }
+    }
+
+    /// Whether the canary tells of `list`'s changes: a tool of its script changes it, or the
+    /// official suite's hook does (with `--fixtures official`).
+    fn tells(&self, list: ListKind) -> bool {
+        self.changes(list)
+            || (self.fixtures.is_some() && crate::changes::TRIGGERS.iter().any(|(_, l)| *l == list))
+    }
+
+    /// Changes `list`, on behalf of the call `key` names: the item it adds is listed from now
+    /// on, every listen stream that asked is told, and so is the call's own stream on a
+    /// handshake session (the notifications to send there before the answer).
+    fn change_list(&self, list: ListKind, key: &str, shape: Shape) -> Vec<Value> {
+        self.added.add(list, key);
+        self.listeners.list_changed(list);
+        if shape.is_stateless() {
+            Vec::new()
+        } else {
+            vec![crate::changes::list_changed(list)]
+        }
+    }
+
+    /// Whether a tool of the script changes `list` when it is called: the canary then declares
+    /// `listChanged` for it, and keeps its word.
+    fn changes(&self, list: ListKind) -> bool {
+        self.script
+            .tools
+            .iter()
+            .any(|tool| matches!(&tool.respond, Respond::ListChange(change) if change.list == list))
+    }
+
+    /// Whether a tool of the script updates a resource: the canary then declares
+    /// `resources.subscribe`.
+    fn updates(&self) -> bool {
+        self.script
+            .tools
+            .iter()
+            .any(|tool| matches!(tool.respond, Respond::ResourceUpdate(_)))
+    }
+
+    /// Declares what the script's tools change: `listChanged` for each list one of them changes,
+    /// `resources.subscribe` when one updates a resource.
+    fn declare_changes(&self, capabilities: &mut Value) {
+        for list in ListKind::ALL {
+            if self.tells(list)
+                && capabilities
+                    .get(list.as_str())
+                    .is_some_and(Value::is_object)
+            {
+                capabilities[list.as_str()]["listChanged"] = json!(true);
+            }
+        }
+        if self.updates() && capabilities.get("resources").is_some_and(Value::is_object) {
+            capabilities["resources"]["subscribe"] = json!(true);
+        }
+    }
+
+    /// Whether the canary serves a resource at `uri` (its own, one a call added, a cache
+    /// resource): one a client may subscribe to.
+    fn serves_resource(&self, uri: &str) -> bool {
+        resources::read(uri).is_some()
+            || self.added.read(uri).is_some()
+            || crate::caching::read(uri, Shape::V2025_11_25).is_some()
     }
 
     /// A request to the client whose answer `then` turns into the reply.
@@ -411,6 +489,12 @@ impl Canary {
             if !fields.contains_key("method") {
                 self.deliver(msg);
             }
+            // A client ends a listen stream on stdio by cancelling its request.
+            if fields.get("method").and_then(Value::as_str) == Some("notifications/cancelled")
+                && let Some(request) = params.and_then(|p| p.get("requestId"))
+            {
+                self.listeners.close(request);
+            }
             return handled;
         };
         // Ping is the one request the lifecycle allows before the handshake.
@@ -498,23 +582,41 @@ impl Canary {
                 if self.fixtures.is_some() {
                     fixtures::add_capabilities(&mut result["capabilities"]);
                 }
+                self.declare_changes(&mut result["capabilities"]);
                 self.withhold_capabilities(&mut result["capabilities"]);
                 Ok(Reply::Json(response(id, result)))
             }
             "ping" => plain(json!({})),
             "server/discover" => plain(self.discover()),
+            // The 2026-07-28 form of subscriptions: one stream, acknowledged first, that carries
+            // the changes the client asked for (MCP 2026-07-28 basic/patterns/subscriptions).
+            "subscriptions/listen" if shape.is_stateless() => {
+                Ok(Reply::Listen(self.listeners.open(
+                    id,
+                    params.and_then(|p| p.get("notifications")),
+                    |list| self.tells(list),
+                    |uri| {
+                        self.serves_resource(uri)
+                            || (self.fixtures.is_some() && fixtures::subscribable(uri))
+                    },
+                )))
+            }
             "tools/list" => plain(self.tool_page(params, shape)?),
-            "tools/call" => self.call(id, params, shape),
+            "tools/call" => self.call(id, params, shape, session),
             "resources/list" => {
                 let mut listed = listings::resources(shape);
                 if self.fixtures.is_some() {
                     listed.extend(fixtures::resources());
                 }
+                listed.extend(self.added.resources());
                 plain(json!({ "resources": listed }))
             }
             "resources/read" => {
                 let uri = param_str(params, "uri")?;
                 if let Some(read) = crate::caching::read(uri, shape) {
+                    return plain(read);
+                }
+                if let Some(read) = self.added.read(uri) {
                     return plain(read);
                 }
                 let contents = resources::read(uri)
@@ -524,7 +626,25 @@ impl Canary {
             "resources/templates/list" => {
                 plain(json!({ "resourceTemplates": listings::templates(shape) }))
             }
-            "prompts/list" => plain(json!({ "prompts": listings::prompts(shape) })),
+            "prompts/list" => {
+                let mut listed = listings::prompts(shape);
+                listed.extend(self.added.prompts());
+                plain(json!({ "prompts": listed }))
+            }
+            // A session's subscriptions: the resources a call's update is sent to it for
+            // (MCP 2025-06-18 server/resources#subscriptions); the stateless wire has none.
+            "resources/subscribe" | "resources/unsubscribe" if !shape.is_stateless() => {
+                let uri = param_str(params, "uri")?;
+                if !self.serves_resource(uri) {
+                    return Err(rpc_error(-32602, format!("Resource not found: {uri}")));
+                }
+                if method == "resources/subscribe" {
+                    session.subscriptions.subscribe(uri);
+                } else {
+                    session.subscriptions.unsubscribe(uri);
+                }
+                plain(json!({}))
+            }
             "completion/complete" => {
                 plain(listings::complete(params).map_err(|message| rpc_error(-32602, message))?)
             }
@@ -538,6 +658,9 @@ impl Canary {
                     .and_then(|p| p.get("arguments"))
                     .cloned()
                     .unwrap_or_else(|| json!({}));
+                if let Some(result) = self.added.get_prompt(name) {
+                    return plain(result);
+                }
                 match listings::get_prompt(name, &arguments) {
                     Some(Ok(result)) => plain(result),
                     Some(Err(message)) => Err(rpc_error(-32602, message)),
@@ -587,6 +710,17 @@ impl Canary {
                 let name = param_str(params, "name").ok()?;
                 if self.script.tool(name).is_some() {
                     return None;
+                }
+                if let Some(list) = crate::changes::trigger(name) {
+                    let notifications = self.change_list(list, &format!("{id}"), shape);
+                    let result = json!({"content": [{"type": "text", "text": format!("the {} changed", list.as_str())}]});
+                    return Some(Ok(Reply::Progress {
+                        notifications,
+                        then: Box::new(Reply::Json(response(
+                            id,
+                            render_result(&result, shape, None),
+                        ))),
+                    }));
                 }
                 if let Some(answer) = fixtures_mrtr::call(name, params, shape) {
                     return Some(answer.map(|result| Reply::Json(response(id, result))));
@@ -640,10 +774,16 @@ impl Canary {
             }
             "resources/subscribe" | "resources/unsubscribe" => match param_str(params, "uri") {
                 Ok(uri) if fixtures::subscribable(uri) => plain(json!({})),
+                // The canary's own resources are subscribed to as without fixtures.
+                Ok(uri) if self.serves_resource(uri) => return None,
                 Ok(uri) => Err(rpc_error(-32602, format!("Resource not found: {uri}"))),
                 Err(err) => Err(err),
             },
-            "prompts/list" => plain(json!({ "prompts": fixtures::prompts(shape) })),
+            "prompts/list" => {
+                let mut listed = fixtures::prompts(shape);
+                listed.extend(self.added.prompts());
+                plain(json!({ "prompts": listed }))
+            }
             "prompts/get" => {
                 let name = param_str(params, "name");
                 if let Some(answer) = name
@@ -678,7 +818,16 @@ impl Canary {
             versions.push(only.protocol_version());
             discovered["supportedVersions"] = json!(versions);
         }
-        self.withhold_capabilities(&mut discovered["capabilities"]);
+        let capabilities = &mut discovered["capabilities"];
+        for list in ListKind::ALL {
+            if self.tells(list) {
+                capabilities[list.as_str()]["listChanged"] = json!(true);
+            }
+        }
+        if self.updates() || self.fixtures.is_some() {
+            capabilities["resources"]["subscribe"] = json!(true);
+        }
+        self.withhold_capabilities(capabilities);
         discovered
     }
 
@@ -739,11 +888,19 @@ impl Canary {
                     .as_str()
                     .is_some_and(|n| self.script.tool(n).is_none())
             }));
+            tools.extend(crate::changes::trigger_definitions());
         }
+        tools.extend(self.added.tools());
         tools
     }
 
-    fn call(&self, id: &Value, params: Option<&Value>, shape: Shape) -> Result<Reply, RpcError> {
+    fn call(
+        &self,
+        id: &Value,
+        params: Option<&Value>,
+        shape: Shape,
+        session: &Session,
+    ) -> Result<Reply, RpcError> {
         let name = param_str(params, "name")?;
         let args = params
             .and_then(|p| p.get("arguments"))
@@ -751,6 +908,8 @@ impl Canary {
             .unwrap_or_else(|| json!({}));
         let (respond, variants) = match self.script.tool(name) {
             Some(tool) => (tool.respond.clone(), variants::declared(tool)),
+            // A tool a call added answers with its arguments.
+            None if self.added.is_tool(name) => (Respond::Echo, named::variants("echo")),
             None => (
                 named::respond(name, &args)
                     .ok_or_else(|| rpc_error(-32602, format!("Unknown tool: {name}")))??,
@@ -783,6 +942,7 @@ impl Canary {
             tool: name.to_string(),
             asked_task: asks_for_task(params, shape),
             params,
+            session: Some(session),
         };
         Ok(self.respond(&respond, &call))
     }
@@ -903,6 +1063,34 @@ impl Canary {
                     ))
                 })
             }
+            Respond::ListChange(change) => {
+                // The list changes whatever the shape; the stateless wire has no notification
+                // outside the request it relates to, and this one relates to the list.
+                let key = call.nonce.clone().unwrap_or_else(|| format!("{id}"));
+                let notifications = self.change_list(change.list, &key, call.shape);
+                Reply::Progress {
+                    notifications,
+                    then: Box::new(self.respond(&change.then, call)),
+                }
+            }
+            Respond::ResourceUpdate(update) => {
+                // Listen streams that asked for the resource are told it changed; on a
+                // handshake session, the call's stream too, where its session subscribed.
+                self.listeners.updated(&update.uri);
+                let subscribed = !call.shape.is_stateless()
+                    && call
+                        .session
+                        .is_some_and(|s| s.subscriptions.contains(&update.uri));
+                let notifications = if subscribed {
+                    vec![crate::changes::updated(&update.uri)]
+                } else {
+                    Vec::new()
+                };
+                Reply::Progress {
+                    notifications,
+                    then: Box::new(self.respond(&update.then, call)),
+                }
+            }
             Respond::InputRequired(script) => {
                 let asked = crate::input_required::Asked {
                     tool: &call.tool,
@@ -962,6 +1150,7 @@ impl Canary {
                     tool: task.origin.tool.clone().unwrap_or_default(),
                     asked_task: false,
                     params: None,
+                    session: None,
                 };
                 self.respond(&respond, &call)
             }
@@ -1284,6 +1473,89 @@ mod tests {
         assert_eq!(refused["error"]["code"], -32602, "{refused}");
         init(&c, &s, "2025-11-25");
         assert_eq!(levels(json!({})).unwrap().len(), 3);
+    }
+
+    /// The notifications a call's reply sends before its answer.
+    fn sent_first(handled: Handled) -> Vec<Value> {
+        match handled.reply {
+            Reply::Progress { notifications, .. } => notifications,
+            other => panic!("not notifications then an answer: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_list_change_adds_its_item_and_says_so_on_the_call_stream() {
+        let c = canary(
+            json!({"tools": [{"name": "grow", "respond": {"list-change": {"list": "tools", "then": "echo"}}}]}),
+            None,
+        );
+        let s = Session::default();
+        let caps = &init(&c, &s, "2025-11-25")["result"]["capabilities"];
+        assert_eq!(caps["tools"]["listChanged"], true, "{caps}");
+        assert!(caps["prompts"].get("listChanged").is_none(), "{caps}");
+        let list = |s: &Session| -> Vec<String> {
+            json_of(c.handle(
+                &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+                s,
+            ))["result"]["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["name"].as_str().unwrap().to_string())
+                .collect()
+        };
+        assert!(!list(&s).contains(&"added_rc_9_1".to_string()));
+        let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "grow", "arguments": {"nonce": "rc-9-1"}}});
+        let sent = sent_first(c.handle(&call, &s));
+        assert_eq!(
+            sent,
+            vec![json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})]
+        );
+        assert!(list(&s).contains(&"added_rc_9_1".to_string()));
+        // The added tool answers, with its arguments.
+        let added = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "added_rc_9_1", "arguments": {"x": 1}}});
+        assert_eq!(
+            json_of(c.handle(&added, &s))["result"]["structuredContent"]["x"],
+            1
+        );
+        // On the stateless wire the list changes, and no notification goes with the answer.
+        let stateless = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+            "name": "grow", "arguments": {"nonce": "rc-9-2"},
+            "_meta": {META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}}}});
+        assert!(sent_first(c.handle(&stateless, &Session::default())).is_empty());
+        assert!(list(&s).contains(&"added_rc_9_2".to_string()));
+    }
+
+    #[test]
+    fn a_resource_update_reaches_only_a_session_that_subscribed() {
+        let c = canary(
+            json!({"tools": [{"name": "touch", "respond": {"resource-update": {"uri": "canary://links/report.txt", "then": "echo"}}}]}),
+            None,
+        );
+        let (subscribed, other) = (Session::default(), Session::default());
+        let caps = &init(&c, &subscribed, "2025-06-18")["result"]["capabilities"];
+        assert_eq!(caps["resources"]["subscribe"], true, "{caps}");
+        init(&c, &other, "2025-06-18");
+        let subscribe = |uri: &str| json!({"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": uri}});
+        assert_eq!(
+            json_of(c.handle(&subscribe("canary://links/report.txt"), &subscribed))["result"],
+            json!({})
+        );
+        assert_eq!(
+            json_of(c.handle(&subscribe("canary://links/none"), &subscribed))["error"]["code"],
+            -32602
+        );
+        let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "touch", "arguments": {"nonce": "n"}}});
+        assert_eq!(
+            sent_first(c.handle(&call, &subscribed)),
+            vec![
+                json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "canary://links/report.txt"}})
+            ]
+        );
+        assert!(sent_first(c.handle(&call, &other)).is_empty());
+        let unsubscribe = json!({"jsonrpc": "2.0", "id": 3, "method": "resources/unsubscribe", "params": {"uri": "canary://links/report.txt"}});
+        json_of(c.handle(&unsubscribe, &subscribed));
+        assert!(sent_first(c.handle(&call, &subscribed)).is_empty());
     }
 
     #[test]

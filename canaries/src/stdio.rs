@@ -45,6 +45,8 @@ pub async fn run(canary: Arc<Canary>, log: Arc<ObsLog>) -> Result<(), CanaryErro
         });
         while answers.try_join_next().is_some() {}
     }
+    // The connection is over: its listen streams end with it.
+    canary.listeners.close_all();
     while answers.join_next().await.is_some() {}
     Ok(())
 }

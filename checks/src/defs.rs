@@ -4,8 +4,8 @@
 use serde_json::{Map, Value};
 
 use super::{
-    Evidence, Verdict, cache, envelope, eval, follow, listing, methods, outputs, reach, relay,
-    round_trip, stateless, task_follow,
+    Evidence, Verdict, cache, envelope, eval, follow, listing, methods, notify, outputs, reach,
+    relay, round_trip, stateless, task_follow,
 };
 
 /// The kind of value a parameter takes.
@@ -148,6 +148,20 @@ pub enum Gathers {
     /// A read of its `uri` (the call's nonce appended), then the same read once the `ttlMs` its
     /// answer gave has passed.
     CacheReadAfterTtl,
+    /// The target's whole listing of its `list` before the call, as a client that listed at
+    /// start has it; listening from just before the call for what the target sends outside its
+    /// answers (on streamable HTTP, a GET stream; on the 2026-07-28 wire, after
+    /// `server/discover`, a `subscriptions/listen` stream asking for the list, acknowledged
+    /// before the call); after the call, the `notifications/<list>/list_changed`
+    /// of its `list` awaited (a few seconds at most) where the target declares `listChanged`
+    /// for it, a moment otherwise; then the target's whole listing of `list`, every page.
+    ListChange,
+    /// Before the call, the target's `resources/list` and a `resources/subscribe` of the
+    /// resource the case's tool updates, under the URI the target lists it by (the upstream's
+    /// own where it lists none for it), listening from then on; after the call, the
+    /// `notifications/resources/updated` awaited (a few seconds at most); and the URIs the
+    /// upstream was asked to subscribe to.
+    Subscription,
 }
 
 impl Gathers {
@@ -156,7 +170,11 @@ impl Gathers {
     pub fn needs_own_target(self) -> bool {
         matches!(
             self,
-            Gathers::UpstreamSessions | Gathers::SecondCall | Gathers::Cancellation
+            Gathers::UpstreamSessions
+                | Gathers::SecondCall
+                | Gathers::Cancellation
+                | Gathers::ListChange
+                | Gathers::Subscription
         )
     }
 }
@@ -794,6 +812,41 @@ pub const CHECKS: &[CheckDef] = &[
         fields: Fields::Named(&["outputs"]),
         gathers: &[],
         run: outputs::outputs_as_requested,
+    },
+    CheckDef {
+        name: "list-changed-relayed",
+        asserts: "where the target's `initialize` declares `listChanged` for `list` (tools, prompts or resources), the notifications/<list>/list_changed its upstream sent while it worked on the call reached the client: on the call's own stream, on the stream of a request after it, or outside any request's answer (on streamable HTTP, the GET stream the runner opened), within a few seconds of the call's answer; on the 2026-07-28 wire, where `server/discover` declares it, the client's subscriptions/listen stream asking for the list is acknowledged first (honouring it) and carries the notification, every message tagged with the stream's request id; not applicable where the target does not declare it",
+        params: &[(
+            "list",
+            ParamKind::Word(&["tools", "prompts", "resources"]),
+            true,
+        )],
+        reads: Reads::Evidence,
+        fields: Fields::None,
+        gathers: &[Gathers::ListChange],
+        run: notify::list_changed_relayed,
+    },
+    CheckDef {
+        name: "list-change-listed",
+        asserts: "after the upstream's `list` (tools, prompts or resources) changed while it worked on the call (the upstream sent notifications/<list>/list_changed and lists an item named after the call's nonce since), the target's listing of it (listed once before the call too, as a client does at start), asked again once its own notification came (or a moment after the call where it sends none), holds that item: under the route's name for a tool, under its own or a prefixed name for a prompt or resource, or by the nonce in its description; not applicable for a prompt or resource listing the target does not serve",
+        params: &[(
+            "list",
+            ParamKind::Word(&["tools", "prompts", "resources"]),
+            true,
+        )],
+        reads: Reads::Evidence,
+        fields: Fields::None,
+        gathers: &[Gathers::ListChange],
+        run: notify::list_change_listed,
+    },
+    CheckDef {
+        name: "resource-update-relayed",
+        asserts: "the client, which subscribed through the target to the resource the case's tool updates (under the URI the target lists it by), got the notifications/resources/updated its upstream sent while it worked on the call, naming the URI it subscribed with, within a few seconds of the call's answer; not applicable where the target declares no `resources.subscribe` or refuses the subscription",
+        params: &[],
+        reads: Reads::Evidence,
+        fields: Fields::None,
+        gathers: &[Gathers::Subscription],
+        run: notify::resource_update_relayed,
     },
     CheckDef {
         name: "input-requests-relayed",

@@ -173,6 +173,8 @@ impl Answer {
             Respond::Rows(rows) => Answer::Result(rows.result()),
             Respond::Progress(progress) => Answer::of_respond(&progress.then),
             Respond::Log(log) => Answer::of_respond(&log.then),
+            Respond::ListChange(change) => Answer::of_respond(&change.then),
+            Respond::ResourceUpdate(update) => Answer::of_respond(&update.then),
             Respond::AskClient(_) => Answer::Result(json!({"content": [], "_meta": {}})),
             Respond::InputRequired(_) => Answer::InputRequired,
             Respond::Fault(_) => Answer::Fault,

@@ -16,6 +16,7 @@ pub mod impact;
 pub mod lines;
 mod listing;
 mod methods;
+mod notify;
 mod outputs;
 mod reach;
 mod relay;
@@ -40,6 +41,7 @@ pub use cache::{READ_AFTER_TTL, READ_AS_OTHER, READ_STEP, step_of as cache_step_
 pub use defs::{CHECKS, CheckDef, CheckFn, Fields, Gathers, ParamKind, Reads};
 pub use equal::{Equivalence, form_changes, rules, same, same_number, same_opt};
 pub use follow::collect_links;
+pub use notify::{ACKNOWLEDGED, BEFORE_CHANGE, SUBSCRIBE_LISTING_STEP, SUBSCRIBE_STEP, UPDATED};
 pub use relay::{
     CapabilityProbe, Handshake, OtherCall, PROBED_CAPABILITIES, probe_params, probe_refusal,
     upstream_progress,
@@ -133,6 +135,39 @@ pub struct Evidence<'a> {
     /// How the profile declares the target's results name their server (`[claims]
     /// server_info`), when it declares it.
     pub server_info: Option<relaycheck_model::claims::ServerInfo>,
+    /// What reached the client outside the answers of its requests while the case listened,
+    /// when it listens.
+    pub listened: Option<&'a Listened>,
+    /// The URIs the upstream was asked to subscribe to (`resources/subscribe`) over the run so
+    /// far, when the case subscribes.
+    pub upstream_subscribed: Option<&'a [String]>,
+}
+
+/// The notifications that reached a client outside the answers of its requests while it
+/// listened: on stdio and the legacy HTTP+SSE transport those that name no request, on
+/// streamable HTTP those on the GET stream the client opened.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listened {
+    /// The stream such notifications come on ("the target's stdout", "the GET stream"), or why
+    /// the target gave the client none (its answer to the GET).
+    pub stream: Result<String, String>,
+    /// The notifications, in the order they came (the first [`Listened::KEPT`]).
+    pub heard: Vec<Value>,
+    /// How many of `heard` came before the call was sent.
+    pub before_call: usize,
+    /// How many more came past those kept, and were dropped.
+    pub dropped: u64,
+    /// How long the runner waited after the call's answer for the notification it awaited, in
+    /// milliseconds.
+    pub waited_ms: u64,
+    /// The id of the `subscriptions/listen` request whose stream this is (the 2026-07-28 wire),
+    /// which every notification on it names; `None` for a stream of another kind.
+    pub subscription: Option<Value>,
+}
+
+impl Listened {
+    /// The most notifications kept: more are counted.
+    pub const KEPT: usize = 1024;
 }
 
 /// The items the canary lists under a method in a shape, and the result member that holds them.

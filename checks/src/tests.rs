@@ -91,6 +91,8 @@ struct Fixture {
     north_headers: serde_json::Map<String, Value>,
     upstream_discover: Option<Value>,
     server_info: Option<relaycheck_model::claims::ServerInfo>,
+    listened: Option<super::Listened>,
+    upstream_subscribed: Option<Vec<String>>,
 }
 
 impl Fixture {
@@ -135,6 +137,8 @@ impl Fixture {
             north_headers: serde_json::Map::new(),
             upstream_discover: None,
             server_info: None,
+            listened: None,
+            upstream_subscribed: None,
         }
     }
 
@@ -253,6 +257,8 @@ impl Fixture {
                 north_headers: &self.north_headers,
                 upstream_discover: self.upstream_discover.as_ref(),
                 server_info: self.server_info,
+                listened: self.listened.as_ref(),
+                upstream_subscribed: self.upstream_subscribed.as_deref(),
             },
         )
     }
@@ -3766,4 +3772,442 @@ fn outputs_as_requested_wants_one_output_per_selector_in_any_order() {
     older.request.as_mut().unwrap()["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] =
         json!("2026-07-28");
     assert!(!check(&older).applicable);
+}
+
+/// A call whose upstream sent `notification` (a whole message) before its answer, on a target
+/// whose `initialize` declared `capabilities`.
+fn notifying(notification: Option<Value>, capabilities: Value) -> Fixture {
+    let mut fixture = Fixture::results(json!({"content": []}), json!({"content": []}));
+    if let Some(notification) = notification {
+        fixture
+            .upstream
+            .insert(1, observation(Direction::Out, None, Some(notification)));
+    }
+    fixture.handshake = Some((
+        "2025-11-25".into(),
+        json!({"protocolVersion": "2025-11-25", "capabilities": capabilities}),
+    ));
+    fixture
+}
+
+fn listened(stream: Result<&str, &str>, heard: Vec<Value>, before_call: usize) -> super::Listened {
+    super::Listened {
+        stream: stream.map(str::to_string).map_err(str::to_string),
+        heard,
+        before_call,
+        dropped: 0,
+        waited_ms: 2000,
+        subscription: None,
+    }
+}
+
+fn on_call_stream(fixture: &mut Fixture, notification: Value) {
+    if let Exchange::Reply(reply) = &mut fixture.exchange {
+        reply.notifications.push(notification);
+    }
+}
+
+#[test]
+fn list_changed_relayed_wants_the_notification_after_the_call_wherever_it_came() {
+    let changed = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+    let declared = json!({"tools": {"listChanged": true}});
+    let params = json!({"list": "tools"});
+
+    let mut on_stream = notifying(Some(changed.clone()), declared.clone());
+    on_call_stream(&mut on_stream, changed.clone());
+    let verdict = on_stream.check("list-changed-relayed", params.clone());
+    assert!(
+        verdict.passed && verdict.message.contains("on the call's own stream"),
+        "{}",
+        verdict.message
+    );
+
+    let mut outside = notifying(Some(changed.clone()), declared.clone());
+    outside.listened = Some(listened(Ok("the GET stream"), vec![changed.clone()], 0));
+    let verdict = outside.check("list-changed-relayed", params.clone());
+    assert!(
+        verdict.passed && verdict.message.contains("on the GET stream"),
+        "{}",
+        verdict.message
+    );
+
+    // One that came before the call was sent relays nothing of the change.
+    let mut early = notifying(Some(changed.clone()), declared.clone());
+    early.listened = Some(listened(
+        Ok("the target's stdout"),
+        vec![changed.clone()],
+        1,
+    ));
+    let verdict = fails(&early, "list-changed-relayed", params.clone());
+    assert!(
+        verdict
+            .message
+            .contains("but none reached the client within 2000 ms"),
+        "{}",
+        verdict.message
+    );
+
+    let mut no_stream = notifying(Some(changed.clone()), declared.clone());
+    no_stream.listened = Some(listened(Err("GET answered HTTP 405"), vec![], 0));
+    // Another list's notification is not this one.
+    on_call_stream(
+        &mut no_stream,
+        json!({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"}),
+    );
+    let verdict = fails(&no_stream, "list-changed-relayed", params.clone());
+    assert!(
+        verdict.message.contains("declares `tools.listChanged`")
+            && verdict
+                .message
+                .contains("no stream of its own (GET answered HTTP 405)"),
+        "{}",
+        verdict.message
+    );
+
+    let undeclared = notifying(
+        Some(changed.clone()),
+        json!({"tools": {"listChanged": false}}),
+    );
+    let verdict = undeclared.check("list-changed-relayed", params.clone());
+    assert!(
+        !verdict.applicable && verdict.message.contains("no `tools.listChanged`"),
+        "{}",
+        verdict.message
+    );
+
+    let unchanged = notifying(None, declared);
+    let verdict = unchanged.check("list-changed-relayed", params);
+    assert!(
+        !verdict.applicable
+            && verdict
+                .message
+                .contains("sent no notifications/tools/list_changed"),
+        "{}",
+        verdict.message
+    );
+}
+
+#[test]
+fn list_change_listed_wants_the_added_item_in_the_next_listing() {
+    let changed = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+    let listing = |tools: Value| {
+        let mut fixture = notifying(Some(changed.clone()), json!({"tools": {}}));
+        fixture.route = relaycheck_model::route::Route {
+            tool: Some("canary.{tool}".into()),
+            ..Default::default()
+        };
+        let message = json!({"jsonrpc": "2.0", "id": 4, "result": {"tools": tools}});
+        fixture.follow_ups.push(super::FollowUp {
+            step: "tools/list".into(),
+            request: json!({"method": "tools/list"}),
+            view: View::of(&message, &relaycheck_model::route::Route::default()),
+            exchange: Exchange::Reply(Reply {
+                raw: serde_json::to_vec(&message).unwrap(),
+                message,
+                ..Reply::default()
+            }),
+        });
+        fixture
+    };
+    let params = json!({"list": "tools"});
+    let fresh = listing(json!([{"name": "canary.echo"}, {"name": "canary.added_n"}]));
+    let verdict = fresh.check("list-change-listed", params.clone());
+    assert!(
+        verdict.passed
+            && verdict.message.contains("lists `canary.added_n`")
+            && verdict
+                .message
+                .contains("the target sent the client no notifications/tools/list_changed"),
+        "{}",
+        verdict.message
+    );
+    // A gateway that renames tools its own way is still seen by the nonce in the description.
+    let renamed = listing(
+        json!([{"name": "x-1", "description": "Listed since the call carrying nonce n changed"}]),
+    );
+    assert!(renamed.check("list-change-listed", params.clone()).passed);
+
+    let mut stale = listing(json!([{"name": "canary.echo"}]));
+    let verdict = fails(&stale, "list-change-listed", params.clone());
+    assert!(
+        verdict.message.contains("lacks `added_n`")
+            && verdict
+                .message
+                .contains("a listing from before the change, 1 item(s)"),
+        "{}",
+        verdict.message
+    );
+    // Where the runner listed before the call too, the same listing is named as such.
+    let mut before = stale.follow_ups[0].clone();
+    before.step = format!("tools/list{}", super::BEFORE_CHANGE);
+    stale.follow_ups.insert(0, before);
+    let verdict = fails(&stale, "list-change-listed", params.clone());
+    assert!(
+        verdict
+            .message
+            .contains("the same 1 it listed before the call"),
+        "{}",
+        verdict.message
+    );
+
+    let mut meta = listing(json!([]));
+    meta.route.kind = relaycheck_model::route::RouteKind::Meta;
+    assert!(!meta.check("list-change-listed", params.clone()).applicable);
+
+    let mut unserved = notifying(
+        Some(json!({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"})),
+        json!({}),
+    );
+    let refused = json!({"jsonrpc": "2.0", "id": 4, "error": {"code": -32601, "message": "Method not found"}});
+    unserved.follow_ups.push(super::FollowUp {
+        step: "prompts/list".into(),
+        request: json!({"method": "prompts/list"}),
+        view: View::of(&refused, &relaycheck_model::route::Route::default()),
+        exchange: Exchange::Reply(Reply {
+            raw: serde_json::to_vec(&refused).unwrap(),
+            message: refused,
+            ..Reply::default()
+        }),
+    });
+    let verdict = unserved.check("list-change-listed", json!({"list": "prompts"}));
+    assert!(
+        !verdict.applicable && verdict.message.contains("serves no prompts/list"),
+        "{}",
+        verdict.message
+    );
+}
+
+#[test]
+fn resource_update_relayed_wants_the_update_under_the_uri_subscribed_with() {
+    let upstream_uri = "canary://links/report.txt";
+    let relayed_uri = "relay://canary/canary%3A%2F%2Flinks%2Freport.txt";
+    let updated = |uri: &str| json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}});
+    let fixture = |sent: bool, answer: Value| {
+        let mut fixture = notifying(
+            sent.then(|| updated(upstream_uri)),
+            json!({"resources": {"subscribe": true}}),
+        );
+        fixture.tool = Some(ToolScript {
+            name: "tool".into(),
+            title: None,
+            description: None,
+            input_schema: None,
+            output_schema: None,
+            output_variants: None,
+            meta: None,
+            extra: Default::default(),
+            shapes: None,
+            respond: serde_json::from_value(
+                json!({"resource-update": {"uri": upstream_uri, "then": "echo"}}),
+            )
+            .unwrap(),
+        });
+        let message = json!({"jsonrpc": "2.0", "id": 2})
+            .as_object()
+            .cloned()
+            .map(|mut m| {
+                m.extend(answer.as_object().cloned().unwrap_or_default());
+                Value::Object(m)
+            })
+            .unwrap();
+        fixture.follow_ups.push(super::FollowUp {
+            step: super::SUBSCRIBE_STEP.into(),
+            request: json!({"method": "resources/subscribe", "params": {"uri": relayed_uri}}),
+            view: View::of(&message, &relaycheck_model::route::Route::default()),
+            exchange: Exchange::Reply(Reply {
+                raw: serde_json::to_vec(&message).unwrap(),
+                message,
+                ..Reply::default()
+            }),
+        });
+        fixture.upstream_subscribed = Some(vec![upstream_uri.to_string()]);
+        fixture
+    };
+    let ok = json!({"result": {}});
+
+    let mut relayed = fixture(true, ok.clone());
+    relayed.listened = Some(listened(
+        Ok("the target's stdout"),
+        vec![updated(relayed_uri)],
+        0,
+    ));
+    let verdict = relayed.check("resource-update-relayed", json!({}));
+    assert!(
+        verdict.passed
+            && verdict
+                .message
+                .contains("the target's URI for the upstream's"),
+        "{}",
+        verdict.message
+    );
+
+    let mut unmapped = fixture(true, ok.clone());
+    on_call_stream(&mut unmapped, updated(upstream_uri));
+    let verdict = fails(&unmapped, "resource-update-relayed", json!({}));
+    assert!(
+        verdict
+            .message
+            .contains(&format!("not `{relayed_uri}`, the URI it subscribed with")),
+        "{}",
+        verdict.message
+    );
+
+    let dropped = fixture(true, ok.clone());
+    let verdict = fails(&dropped, "resource-update-relayed", json!({}));
+    assert!(
+        verdict.message.contains("but none reached the client"),
+        "{}",
+        verdict.message
+    );
+
+    let mut never_subscribed = fixture(false, ok.clone());
+    never_subscribed.upstream_subscribed = Some(Vec::new());
+    let verdict = fails(&never_subscribed, "resource-update-relayed", json!({}));
+    assert!(
+        verdict.message.contains("never subscribed its upstream"),
+        "{}",
+        verdict.message
+    );
+
+    let refused = fixture(
+        false,
+        json!({"error": {"code": -32602, "message": "Resource not found"}}),
+    );
+    let verdict = refused.check("resource-update-relayed", json!({}));
+    assert!(
+        !verdict.applicable
+            && verdict
+                .message
+                .contains("refused the client's subscription"),
+        "{}",
+        verdict.message
+    );
+
+    let mut undeclared = fixture(true, ok);
+    undeclared.handshake = Some((
+        "2025-06-18".into(),
+        json!({"capabilities": {"resources": {}}}),
+    ));
+    let verdict = undeclared.check("resource-update-relayed", json!({}));
+    assert!(
+        !verdict.applicable && verdict.message.contains("no `resources.subscribe`"),
+        "{}",
+        verdict.message
+    );
+}
+
+#[test]
+fn list_changed_relayed_on_the_stateless_wire_wants_an_acknowledged_tagged_listen_stream() {
+    let tag = |method: &str, id: Value, more: Value| {
+        let mut params = json!({"_meta": {"io.modelcontextprotocol/subscriptionId": id}});
+        if let (Some(params), Some(more)) = (params.as_object_mut(), more.as_object()) {
+            params.extend(more.clone());
+        }
+        json!({"jsonrpc": "2.0", "method": method, "params": params})
+    };
+    let ack = |honoured: Value| {
+        tag(
+            "notifications/subscriptions/acknowledged",
+            json!(3),
+            json!({"notifications": honoured}),
+        )
+    };
+    let changed = tag("notifications/tools/list_changed", json!(3), json!({}));
+    let fixture = |declared: bool, heard: Vec<Value>| {
+        let mut fixture = Fixture::results(json!({"content": []}), json!({"content": []}));
+        fixture.shape = Shape::V2026_07_28;
+        let discovered = json!({"jsonrpc": "2.0", "id": 1, "result": {
+            "capabilities": {"tools": {"listChanged": declared}}}});
+        fixture.follow_ups.push(super::FollowUp {
+            step: "server/discover".into(),
+            request: json!({"method": "server/discover"}),
+            view: View::of(&discovered, &relaycheck_model::route::Route::default()),
+            exchange: Exchange::Reply(Reply {
+                raw: serde_json::to_vec(&discovered).unwrap(),
+                message: discovered,
+                ..Reply::default()
+            }),
+        });
+        let mut listening = listened(Ok("the subscriptions/listen stream"), heard, 1);
+        listening.subscription = Some(json!(3));
+        fixture.listened = Some(listening);
+        fixture
+    };
+    let params = json!({"list": "tools"});
+    let told = fixture(
+        true,
+        vec![ack(json!({"toolsListChanged": true})), changed.clone()],
+    );
+    let verdict = told.check("list-changed-relayed", params.clone());
+    assert!(
+        verdict.passed && verdict.message.contains("tagged with its id 3"),
+        "{}",
+        verdict.message
+    );
+
+    let untold = fixture(true, vec![ack(json!({"toolsListChanged": true}))]);
+    let verdict = fails(&untold, "list-changed-relayed", params.clone());
+    assert!(
+        verdict
+            .message
+            .contains("no notifications/tools/list_changed reached the stream"),
+        "{}",
+        verdict.message
+    );
+
+    let untagged = fixture(
+        true,
+        vec![
+            ack(json!({"toolsListChanged": true})),
+            json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+        ],
+    );
+    let verdict = fails(&untagged, "list-changed-relayed", params.clone());
+    assert!(
+        verdict.message.contains("without the stream's id"),
+        "{}",
+        verdict.message
+    );
+
+    let unhonoured = fixture(true, vec![ack(json!({})), changed.clone()]);
+    let verdict = fails(&unhonoured, "list-changed-relayed", params.clone());
+    assert!(
+        verdict.message.contains("without it"),
+        "{}",
+        verdict.message
+    );
+
+    let unacknowledged = fixture(true, vec![changed.clone()]);
+    let verdict = fails(&unacknowledged, "list-changed-relayed", params.clone());
+    assert!(
+        verdict
+            .message
+            .contains("not notifications/subscriptions/acknowledged"),
+        "{}",
+        verdict.message
+    );
+
+    let refused = fixture(
+        true,
+        vec![
+            json!({"jsonrpc": "2.0", "id": 3, "error": {"code": -32601, "message": "Method not found"}}),
+        ],
+    );
+    let verdict = fails(&refused, "list-changed-relayed", params.clone());
+    assert!(
+        verdict.message.contains("refused the subscriptions/listen"),
+        "{}",
+        verdict.message
+    );
+
+    let undeclared = fixture(false, vec![]);
+    let verdict = undeclared.check("list-changed-relayed", params);
+    assert!(
+        !verdict.applicable
+            && verdict
+                .message
+                .contains("server/discover declares no `tools.listChanged`"),
+        "{}",
+        verdict.message
+    );
 }

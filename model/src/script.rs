@@ -123,6 +123,15 @@ pub enum Respond {
     /// A multi round-trip request (2026-07-28): `input_required` first, the final result on
     /// the retry that answers it.
     InputRequired(InputRequired),
+    /// One of the upstream's lists changes while it works on the call: an item named after the
+    /// call's nonce joins it ([`ListKind::added_name`]), and `notifications/<list>/list_changed`
+    /// goes out on the call's own stream before the answer (the handshake revisions only: the
+    /// stateless wire sends no notification outside the request it relates to).
+    ListChange(ListChange),
+    /// A resource changes while the upstream works on the call: a session subscribed to it gets
+    /// `notifications/resources/updated` on the call's own stream before the answer (the
+    /// handshake revisions only; a session that did not subscribe gets none).
+    ResourceUpdate(ResourceUpdate),
     /// A generated table of rows (legacy form, rendered into the shape), for cases about
     /// cutting large structured results without writing them out.
     Rows(Rows),
@@ -261,6 +270,110 @@ pub struct AskClient {
 /// The result `_meta` key under which the canary quotes its client's response to an
 /// [`AskClient`] request.
 pub const CLIENT_ANSWER_META: &str = "relaycheck.canary/client-answer";
+
+/// A change of one of the upstream's lists during a call, then the call's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListChange {
+    /// The list that changes.
+    pub list: ListKind,
+    /// The answer after the notification.
+    pub then: Box<Respond>,
+}
+
+/// A list a server tells its clients has changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ListKind {
+    /// `tools/list`.
+    Tools,
+    /// `prompts/list`.
+    Prompts,
+    /// `resources/list`.
+    Resources,
+}
+
+impl ListKind {
+    /// Every list, in the order capabilities name them.
+    pub const ALL: [ListKind; 3] = [ListKind::Tools, ListKind::Prompts, ListKind::Resources];
+
+    /// The list's name: its capability, and the result member that holds its items.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ListKind::Tools => "tools",
+            ListKind::Prompts => "prompts",
+            ListKind::Resources => "resources",
+        }
+    }
+
+    /// The list a word names, if it names one.
+    pub fn named(word: &str) -> Option<ListKind> {
+        ListKind::ALL.into_iter().find(|list| list.as_str() == word)
+    }
+
+    /// The request that lists it.
+    pub fn method(self) -> &'static str {
+        match self {
+            ListKind::Tools => "tools/list",
+            ListKind::Prompts => "prompts/list",
+            ListKind::Resources => "resources/list",
+        }
+    }
+
+    /// The notification that says it changed.
+    pub fn notification(self) -> &'static str {
+        match self {
+            ListKind::Tools => "notifications/tools/list_changed",
+            ListKind::Prompts => "notifications/prompts/list_changed",
+            ListKind::Resources => "notifications/resources/list_changed",
+        }
+    }
+
+    /// The field of a `subscriptions/listen` filter that asks for the list's changes (MCP
+    /// 2026-07-28 basic/patterns/subscriptions#notification-filter).
+    pub fn filter_field(self) -> &'static str {
+        match self {
+            ListKind::Tools => "toolsListChanged",
+            ListKind::Prompts => "promptsListChanged",
+            ListKind::Resources => "resourcesListChanged",
+        }
+    }
+
+    /// The list a `notifications/<list>/list_changed` method says changed.
+    pub fn of_notification(method: &str) -> Option<ListKind> {
+        ListKind::ALL
+            .into_iter()
+            .find(|list| list.notification() == method)
+    }
+
+    /// The name of the item a call carrying `nonce` adds to the list: a tool or prompt name,
+    /// and a resource's name, valid under every naming rule (letters, digits, `-` and `_`).
+    pub fn added_name(self, nonce: &str) -> String {
+        let nonce: String = nonce
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        format!("added_{nonce}")
+    }
+
+    /// The URI of the resource a call carrying `nonce` adds to `resources/list`.
+    pub fn added_uri(nonce: &str) -> String {
+        format!("{ADDED_URI_PREFIX}{nonce}")
+    }
+}
+
+/// Where the resources a [`ListChange`] adds live: `canary://added/<nonce>`.
+pub const ADDED_URI_PREFIX: &str = "canary://added/";
+
+/// A resource that changes during a call, then the call's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceUpdate {
+    /// The resource that changes, as the upstream lists it (one of the canary's resources).
+    pub uri: String,
+    /// The answer after the notification.
+    pub then: Box<Respond>,
+}
 
 /// One `notifications/message`. The canary adds the call's nonce to `data` (an object), so a
 /// client that reads one stream for many calls can tell which call a message belongs to.
@@ -573,6 +686,40 @@ mod tests {
             serde_json::from_value(json!({"state": "jwt", "requests": {}})).unwrap();
         assert_eq!(jwt.state, StateForm::Jwt);
         assert!(serde_json::from_value::<InputRequired>(json!({"state": "plain"})).is_err());
+    }
+
+    #[test]
+    fn list_changes_and_resource_updates_read_from_yaml_like_json() {
+        let respond: Respond = serde_json::from_value(json!({"list-change": {
+            "list": "prompts", "then": "echo"
+        }}))
+        .unwrap();
+        let Respond::ListChange(change) = respond else {
+            panic!("not list-change: {respond:?}");
+        };
+        assert_eq!(change.list, ListKind::Prompts);
+        assert_eq!(
+            change.list.notification(),
+            "notifications/prompts/list_changed"
+        );
+        assert_eq!(
+            ListKind::of_notification("notifications/tools/list_changed"),
+            Some(ListKind::Tools)
+        );
+        assert_eq!(ListKind::of_notification("notifications/message"), None);
+        assert_eq!(ListKind::named("resources"), Some(ListKind::Resources));
+        assert_eq!(ListKind::Tools.added_name("rc-12-3"), "added_rc_12_3");
+        assert_eq!(ListKind::added_uri("rc-12-3"), "canary://added/rc-12-3");
+        let update: Respond = serde_json::from_value(json!({"resource-update": {
+            "uri": "canary://links/report.txt", "then": "echo"
+        }}))
+        .unwrap();
+        assert!(
+            matches!(update, Respond::ResourceUpdate(u) if u.uri == "canary://links/report.txt")
+        );
+        assert!(
+            serde_json::from_value::<ListChange>(json!({"list": "roots", "then": "echo"})).is_err()
+        );
     }
 
     #[test]

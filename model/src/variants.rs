@@ -49,6 +49,8 @@ pub fn may_answer_structured(respond: &Respond) -> bool {
         Respond::Task(task) => may_answer_structured(&task.outcome),
         Respond::Progress(progress) => may_answer_structured(&progress.then),
         Respond::Log(log) => may_answer_structured(&log.then),
+        Respond::ListChange(change) => may_answer_structured(&change.then),
+        Respond::ResourceUpdate(update) => may_answer_structured(&update.then),
         // A slow answer is still its answer; the other faults answer nothing a caller selects.
         Respond::Fault(crate::script::Fault::Slow { then, .. }) => may_answer_structured(then),
         Respond::Error(_) | Respond::Oversized(_) | Respond::AskClient(_) | Respond::Fault(_) => {

@@ -266,7 +266,7 @@ pub async fn drive_cancelled(
     (drive, cancelled)
 }
 
-async fn step(
+pub(crate) async fn step(
     session: &Session,
     step: &str,
     method: &str,
@@ -549,6 +549,19 @@ pub async fn list_items(
     member: &str,
     timeout: Duration,
 ) {
+    if let Some(page) = listing(session, method, member, timeout).await {
+        drive.follow_ups.push(page);
+    }
+}
+
+/// Every page of a listing (`method`, its items under `member`), merged into the last page's
+/// answer, as a follow-up step named by the method.
+pub async fn listing(
+    session: &Session,
+    method: &str,
+    member: &str,
+    timeout: Duration,
+) -> Option<FollowUp> {
     let plain = Route::default();
     let mut items = Vec::new();
     let mut cursor: Option<String> = None;
@@ -591,15 +604,14 @@ pub async fn list_items(
             break;
         }
     }
-    if let Some(mut page) = last {
-        // A page that failed stays as it came, so the check can quote the failure.
-        if page.view.error.is_none() && page.exchange.reply().is_some() {
-            let mut merged = first_page.unwrap_or_default();
-            merged.insert(member.to_string(), Value::Array(items));
-            page.view.result = Some(Value::Object(merged));
-        }
-        drive.follow_ups.push(page);
+    let mut page = last?;
+    // A page that failed stays as it came, so the check can quote the failure.
+    if page.view.error.is_none() && page.exchange.reply().is_some() {
+        let mut merged = first_page.unwrap_or_default();
+        merged.insert(member.to_string(), Value::Array(items));
+        page.view.result = Some(Value::Object(merged));
     }
+    Some(page)
 }
 
 /// Sends `method` with `params` as a client would after reading the target's prompts: the

@@ -15,6 +15,7 @@ pub mod discover;
 pub mod drive;
 pub mod glob;
 pub mod init_target;
+pub mod notices;
 pub mod observe;
 pub mod process;
 pub mod profile;

@@ -46,6 +46,8 @@ struct Index {
     listings: UpstreamListings,
     /// The `requestId` of every `notifications/cancelled` the upstream got.
     cancelled: Vec<Value>,
+    /// The URI of every `resources/subscribe` the upstream got, in order.
+    subscribed: Vec<String>,
     unreadable: usize,
 }
 
@@ -136,6 +138,13 @@ impl ObservationLog {
         let mut index = self.index.lock().unwrap_or_else(|p| p.into_inner());
         self.refresh(&mut index);
         index.cancelled.clone()
+    }
+
+    /// The URIs the upstream was asked to subscribe to, in order.
+    pub fn subscriptions(&self) -> Vec<String> {
+        let mut index = self.index.lock().unwrap_or_else(|p| p.into_inner());
+        self.refresh(&mut index);
+        index.subscribed.clone()
     }
 
     /// How many lines could not be read as observations.
@@ -235,6 +244,16 @@ impl ObservationLog {
                                 .cloned()
                                 .unwrap_or(Value::Null),
                         );
+                    }
+                    if observation.direction == Direction::In
+                        && observation.method.as_deref() == Some("resources/subscribe")
+                        && let Some(uri) = observation
+                            .params
+                            .as_ref()
+                            .and_then(|p| p.get("uri"))
+                            .and_then(Value::as_str)
+                    {
+                        index.subscribed.push(uri.to_string());
                     }
                     if observation.before_initialize {
                         index.handshakes.before_initialize.push(observation.clone());

@@ -612,6 +612,20 @@ pub fn serves(case: &LoadedCase) -> Vec<&'static str> {
     }
 }
 
+/// The list whose change the case's checks judge (their `list` parameter), when one gathers
+/// what follows a list's change.
+fn list_change_of(case: &LoadedCase) -> Option<relaycheck_model::script::ListKind> {
+    case.spec
+        .expect
+        .iter()
+        .filter(|e| {
+            checks::CheckDef::named(&e.check)
+                .is_some_and(|def| def.gathers.contains(&Gathers::ListChange))
+        })
+        .find_map(|e| e.params.get("list")?.as_str())
+        .and_then(relaycheck_model::script::ListKind::named)
+}
+
 /// A nonce no other call of this run has: in the arguments, it finds the call's lines in the
 /// canary's log, and as the progress token, its progress.
 fn fresh_nonce() -> String {
@@ -1046,6 +1060,66 @@ pub async fn run_one(
     };
     let cancels = checks::gathers(&case.spec.expect, Gathers::Cancellation);
     let mut upstream_cancellations: Option<Vec<Value>> = None;
+    // A case on notifications that answer no request listens from before its call (and, for a
+    // resource's updates, subscribes first), so what the target sends of its own is heard.
+    let list_change = list_change_of(case);
+    let update = match &case.spec.tool.respond {
+        Some(Respond::ResourceUpdate(update))
+            if checks::gathers(&case.spec.expect, Gathers::Subscription) =>
+        {
+            Some(update)
+        }
+        _ => None,
+    };
+    // On the stateless wire a client hears of a list's change on a subscriptions/listen stream
+    // it opens, once server/discover said the list's changes are told; it waits for the
+    // stream's acknowledgment before it goes on.
+    let mut before_call = Vec::new();
+    let mut subscription = None;
+    let listening = match (list_change, update) {
+        (Some(list), _) if target.session.shape().is_stateless() => {
+            before_call.push(
+                crate::drive::step(
+                    &target.session,
+                    checks::DISCOVER_STEP,
+                    "server/discover",
+                    serde_json::json!({}),
+                    &crate::profile::Route::default(),
+                    timeout,
+                )
+                .await,
+            );
+            let (request, listening) = target
+                .session
+                .listen_for(serde_json::json!({list.filter_field(): true}), timeout)
+                .await;
+            subscription = request.get("id").cloned();
+            crate::notices::await_heard(
+                checks::ACKNOWLEDGED,
+                &listening,
+                0,
+                crate::notices::NOTIFY_PATIENCE.min(timeout),
+            )
+            .await;
+            Some(listening)
+        }
+        (Some(_), _) | (_, Some(_)) => Some(target.session.listen(timeout).await),
+        (None, None) => None,
+    };
+    if let Some(update) = update {
+        before_call
+            .extend(crate::notices::subscribe(&target.session, update, shape, timeout).await);
+    }
+    // A client lists before the change as it does at start, so a target that keeps what it
+    // listed has something to keep.
+    if let Some(list) = list_change
+        && let Some(mut listed) =
+            crate::drive::listing(&target.session, list.method(), list.as_str(), timeout).await
+    {
+        listed.step = format!("{}{}", list.method(), checks::BEFORE_CHANGE);
+        before_call.push(listed);
+    }
+    let heard_before = listening.as_ref().map_or(0, |l| l.heard.count());
     let drive_started = Instant::now();
     let called_from = std::time::SystemTime::now();
     let (drive, other_session) = if holds_apart {
@@ -1155,6 +1229,57 @@ pub async fn run_one(
     }
     let upstream_discover = gathers_discover.then(|| relaycheck_canary::protocol::discovered(None));
     let call_window = (called_from, std::time::SystemTime::now());
+    // The notification the case awaits, a few seconds at most; then, for a list that changed,
+    // the listing a client asks for once told (or a moment after the call, where the target
+    // promises no notification).
+    let patience = crate::notices::NOTIFY_PATIENCE.min(timeout);
+    let mut waited = Duration::ZERO;
+    if let Some(list) = list_change {
+        // A handshake target that declares the list's changes told, or a listen stream (the
+        // 2026-07-28 wire), says when to list again.
+        let declared = target
+            .session
+            .initialized()
+            .and_then(|r| r.pointer(&format!("/capabilities/{}/listChanged", list.as_str())))
+            == Some(&Value::Bool(true))
+            || subscription.is_some();
+        waited = if declared {
+            crate::notices::await_notification(
+                list.notification(),
+                &drive,
+                listening.as_ref(),
+                heard_before,
+                patience,
+            )
+            .await
+        } else {
+            tokio::time::sleep(crate::notices::SETTLE).await;
+            crate::notices::SETTLE
+        };
+        if let Some(listed) =
+            crate::drive::listing(&target.session, list.method(), list.as_str(), timeout).await
+        {
+            drive.follow_ups.push(listed);
+        }
+    }
+    if update.is_some() {
+        waited = crate::notices::await_notification(
+            checks::UPDATED,
+            &drive,
+            listening.as_ref(),
+            heard_before,
+            patience,
+        )
+        .await;
+    }
+    let listened = listening.as_ref().map(|l| {
+        let mut listened = crate::notices::listened(l, heard_before, waited);
+        listened.subscription = subscription.clone();
+        listened
+    });
+    drop(listening);
+    drive.follow_ups.splice(0..0, before_call);
+    let upstream_subscribed = update.is_some().then(|| log.subscriptions());
     crate::target_time::note_target_time(drive_started.elapsed());
     let patience = match drive.exchange {
         Exchange::Timeout => Duration::from_millis(50),
@@ -1240,6 +1365,8 @@ pub async fn run_one(
         north_headers: &case.spec.tool.north_headers,
         upstream_discover: upstream_discover.as_ref(),
         server_info: profile.claims.server_info,
+        listened: listened.as_ref(),
+        upstream_subscribed: upstream_subscribed.as_deref(),
     };
     let mut result = CaseResult::without_run(case, route, shape, Outcome::Pass, "");
     result.reached = !evidence.upstream_calls().is_empty();

@@ -334,6 +334,30 @@ impl Session {
         }
     }
 
+    /// Starts listening for what the target sends outside the answers of this session's
+    /// requests (see [`Transport::listen`]).
+    pub async fn listen(&self, timeout: Duration) -> crate::client::Listening {
+        self.north.listen(self.framing(&[], &[]), timeout).await
+    }
+
+    /// Opens a `subscriptions/listen` stream (the 2026-07-28 wire) asking for `notifications`
+    /// (its filter): the request as sent, and a listener of what its stream carries.
+    pub async fn listen_for(
+        &self,
+        notifications: Value,
+        timeout: Duration,
+    ) -> (Value, crate::client::Listening) {
+        let request = self.build(
+            "subscriptions/listen",
+            json!({"notifications": notifications}),
+        );
+        let listening = self
+            .north
+            .listen_request(&request, self.framing(&[], &[]), timeout)
+            .await;
+        (request, listening)
+    }
+
     /// Lines the target wrote that answered no request (stdio only).
     pub fn strays(&self) -> (Vec<crate::client::stream::Stray>, u64) {
         self.north.strays()

@@ -14,9 +14,9 @@ use std::time::Duration;
 use relaycheck_model::Shape;
 use serde_json::Value;
 
-use crate::client::Exchange;
 use crate::client::http::{HttpClient, Post};
 use crate::client::stream::{Stray, StreamClient};
+use crate::client::{Exchange, Listening};
 use crate::session::{describe, routing_name};
 
 /// A transport's answer, once it comes.
@@ -95,6 +95,21 @@ pub trait Transport: Send + Sync {
     /// From now on, answers the target's requests to the client for `methods`, as the client
     /// that declared them ([`relaycheck_model::client_answers`]).
     fn answer_requests(&self, methods: &[&'static str]);
+
+    /// Starts listening for what the target sends outside the answers of the session's
+    /// requests: on a stream each way, the messages that name no pending call; over streamable
+    /// HTTP, a GET stream of the session's, opened within `timeout`.
+    fn listen<'a>(&'a self, framing: Framing<'a>, timeout: Duration) -> Pending<'a, Listening>;
+
+    /// Sends `message`, a `subscriptions/listen` request (the 2026-07-28 wire), and listens to
+    /// what its stream carries: the messages tagged with its id on a stream each way, the
+    /// event stream of its answer over streamable HTTP.
+    fn listen_request<'a>(
+        &'a self,
+        message: &'a Value,
+        framing: Framing<'a>,
+        timeout: Duration,
+    ) -> Pending<'a, Listening>;
 }
 
 /// Connects the transport a profile's `[north]` names, once the target is started: `stdio`
@@ -161,6 +176,19 @@ impl Transport for Stdio {
 
     fn answer_requests(&self, methods: &[&'static str]) {
         self.0.answer_requests(methods);
+    }
+
+    fn listen<'a>(&'a self, _: Framing<'a>, _: Duration) -> Pending<'a, Listening> {
+        Box::pin(async { self.0.listen("the target's stdout") })
+    }
+
+    fn listen_request<'a>(
+        &'a self,
+        message: &'a Value,
+        _: Framing<'a>,
+        _: Duration,
+    ) -> Pending<'a, Listening> {
+        Box::pin(self.0.listen_request(message))
     }
 }
 
@@ -232,6 +260,19 @@ impl Transport for Sse {
 
     fn answer_requests(&self, methods: &[&'static str]) {
         self.client.answer_requests(methods);
+    }
+
+    fn listen<'a>(&'a self, _: Framing<'a>, _: Duration) -> Pending<'a, Listening> {
+        Box::pin(async { self.client.listen("the session's event stream") })
+    }
+
+    fn listen_request<'a>(
+        &'a self,
+        message: &'a Value,
+        _: Framing<'a>,
+        _: Duration,
+    ) -> Pending<'a, Listening> {
+        Box::pin(self.client.listen_request(message))
     }
 }
 
@@ -374,5 +415,31 @@ impl Transport for Http {
     }
     fn answer_requests(&self, methods: &[&'static str]) {
         self.client.answer_requests(methods);
+    }
+
+    fn listen<'a>(&'a self, framing: Framing<'a>, timeout: Duration) -> Pending<'a, Listening> {
+        Box::pin(async move {
+            if framing.shape.is_stateless() {
+                return Listening::none(
+                    "the 2026-07-28 wire has no GET stream: a client hears of changes only on a subscriptions/listen stream".into(),
+                );
+            }
+            // The session's headers, as a request of it carries them.
+            let probe = serde_json::json!({"jsonrpc": "2.0", "method": "GET"});
+            let headers = self.headers_of(&probe, framing);
+            self.client.listen(&headers, timeout).await
+        })
+    }
+
+    fn listen_request<'a>(
+        &'a self,
+        message: &'a Value,
+        framing: Framing<'a>,
+        timeout: Duration,
+    ) -> Pending<'a, Listening> {
+        Box::pin(async move {
+            let headers = self.headers_of(message, framing);
+            self.client.listen_request(message, &headers, timeout).await
+        })
     }
 }

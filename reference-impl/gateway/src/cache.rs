@@ -8,9 +8,9 @@
 //! cached answer tells the client is what is left of the upstream's freshness, so a client
 //! that caches it in turn never keeps it longer than the upstream allowed.
 //!
-//! The gateway opens no `subscriptions/listen` stream, so no change notification reaches it:
-//! freshness rests on the ttl alone, as the spec allows for a server that gives a ttl without
-//! `listChanged`.
+//! Freshness rests on the ttl, and on what the upstream tells: a listing an upstream says has
+//! changed (on a listen stream the gateway holds for a client, `crate::listen`) is fetched
+//! again, whatever time its ttl had left.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -119,6 +119,12 @@ impl Cache {
             mutation,
             entries: Mutex::default(),
         }
+    }
+
+    /// Forgets every answer to `method` of `upstream`: the upstream said it changed.
+    pub fn forget(&self, upstream: &str, method: &str) {
+        self.lock()
+            .retain(|key, _| key.upstream != upstream || key.method != method);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Entry>> {
@@ -259,6 +265,39 @@ mod tests {
         );
         let older = caller("bob", "2025-11-25");
         assert!(cache.get("up", "resources/read", &older, &params).is_none());
+    }
+
+    #[test]
+    fn a_listing_its_upstream_said_changed_is_fetched_again() {
+        let cache = Cache::new(true, Mutation::default());
+        let alice = caller("alice", "2026-07-28");
+        let listed = json!({"resultType": "complete", "prompts": [], "ttlMs": 60_000, "cacheScope": "public"});
+        for up in ["up", "other"] {
+            cache.put(up, "prompts/list", &alice, &json!({}), &listed);
+        }
+        cache.put(
+            "up",
+            "resources/read",
+            &alice,
+            &json!({"uri": "u"}),
+            &read("public", 60_000, "a"),
+        );
+        cache.forget("up", "prompts/list");
+        assert!(
+            cache
+                .get("up", "prompts/list", &alice, &json!({}))
+                .is_none()
+        );
+        assert!(
+            cache
+                .get("other", "prompts/list", &alice, &json!({}))
+                .is_some()
+        );
+        assert!(
+            cache
+                .get("up", "resources/read", &alice, &json!({"uri": "u"}))
+                .is_some()
+        );
     }
 
     #[test]

@@ -38,6 +38,11 @@ pub struct ClientLink {
     /// log line that relates to no request reaches the client only while one of them asks for
     /// its level.
     asking: Mutex<[usize; LOG_LEVELS.len()]>,
+    /// Where what relates to none of the client's requests goes (`crate::notices`): stdio's one
+    /// output, or the GET stream of an HTTP session while one is open.
+    standalone: Mutex<Option<Sink>>,
+    /// The resources the client subscribed to.
+    pub subscriptions: crate::notices::Subscriptions,
 }
 
 /// MCP's log levels, least severe first (RFC 5424's severities by name).
@@ -89,6 +94,30 @@ impl ClientLink {
 
     fn initialized(&self) -> bool {
         lock(&self.capabilities).is_some()
+    }
+
+    /// From now on, what relates to none of the client's requests goes to `sink` (in place of
+    /// a stream opened before).
+    pub fn open_standalone(&self, sink: Sink) {
+        *lock(&self.standalone) = Some(sink);
+    }
+
+    /// Sends the client `message` on its stream of its own; dropped when none is open.
+    pub fn send_standalone(&self, message: Value) {
+        let mut standalone = lock(&self.standalone);
+        if standalone
+            .as_ref()
+            .is_some_and(|sink| sink.send(message).is_err())
+        {
+            // The stream was closed by the client: nothing more goes to it.
+            *standalone = None;
+        }
+    }
+
+    /// The URI the client subscribed with to the resource `upstream` knows as `uri`, when it
+    /// subscribed to it.
+    pub fn subscribed_as(&self, upstream: &str, uri: &str) -> Option<String> {
+        self.subscriptions.client_uri(upstream, uri)
     }
 
     fn declared(&self, capability: &str) -> bool {
@@ -207,6 +236,16 @@ impl Back {
             logs: Logs::Request(level),
             ..Back::of(gw, link, stream)
         }
+    }
+
+    /// The client this way back leads to.
+    pub fn link(&self) -> &Arc<ClientLink> {
+        &self.link
+    }
+
+    /// Sends the client `message` on the stream of the request this way back belongs to.
+    pub fn send(&self, message: Value) {
+        let _ = self.stream.send(message);
     }
 
     /// Relays an upstream notification: log messages only, each to a client that asked for its

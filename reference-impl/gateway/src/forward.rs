@@ -111,9 +111,27 @@ pub async fn subscription(gw: &Gateway, caller: &Caller, method: &str, params: &
             ),
         );
     }
+    let link = caller.back.as_ref().map(|back| back.link().clone());
+    if method == "resources/unsubscribe" {
+        if let Some(link) = &link {
+            link.subscriptions.remove(&up.name, &original);
+        }
+        // The upstream session is every client's: another client's subscription stays.
+        if gw.notices.subscribed(&up.name, &original) {
+            return Answer::Own(json!({}));
+        }
+    }
     let mut forwarded = with_caller_meta(params, caller);
     forwarded["uri"] = json!(original);
-    answer(&up, up.request(method, forwarded, gw.timeout()).await)
+    let answered = answer(&up, up.request(method, forwarded, gw.timeout()).await);
+    // The upstream's updates of the resource reach the client under the URI it subscribed with.
+    if method == "resources/subscribe"
+        && matches!(answered, Answer::Relayed(_))
+        && let Some(link) = &link
+    {
+        link.subscriptions.add(&up.name, &original, uri);
+    }
+    answered
 }
 
 /// `completion/complete`, sent to the upstream of the prompt or resource its `ref` names.

@@ -103,7 +103,9 @@ pub struct Gateway {
     pub identity: IdentityConfig,
     pub mutation: Mutation,
     pub upstreams: Vec<Arc<Upstream>>,
-    catalogs: Mutex<HashMap<String, Arc<Catalog>>>,
+    /// The pinned listing per protocol version, with the count of upstream tool changes it was
+    /// listed after ([`crate::notices::Notices::tools_generation`]).
+    catalogs: Mutex<HashMap<String, (u64, Arc<Catalog>)>>,
     pub store: Arc<Store>,
     pub retention: Retention,
     pub tasks: TaskMap,
@@ -115,8 +117,12 @@ pub struct Gateway {
     /// what a stdio upstream sends besides its answers (its lines relate to no request) is
     /// that client's too.
     pub sole_client: Arc<OnceLock<Back>>,
-    /// Answers relayed by call (upstream, tool, arguments): the `retry-answered-from-cache`
-    /// mutant's cache, empty otherwise.
+    /// What upstreams tell the gateway's clients outside the answers to requests, and the
+    /// clients to tell.
+    pub notices: Arc<crate::notices::Notices>,
+    /// Answers kept by what asked for them: the `retry-answered-from-cache` mutant's calls (by
+    /// upstream, tool and arguments) and the `item-listings-kept-stale` mutant's listings,
+    /// empty otherwise.
     answered: std::sync::Mutex<HashMap<String, Value>>,
     counter: AtomicU64,
 }
@@ -148,19 +154,29 @@ impl Gateway {
         };
         let timeout = Duration::from_millis(config.limits.call_timeout_ms);
         let sole_client = Arc::new(OnceLock::new());
+        let notices = Arc::new(crate::notices::Notices::new(mutation));
         let mut upstreams = Vec::new();
         for cfg in &config.upstreams {
             let up = Upstream::connect(
                 cfg,
                 limit,
                 timeout.max(Duration::from_secs(10)),
-                progress.clone(),
-                sole_client.clone(),
+                crate::upstream::Relays {
+                    progress: progress.clone(),
+                    sole_client: sole_client.clone(),
+                    notices: notices.clone(),
+                },
                 mutation,
             )
             .await?;
             upstreams.push(Arc::new(up));
         }
+        // The gateway promises its clients a list's change where an upstream promises it.
+        notices.declare(
+            relaycheck_model::script::ListKind::ALL
+                .into_iter()
+                .filter(|list| upstreams.iter().any(|up| up.declares_list_changed(*list))),
+        );
         let gw = Arc::new(Gateway {
             limits: config.limits.clone(),
             identity: config.identity.clone(),
@@ -174,10 +190,12 @@ impl Gateway {
             audit,
             progress,
             sole_client,
+            notices,
             answered: std::sync::Mutex::default(),
             counter: AtomicU64::new(1),
         });
         // Pin the handshake listing now: a broken upstream shows at start, not at first call.
+        let generation = gw.notices.tools_generation();
         let mut pins = Vec::new();
         for up in &gw.upstreams {
             let (defs, _) = up
@@ -190,7 +208,7 @@ impl Gateway {
         // The handshake revisions have no caching hints.
         gw.catalogs.lock().await.insert(
             HANDSHAKE_KEY.into(),
-            Arc::new(Catalog { pins, hints: None }),
+            (generation, Arc::new(Catalog { pins, hints: None })),
         );
         Ok(gw)
     }
@@ -208,7 +226,7 @@ impl Gateway {
         self.counter.fetch_add(1, Ordering::Relaxed) as usize
     }
 
-    /// The answer the `retry-answered-from-cache` mutant keeps for a call.
+    /// The answer a mutant that caches keeps for a call or a listing.
     pub fn answered(&self, call: &str) -> Option<Value> {
         self.answered
             .lock()
@@ -217,7 +235,7 @@ impl Gateway {
             .cloned()
     }
 
-    /// Keeps an answer for the `retry-answered-from-cache` mutant.
+    /// Keeps an answer for a mutant that caches.
     pub fn remember(&self, call: String, answer: Value) {
         self.answered
             .lock()
@@ -230,7 +248,8 @@ impl Gateway {
     }
 
     /// The pinned listing for the caller's protocol version: stateless versions list
-    /// differently (SEP-3279 tools carry outputVariants), so each is pinned on first use.
+    /// differently (SEP-3279 tools carry outputVariants), so each is pinned on first use, and
+    /// pinned again once an upstream said its tools changed.
     pub async fn catalog(&self, caller: &Caller) -> Arc<Catalog> {
         // Looked up borrowed; the key is copied only when a new catalog is kept.
         let key = if caller.stateless {
@@ -238,14 +257,19 @@ impl Gateway {
         } else {
             HANDSHAKE_KEY
         };
+        let generation = self.notices.tools_generation();
         let mut catalogs = self.catalogs.lock().await;
-        if let Some(c) = catalogs.get(key) {
+        if let Some((pinned_after, c)) = catalogs.get(key)
+            && *pinned_after == generation
+        {
             return c.clone();
         }
         let mut pins = Vec::new();
         let mut hints = Vec::new();
         let mut complete = true;
-        let handshake = catalogs.get(HANDSHAKE_KEY).cloned();
+        // The handshake listing lends its schemas to a listing that shows none; an outdated one
+        // is still the best there is.
+        let handshake = catalogs.get(HANDSHAKE_KEY).map(|(_, c)| c.clone());
         for up in &self.upstreams {
             match up.list_tools(caller.meta.as_ref(), self.timeout()).await {
                 Ok((defs, listed_hints)) => {
@@ -270,7 +294,7 @@ impl Gateway {
             hints: Hints::merged(&hints),
         });
         if complete {
-            catalogs.insert(key.to_string(), catalog.clone());
+            catalogs.insert(key.to_string(), (generation, catalog.clone()));
         }
         catalog
     }

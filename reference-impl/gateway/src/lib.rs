@@ -7,8 +7,9 @@
 //! `relay_delete`), `resources/read` of rewritten links and of the upstream's own URIs, task
 //! follow-ups, the listings and `prompts/get`, and what it relays without reading:
 //! completion, log level and resource subscriptions, to the upstream that offers them, and
-//! the log messages and requests an upstream sends the client during a call. A caller of
-//! 2026-07-28 in front of an upstream that speaks only SEP-3279, or the reverse, is bridged.
+//! the log messages and requests an upstream sends the client during a call, and what it tells
+//! its clients outside any request (list changes, updates of subscribed resources). A caller
+//! of 2026-07-28 in front of an upstream that speaks only SEP-3279, or the reverse, is bridged.
 
 pub mod audit;
 pub mod batch;
@@ -29,10 +30,12 @@ pub mod gateway;
 pub mod headers;
 mod json;
 pub mod links;
+pub mod listen;
 pub mod listings;
 mod log;
 pub mod mutant;
 pub mod north;
+pub mod notices;
 pub mod progress;
 pub mod relay;
 pub mod resources;

@@ -84,6 +84,11 @@ pub enum Mutant {
     CompletionRebuilt,
     LogMessagesDropped,
     ClientRequestsRefused,
+    ListChangedDropped,
+    ListingKeptStale,
+    ItemListingsKeptStale,
+    ResourceUpdatesDropped,
+    ListenStreamUnfed,
     InputRequestsDropped,
     InputRequestsAnswered,
     InputRequiredHeldToSchema,
@@ -281,6 +286,36 @@ const TABLE: &[(Mutant, &str, &str, &str)] = &[
         "client-requests-refused",
         "server-features",
         "a request an upstream sends its client during a call (sampling, elicitation, roots) is refused with method-not-found, though the client declared the capability: the gateway relays none of them",
+    ),
+    (
+        Mutant::ListChangedDropped,
+        "list-changed-dropped",
+        "server-features",
+        "the gateway declares listChanged where an upstream does, but an upstream's notifications/*/list_changed reaches none of its clients: they are promised a notice that never comes",
+    ),
+    (
+        Mutant::ListingKeptStale,
+        "listing-kept-stale",
+        "tools-list",
+        "an upstream's notifications/tools/list_changed is relayed, but the tools pinned at start stay the gateway's listing: tools/list goes on serving the tools from before the change",
+    ),
+    (
+        Mutant::ItemListingsKeptStale,
+        "item-listings-kept-stale",
+        "listings",
+        "prompts/list and resources/list answer with each upstream's listing as first fetched, as a gateway that caches listings does: an upstream's notifications/*/list_changed is relayed, and the listing from before the change is served on",
+    ),
+    (
+        Mutant::ResourceUpdatesDropped,
+        "resource-updates-dropped",
+        "server-features",
+        "resources/subscribe is relayed to the upstream and answered, but the upstream's notifications/resources/updated reaches no client: a subscribed client is subscribed to nothing",
+    ),
+    (
+        Mutant::ListenStreamUnfed,
+        "listen-stream-unfed",
+        "stateless-wire",
+        "subscriptions/listen is acknowledged and held open, but nothing the upstreams tell of their lists and resources reaches the stream",
     ),
     (
         Mutant::CancelNotForwarded,
@@ -793,9 +828,9 @@ mod tests {
             assert_eq!(m.name().parse::<Mutant>(), Ok(m));
             assert!(!m.defect().is_empty());
         }
-        assert_eq!(Mutant::all().count(), 100);
+        assert_eq!(Mutant::all().count(), 105);
         let err = "nope".parse::<Mutant>().unwrap_err().to_string();
         assert!(err.contains("meta-cut-apart"), "{err}");
-        assert_eq!(Mutant::listing().lines().count(), 100);
+        assert_eq!(Mutant::listing().lines().count(), 105);
     }
 }

@@ -810,3 +810,108 @@ fn server_info_replaced_names_the_gateway_on_a_relayed_result() {
         "{got}"
     );
 }
+
+/// The messages a stdio gateway writes before its answer to a call of `tool`.
+fn before_answer(gw: &mut Gateway, tool: &str, arguments: Value) -> Vec<Value> {
+    let id = gw.send("tools/call", json!({"name": tool, "arguments": arguments}));
+    gw.until_answer(id).0
+}
+
+#[test]
+fn list_changed_dropped_promises_a_notice_it_never_sends() {
+    let mut gw = Gateway::start(Options {
+        mutant: Some("list-changed-dropped"),
+        ..Options::default()
+    });
+    let init = gw.initialize("2025-11-25");
+    assert_eq!(
+        init["result"]["capabilities"]["tools"]["listChanged"], true,
+        "{init}"
+    );
+    let before = before_answer(&mut gw, "canary.grow", json!({"nonce": "d-1"}));
+    assert!(
+        !before
+            .iter()
+            .any(|m| m["method"] == "notifications/tools/list_changed"),
+        "{before:?}"
+    );
+}
+
+#[test]
+fn listing_kept_stale_serves_the_tools_from_before_the_change() {
+    let mut gw = mutant("listing-kept-stale");
+    let before = before_answer(&mut gw, "canary.grow", json!({"nonce": "s-1"}));
+    assert!(
+        before
+            .iter()
+            .any(|m| m["method"] == "notifications/tools/list_changed"),
+        "the change is still told: {before:?}"
+    );
+    let listed = gw.request("tools/list", json!({}));
+    assert!(!listed.to_string().contains("canary.added_s_1"), "{listed}");
+}
+
+#[test]
+fn resource_updates_dropped_leaves_the_subscriber_untold() {
+    let mut gw = mutant("resource-updates-dropped");
+    let uri = "canary://links/report.txt";
+    let subscribed = gw.request("resources/subscribe", json!({"uri": uri}));
+    assert_eq!(subscribed["result"], json!({}), "{subscribed}");
+    let before = before_answer(&mut gw, "canary.touch", json!({}));
+    assert!(before.is_empty(), "{before:?}");
+}
+
+#[test]
+fn item_listings_kept_stale_serves_the_prompts_from_before_the_change() {
+    let mut gw = mutant("item-listings-kept-stale");
+    let first = gw.request("prompts/list", json!({}));
+    assert!(first["result"]["prompts"].is_array(), "{first}");
+    let before = before_answer(&mut gw, "canary.grow_prompts", json!({"nonce": "p-1"}));
+    assert!(
+        before
+            .iter()
+            .any(|m| m["method"] == "notifications/prompts/list_changed"),
+        "the change is still told: {before:?}"
+    );
+    let listed = gw.request("prompts/list", json!({}));
+    assert_eq!(
+        listed,
+        json!({"jsonrpc": "2.0", "id": listed["id"], "result": first["result"]})
+    );
+}
+
+#[test]
+fn listen_stream_unfed_acknowledges_and_tells_nothing() {
+    let gw = http_mutant("listen-stream-unfed");
+    let url = gw.url.clone().expect("url");
+    let listen = json!({"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen", "params": {
+        "notifications": {"toolsListChanged": true},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let (status, events) = common::http_post_events(
+        &url,
+        &listen,
+        &[
+            ("authorization", "Bearer token-alice"),
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "subscriptions/listen"),
+        ],
+    );
+    assert_eq!(status, 200);
+    let ack = events
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("an acknowledgment");
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged": true}),
+        "{ack}"
+    );
+    let grow = gw.http_call("token-alice", "canary.grow", json!({"nonce": "u-1"}));
+    assert!(grow["result"].is_object(), "{grow}");
+    assert!(
+        events
+            .recv_timeout(std::time::Duration::from_millis(800))
+            .is_err(),
+        "nothing reaches the stream"
+    );
+}

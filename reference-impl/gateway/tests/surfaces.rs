@@ -562,7 +562,7 @@ fn config_errors_name_the_field_and_unknown_mutants_exit_2() {
         .output()
         .expect("run");
     let listing = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(listing.lines().count(), 100);
+    assert_eq!(listing.lines().count(), 105);
     assert!(listing.lines().all(|l| l.split('\t').count() == 3));
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -859,4 +859,296 @@ fn listings_carry_the_caching_hints_of_their_upstreams() {
         json!({"uri": "canary://cache/private/45000/k", "_meta": meta}),
     );
     assert!(read["result"].get("cacheScope").is_none(), "{read}");
+}
+
+/// The tool names a stdio gateway lists.
+fn tool_names(gw: &mut Gateway) -> Vec<String> {
+    let listed = gw.request("tools/list", json!({}));
+    listed["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn an_upstream_list_change_is_told_to_the_client_and_listed() {
+    let mut gw = stdio();
+    let init = gw.initialize("2025-11-25");
+    assert_eq!(
+        init["result"]["capabilities"]["tools"]["listChanged"], true,
+        "the upstream promises list changes, so the gateway does: {init}"
+    );
+    assert!(!tool_names(&mut gw).contains(&"canary.added_g_1".to_string()));
+    let id = gw.send(
+        "tools/call",
+        json!({"name": "canary.grow", "arguments": {"nonce": "g-1"}}),
+    );
+    let (before, answer) = gw.until_answer(id);
+    assert!(answer["result"].is_object(), "{answer}");
+    assert!(
+        before
+            .iter()
+            .any(|m| m["method"] == "notifications/tools/list_changed"),
+        "{before:?}"
+    );
+    assert!(tool_names(&mut gw).contains(&"canary.added_g_1".to_string()));
+    // A prompt added later is listed too, the change told first.
+    assert!(gw.request("prompts/list", json!({}))["result"]["prompts"].is_array());
+    let id = gw.send(
+        "tools/call",
+        json!({"name": "canary.grow_prompts", "arguments": {"nonce": "g-2"}}),
+    );
+    let (before, _) = gw.until_answer(id);
+    assert!(
+        before
+            .iter()
+            .any(|m| m["method"] == "notifications/prompts/list_changed"),
+        "{before:?}"
+    );
+    let prompts = gw.request("prompts/list", json!({}));
+    assert!(prompts.to_string().contains("added_g_2"), "{prompts}");
+    // The added tool is routed like any other.
+    let added = gw.call("canary.added_g_1", json!({"q": 2}));
+    assert_eq!(added["result"]["structuredContent"]["q"], 2, "{added}");
+}
+
+#[test]
+fn a_subscribed_client_hears_of_an_update_under_the_uri_it_subscribed_with() {
+    let mut gw = stdio();
+    let init = gw.initialize("2025-06-18");
+    assert_eq!(
+        init["result"]["capabilities"]["resources"]["subscribe"], true,
+        "{init}"
+    );
+    let listed = gw.request("resources/list", json!({}));
+    let uri = listed["result"]["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .find(|r| r["name"] == "report.txt")
+        .and_then(|r| r["uri"].as_str())
+        .expect("the report is listed")
+        .to_string();
+    assert!(uri.starts_with("relay://"), "{uri}");
+    let touch = |gw: &mut Gateway| {
+        let id = gw.send(
+            "tools/call",
+            json!({"name": "canary.touch", "arguments": {}}),
+        );
+        gw.until_answer(id).0
+    };
+    assert!(touch(&mut gw).is_empty(), "no subscription, no update");
+    let subscribed = gw.request("resources/subscribe", json!({"uri": uri}));
+    assert_eq!(subscribed["result"], json!({}), "{subscribed}");
+    let before = touch(&mut gw);
+    assert_eq!(
+        before,
+        vec![
+            json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}})
+        ]
+    );
+    let unsubscribed = gw.request("resources/unsubscribe", json!({"uri": uri}));
+    assert_eq!(unsubscribed["result"], json!({}), "{unsubscribed}");
+    assert!(touch(&mut gw).is_empty(), "unsubscribed, no update");
+}
+
+#[test]
+fn an_http_session_hears_what_relates_to_none_of_its_requests_on_its_get_stream() {
+    let gw = Gateway::start(Options {
+        http: true,
+        ..Options::default()
+    });
+    let url = gw.url.clone().expect("url");
+    let (status, _) = common::http_get_events(&url, &[]);
+    assert_eq!(status, 405, "no session, no stream");
+    let (status, _) = common::http_get_events(&url, &[("mcp-session-id", "nobody's")]);
+    assert_eq!(status, 404);
+    let open = |version: &str| {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": version, "capabilities": {}}});
+        let (status, headers, body) = gw.post(&init, &[]);
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(
+            body["result"]["capabilities"]["tools"]["listChanged"], true,
+            "{body}"
+        );
+        headers
+            .into_iter()
+            .find(|(k, _)| k == "mcp-session-id")
+            .map(|(_, v)| v)
+            .expect("a session")
+    };
+    let (listener, caller) = (open("2025-11-25"), open("2025-11-25"));
+    let (status, events) = common::http_get_events(
+        &url,
+        &[
+            ("mcp-session-id", &listener),
+            ("mcp-protocol-version", "2025-11-25"),
+        ],
+    );
+    assert_eq!(status, 200);
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "canary.grow", "arguments": {"nonce": "h-1"}}});
+    let (status, _, body) = gw.post(
+        &call,
+        &[
+            ("mcp-session-id", &caller),
+            ("mcp-protocol-version", "2025-11-25"),
+        ],
+    );
+    assert_eq!(status, 200, "{body}");
+    let heard = events
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("the other session hears of the change on its GET stream");
+    assert_eq!(
+        heard["method"], "notifications/tools/list_changed",
+        "{heard}"
+    );
+}
+
+/// A 2026-07-28 request body: `params` with the stateless envelope.
+fn stateless(id: u64, method: &str, mut params: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// Headers of a 2026-07-28 request over HTTP.
+const STATELESS: [(&str, &str); 2] = [
+    ("authorization", "Bearer token-alice"),
+    ("mcp-protocol-version", "2026-07-28"),
+];
+
+#[test]
+fn a_listen_stream_is_acknowledged_and_carries_what_it_asked_for_tagged() {
+    let gw = Gateway::start(Options {
+        http: true,
+        ..Options::default()
+    });
+    let url = gw.url.clone().expect("url");
+    let (_, _, discovered) = gw.post(&stateless(1, "server/discover", json!({})), &STATELESS);
+    let caps = &discovered["result"]["capabilities"];
+    assert_eq!(caps["tools"]["listChanged"], true, "{discovered}");
+    assert_eq!(caps["resources"]["subscribe"], true, "{discovered}");
+    let uri = "canary://links/report.txt";
+    let listen = stateless(
+        "41".parse().unwrap(),
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true, "resourceSubscriptions": [uri, "canary://nowhere"]}}),
+    );
+    let headers = [
+        STATELESS[0],
+        STATELESS[1],
+        ("mcp-method", "subscriptions/listen"),
+    ];
+    let (status, events) = common::http_post_events(&url, &listen, &headers);
+    assert_eq!(status, 200);
+    let wait = std::time::Duration::from_secs(10);
+    let ack = events.recv_timeout(wait).expect("an acknowledgment");
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        41
+    );
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged": true, "resourceSubscriptions": [uri]}),
+        "{ack}"
+    );
+    // A prompts-only stream beside it hears nothing of the tools.
+    let narrow = stateless(
+        42,
+        "subscriptions/listen",
+        json!({"notifications": {"promptsListChanged": true}}),
+    );
+    let (_, narrow) = common::http_post_events(&url, &narrow, &headers);
+    assert_eq!(
+        narrow.recv_timeout(wait).expect("an acknowledgment")["params"]["notifications"],
+        json!({"promptsListChanged": true})
+    );
+    let grow = gw.http_call("token-alice", "canary.grow", json!({"nonce": "l-1"}));
+    assert!(grow["result"].is_object(), "{grow}");
+    let changed = events.recv_timeout(wait).expect("the tools' change");
+    assert_eq!(
+        changed["method"], "notifications/tools/list_changed",
+        "{changed}"
+    );
+    assert_eq!(
+        changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        41
+    );
+    let touch = gw.http_call("token-alice", "canary.touch", json!({}));
+    assert!(touch["result"].is_object(), "{touch}");
+    let updated = events.recv_timeout(wait).expect("the resource's update");
+    assert_eq!(
+        updated["params"],
+        json!({"uri": uri, "_meta": {"io.modelcontextprotocol/subscriptionId": 41}})
+    );
+    assert!(
+        narrow
+            .recv_timeout(std::time::Duration::from_millis(500))
+            .is_err(),
+        "the prompts-only stream is told of no tools"
+    );
+    // The gateway's own listing shows the change too.
+    let (_, _, listed) = gw.post(
+        &stateless(5, "tools/list", json!({})),
+        &[STATELESS[0], STATELESS[1], ("mcp-method", "tools/list")],
+    );
+    assert!(listed.to_string().contains("canary.added_l_1"), "{listed}");
+}
+
+#[test]
+fn a_stdio_listen_stream_ends_when_its_request_is_cancelled() {
+    let mut gw = stdio();
+    let id = gw.send(
+        "subscriptions/listen",
+        stateless(
+            0,
+            "x",
+            json!({"notifications": {"promptsListChanged": true}}),
+        )["params"]
+            .clone(),
+    );
+    let ack: Value = serde_json::from_str(&gw.next_line().expect("an acknowledgment")).unwrap();
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        id
+    );
+    let call = stateless(
+        0,
+        "x",
+        json!({"name": "canary.grow_prompts", "arguments": {"nonce": "s-9"}}),
+    )["params"]
+        .clone();
+    let called = gw.send("tools/call", call.clone());
+    let (before, _) = gw.until_answer(called);
+    let changed = match before.first() {
+        Some(changed) => changed.clone(),
+        None => serde_json::from_str(&gw.next_line().expect("the prompts' change")).unwrap(),
+    };
+    assert_eq!(
+        changed["method"], "notifications/prompts/list_changed",
+        "{changed}"
+    );
+    assert_eq!(
+        changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        id
+    );
+    gw.notify_cancelled(id);
+    let again = gw.send("tools/call", call);
+    let (before, _) = gw.until_answer(again);
+    assert!(before.is_empty(), "the stream ended: {before:?}");
 }

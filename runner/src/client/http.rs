@@ -99,6 +99,109 @@ impl HttpClient {
         }
     }
 
+    /// Opens the stream a client may GET for what the server sends outside the answers of its
+    /// requests, with `headers` (the session's), waiting up to `timeout` for its head; the
+    /// messages on it go to the listener until it is dropped. A server that offers no such
+    /// stream answers otherwise (405 Method Not Allowed), and the listener says so.
+    pub async fn listen(
+        &self,
+        headers: &[(String, String)],
+        timeout: Duration,
+    ) -> super::Listening {
+        let mut request = self
+            .http
+            .get(&self.url)
+            .header("accept", "text/event-stream");
+        for (name, value) in headers {
+            request = request.header(name.as_str(), value.as_str());
+        }
+        let response = match tokio::time::timeout(timeout, request.send()).await {
+            Ok(Ok(response)) => response,
+            Ok(Err(err)) => return super::Listening::none(format!("its GET failed: {err}")),
+            Err(_) => {
+                return super::Listening::none(format!(
+                    "its GET got no answer within {} ms",
+                    timeout.as_millis()
+                ));
+            }
+        };
+        let status = response.status().as_u16();
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        if !(200..300).contains(&status) || !content_type.starts_with("text/event-stream") {
+            return super::Listening::none(format!(
+                "its GET answered HTTP {status}{}",
+                if content_type.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({content_type})")
+                }
+            ));
+        }
+        let heard = super::Heard::default();
+        let reader = tokio::spawn(read_stream(response, heard.clone()));
+        super::Listening::reading("the GET stream", heard, reader)
+    }
+
+    /// Posts `message`, a `subscriptions/listen` request, with `headers`, waiting up to
+    /// `timeout` for the head of its answer: an event stream is read, each message on it heard,
+    /// until the listener is dropped; any other answer is why there is no stream.
+    pub async fn listen_request(
+        &self,
+        message: &Value,
+        headers: &[(String, String)],
+        timeout: Duration,
+    ) -> super::Listening {
+        let Ok(body) = serde_json::to_vec(message) else {
+            return super::Listening::none("cannot encode subscriptions/listen".into());
+        };
+        let mut request = self
+            .http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body);
+        for (name, value) in headers {
+            request = request.header(name.as_str(), value.as_str());
+        }
+        let response = match tokio::time::timeout(timeout, request.send()).await {
+            Ok(Ok(response)) => response,
+            Ok(Err(err)) => {
+                return super::Listening::none(format!("its subscriptions/listen failed: {err}"));
+            }
+            Err(_) => {
+                return super::Listening::none(format!(
+                    "its subscriptions/listen got no answer within {} ms",
+                    timeout.as_millis()
+                ));
+            }
+        };
+        let status = response.status().as_u16();
+        let is_sse = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.starts_with("text/event-stream"));
+        if !is_sse {
+            let body = tokio::time::timeout(timeout, response.bytes())
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or_default();
+            return super::Listening::none(format!(
+                "it answered subscriptions/listen with HTTP {status}: {}",
+                relaycheck_checks::exchange::preview(&body)
+            ));
+        }
+        let heard = super::Heard::default();
+        let reader = tokio::spawn(read_stream(response, heard.clone()));
+        super::Listening::reading("the subscriptions/listen stream", heard, reader)
+    }
+
     /// The endpoint every message is posted to.
     pub fn url(&self) -> &str {
         &self.url
@@ -243,6 +346,26 @@ impl HttpClient {
         Posted {
             exchange: with_http(exchange, status, &content_type, notifications),
             session_id,
+        }
+    }
+}
+
+/// Reads a GET stream until it ends or breaks: every message on it that names a method (a
+/// notification, or a request the client does not serve) is heard; an event past the answer
+/// bound ends the reading.
+async fn read_stream(mut response: reqwest::Response, heard: super::Heard) {
+    let mut decoder = sse::Decoder::new(MAX_BODY_BYTES);
+    while let Ok(Some(chunk)) = response.chunk().await {
+        let Ok(events) = decoder.push(&chunk) else {
+            return;
+        };
+        for event in events {
+            // A message that names a method, or an answer (a refusal, on a listen stream).
+            if let Ok(message) = serde_json::from_slice::<Value>(&event.data)
+                && (message.get("method").is_some() || message.get("id").is_some())
+            {
+                heard.push(message);
+            }
         }
     }
 }

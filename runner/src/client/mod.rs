@@ -39,6 +39,85 @@ impl Notifications {
     }
 }
 
+/// The messages a client hears outside the answers of its requests while it listens (list
+/// changes, resource updates, a server's requests on a stream of its own), shared between the
+/// reader that hears them and the case that reads them: the first [`MAX_NOTIFICATIONS`], and a
+/// count of the rest.
+#[derive(Debug, Clone, Default)]
+pub struct Heard(std::sync::Arc<std::sync::Mutex<Notifications>>);
+
+impl Heard {
+    /// Keeps `message` (or counts it, past the bound).
+    pub fn push(&self, message: Value) {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(message);
+    }
+
+    /// What was heard so far, and how many more were dropped.
+    pub fn snapshot(&self) -> (Vec<Value>, u64) {
+        let heard = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        (heard.items.clone(), heard.dropped)
+    }
+
+    /// How many were heard so far, kept or dropped.
+    pub fn count(&self) -> usize {
+        let heard = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        heard.items.len() + heard.dropped as usize
+    }
+}
+
+/// A client listening for what the target sends outside the answers of its requests: where it
+/// listens, and what it heard since it started. Dropping it closes a stream it opened.
+#[derive(Debug)]
+pub struct Listening {
+    /// The stream such messages come on ("the target's stdout", "the GET stream"), or why the
+    /// target offers the client none.
+    pub stream: Result<String, String>,
+    /// What it heard.
+    pub heard: Heard,
+    /// The task reading a stream the client opened for it, ended with the listening.
+    reader: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Listening {
+    /// Listening on a stream the client reads anyway (stdio, the legacy event stream).
+    pub fn on(stream: &str, heard: Heard) -> Listening {
+        Listening {
+            stream: Ok(stream.to_string()),
+            heard,
+            reader: None,
+        }
+    }
+
+    /// Listening on a stream of its own, read by `reader`.
+    pub fn reading(stream: &str, heard: Heard, reader: tokio::task::JoinHandle<()>) -> Listening {
+        Listening {
+            stream: Ok(stream.to_string()),
+            heard,
+            reader: Some(reader),
+        }
+    }
+
+    /// No stream to listen on, and why.
+    pub fn none(why: String) -> Listening {
+        Listening {
+            stream: Err(why),
+            heard: Heard::default(),
+            reader: None,
+        }
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        if let Some(reader) = self.reader.take() {
+            reader.abort();
+        }
+    }
+}
+
 /// Answers the target's requests to the client for the methods the client serves, as
 /// [`relaycheck_model::client_answers`] says, each answer handed to whoever writes it.
 #[derive(Debug, Clone)]

@@ -82,6 +82,12 @@ struct State {
     /// Where the answers to the target's requests go, once the client serves some
     /// ([`StreamClient::answer_requests`]).
     answers: Option<super::Answerer>,
+    /// Where messages that name no pending call go while a case listens
+    /// ([`StreamClient::listen`]), in place of the strays.
+    heard: Option<super::Heard>,
+    /// Open `subscriptions/listen` requests (id key → what their stream carried): the
+    /// notifications tagged with a request's id, and its answer if it gets one (a refusal).
+    listens: HashMap<String, super::Heard>,
 }
 
 /// Where requests go.
@@ -220,6 +226,28 @@ impl StreamClient {
         }
     }
 
+    /// From now on, keeps the notifications and requests the target sends that name no pending
+    /// call where the returned listener reads them, not among the strays: on one stream each
+    /// way, such a message is how a server tells its client what relates to no request.
+    pub fn listen(&self, stream: &str) -> super::Listening {
+        let heard = super::Heard::default();
+        lock(&self.state).heard = Some(heard.clone());
+        super::Listening::on(stream, heard)
+    }
+
+    /// Sends `message`, a `subscriptions/listen` request, and from then on keeps what its stream
+    /// carries (the notifications tagged with its id, and an answer under its id, which only a
+    /// refusal gets) where the returned listener reads them.
+    pub async fn listen_request(&self, message: &Value) -> super::Listening {
+        let heard = super::Heard::default();
+        let key = id_key(message.get("id").unwrap_or(&Value::Null));
+        lock(&self.state).listens.insert(key, heard.clone());
+        if let Err(err) = self.send(message).await {
+            return super::Listening::none(format!("cannot send subscriptions/listen: {err}"));
+        }
+        super::Listening::on("the subscriptions/listen stream", heard)
+    }
+
     /// Ends the connection from outside: every pending request and every later one gets
     /// `Closed` with `reason`. For a target that exited while something it started still holds
     /// its stdout open, so no end of stream ever comes.
@@ -321,6 +349,9 @@ fn unsolicited_while_waiting(
     }
 }
 
+/// `io.modelcontextprotocol/subscriptionId` as a JSON pointer segment.
+const SUBSCRIPTION_ID_POINTER: &str = "io.modelcontextprotocol~1subscriptionId";
+
 fn lock(state: &std::sync::Mutex<State>) -> std::sync::MutexGuard<'_, State> {
     state
         .lock()
@@ -407,6 +438,17 @@ fn dispatch(state: &std::sync::Mutex<State>, raw: Vec<u8>) {
     let parsed: Option<Value> = serde_json::from_slice(&raw).ok();
     if let Some(message) = &parsed {
         let is_response = message.get("result").is_some() || message.get("error").is_some();
+        // What a listen stream carries: its notifications, tagged with its request's id, and an
+        // answer under that id (a refusal).
+        let tag = if is_response {
+            message.get("id")
+        } else {
+            message.pointer(&format!("/params/_meta/{}", SUBSCRIPTION_ID_POINTER))
+        };
+        if let Some(heard) = tag.and_then(|id| state.listens.get(&id_key(id))) {
+            heard.push(message.clone());
+            return;
+        }
         if message.get("method").is_some() && !is_response {
             // A notification for a pending request (progress), or a request to the client,
             // answered when the client serves it and kept beside the call it names.
@@ -425,6 +467,10 @@ fn dispatch(state: &std::sync::Mutex<State>, raw: Vec<u8>) {
                 } else {
                     pending.notifications_dropped += 1;
                 }
+                return;
+            }
+            if let Some(heard) = &state.heard {
+                heard.push(message.clone());
                 return;
             }
             keep_stray(&mut state, StrayKind::Message, raw);
@@ -516,6 +562,46 @@ mod stray_tests {
         assert_eq!(naming_a_nonce(&state, plain).as_deref(), Some("1"));
         assert_eq!(naming_a_nonce(&state, text).as_deref(), Some("1"));
         assert_eq!(naming_a_nonce(&state, other), None);
+    }
+
+    #[test]
+    fn a_listen_stream_gets_what_is_tagged_with_its_id_and_its_refusal() {
+        let state = std::sync::Mutex::new(State::default());
+        let heard = super::super::Heard::default();
+        lock(&state)
+            .listens
+            .insert(id_key(&Value::from(4)), heard.clone());
+        let tagged = br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":4}}}"#;
+        let other = br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":5}}}"#;
+        dispatch(&state, tagged.to_vec());
+        dispatch(&state, other.to_vec());
+        dispatch(
+            &state,
+            br#"{"jsonrpc":"2.0","id":4,"error":{"code":-32601,"message":"m"}}"#.to_vec(),
+        );
+        let (got, _) = heard.snapshot();
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[1]["error"]["code"], -32601);
+        assert_eq!(lock(&state).strays.len(), 1, "another stream's is no one's");
+    }
+
+    #[test]
+    fn a_message_naming_no_call_is_heard_while_listening_and_a_stray_otherwise() {
+        let state = std::sync::Mutex::new(State::default());
+        let changed = br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#;
+        dispatch(&state, changed.to_vec());
+        assert_eq!(lock(&state).strays.len(), 1);
+        let heard = super::super::Heard::default();
+        lock(&state).heard = Some(heard.clone());
+        dispatch(&state, changed.to_vec());
+        // A response under no pending id is no message to hear.
+        dispatch(&state, br#"{"jsonrpc":"2.0","id":5,"result":{}}"#.to_vec());
+        assert_eq!(heard.snapshot().0.len(), 1);
+        assert_eq!(
+            heard.snapshot().0[0]["method"],
+            "notifications/tools/list_changed"
+        );
+        assert_eq!(lock(&state).strays.len(), 2);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Streamable HTTP on 127.0.0.1: `POST /mcp` answered as JSON, sessions by `Mcp-Session-Id`,
-//! bearer tokens mapped to identities. A foreign Host or Origin is refused (DNS rebinding).
+//! bearer tokens mapped to identities, `GET /mcp` a session's stream for what relates to none
+//! of its requests. A foreign Host or Origin is refused (DNS rebinding).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -210,15 +211,20 @@ async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) 
     let (events, stream) = mpsc::unbounded_channel();
     let _ = events.send(first);
     tokio::spawn(async move {
+        let mut notes = Some(notes);
         let answer = loop {
             tokio::select! {
                 answer = &mut answering => break answer,
-                Some(note) = notes.recv() => {
+                Some(note) = async { notes.as_mut()?.recv().await }, if notes.is_some() => {
                     let _ = events.send(note);
                 }
+                // The client closed the stream: nothing more can reach it, and a request that
+                // lasts as long as its stream (a listen stream) sees its way back close. A call
+                // still runs to its end.
+                () = events.closed(), if notes.is_some() => notes = None,
             }
         };
-        while let Ok(note) = notes.try_recv() {
+        while let Some(note) = notes.as_mut().and_then(|notes| notes.try_recv().ok()) {
             let _ = events.send(note);
         }
         if let Some(answer) = answer {
@@ -325,12 +331,26 @@ fn sse_response(
     r
 }
 
-/// The gateway sends no server-initiated messages over a standing stream.
-async fn get_mcp(headers: HeaderMap) -> Response {
+/// The stream a session's client may GET for what relates to none of its requests (list
+/// changes, updates of resources it subscribed to): one per session, a new one in place of the
+/// last. A request without a session has nothing of the kind to hear.
+async fn get_mcp(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     if foreign(&headers) {
         return empty(StatusCode::FORBIDDEN);
     }
-    empty(StatusCode::METHOD_NOT_ALLOWED)
+    let Some(id) = header(&headers, SESSION) else {
+        return empty(StatusCode::METHOD_NOT_ALLOWED);
+    };
+    let Some(conn) = app.session(id) else {
+        return json_response(
+            StatusCode::NOT_FOUND,
+            error_body(-32600, &format!("Session not found: {id}")),
+            None,
+        );
+    };
+    let (tx, rx) = mpsc::unbounded_channel();
+    conn.link.open_standalone(tx);
+    sse_response(Vec::new(), Some(rx), None, Some(id))
 }
 
 async fn delete_mcp(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {

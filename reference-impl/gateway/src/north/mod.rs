@@ -291,6 +291,15 @@ pub async fn handle(
     let cancel = Arc::new(Cancel::default());
     conn.in_flight().insert(id_key(id), cancel.clone());
     caller.cancel = Some(cancel.clone());
+    // A listen stream lasts until the caller ends it, and is never answered.
+    if method == "subscriptions/listen"
+        && caller.stateless
+        && let Some(stream) = caller.progress.clone()
+    {
+        crate::listen::serve(gw, &caller, id, params, stream).await;
+        conn.in_flight().remove(&id_key(id));
+        return None;
+    }
     let asking = log_level.map(|rank| conn.link.asking(rank));
     let mut answer = dispatch(gw, method, params, conn, &caller).await;
     drop(asking);
@@ -379,11 +388,19 @@ async fn dispatch(
             };
             conn.negotiate(version);
             conn.link.declare(params.get("capabilities"));
+            // From now on the client is told what relates to none of its requests.
+            gw.notices.join(&conn.link);
             let mut capabilities = json!({"tools": {"listChanged": false}, "resources": {}});
             if gw.upstreams.iter().any(|up| up.declares("prompts")) {
                 capabilities["prompts"] = json!({});
             }
             forward::declare(gw, &mut capabilities);
+            // A list's changes are told where an upstream tells them (`crate::notices`).
+            for list in relaycheck_model::script::ListKind::ALL {
+                if gw.notices.declares(list) && capabilities[list.as_str()].is_object() {
+                    capabilities[list.as_str()]["listChanged"] = json!(true);
+                }
+            }
             // The mutant declares completions whether or not an upstream offers them; it
             // answers them as an unknown method (`forward::complete`).
             if gw.mutation.is(Mutant::CapabilityInvented) {
@@ -411,6 +428,12 @@ async fn dispatch(
                 capabilities["prompts"] = json!({});
             }
             forward::declare(gw, &mut capabilities);
+            // A list's changes reach a listen stream where an upstream tells them.
+            for list in relaycheck_model::script::ListKind::ALL {
+                if gw.notices.declares(list) && capabilities[list.as_str()].is_object() {
+                    capabilities[list.as_str()]["listChanged"] = json!(true);
+                }
+            }
             if gw.mutation.is(Mutant::DiscoverCapabilitiesFixed) {
                 capabilities = json!({"tools": {}});
             }

@@ -113,6 +113,8 @@ pub async fn serve(gw: Arc<Gateway>) -> Result<(), ServeError> {
     let _ = gw
         .sole_client
         .set(Back::of(&gw, conn.link.clone(), queue.clone()));
+    // The one output carries what relates to none of the client's requests too.
+    conn.link.open_standalone(queue.clone());
 
     let mut lines = BufReader::new(stdin()).lines();
     let mut running = JoinSet::new();

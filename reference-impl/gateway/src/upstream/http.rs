@@ -30,6 +30,8 @@ pub struct HttpConn {
     version: Mutex<Option<String>>,
     next_id: AtomicU64,
     progress: Arc<Progress>,
+    /// List changes and resource updates, told to the clients they concern.
+    notices: Arc<crate::notices::Notices>,
     mutation: Mutation,
     /// Each tool's input schema as the upstream last listed it: the `x-mcp-header` parameters
     /// a call of it mirrors into headers.
@@ -45,7 +47,7 @@ impl HttpConn {
         name: &str,
         url: &str,
         limit: usize,
-        progress: Arc<Progress>,
+        relays: super::Relays,
         mutation: Mutation,
     ) -> Result<HttpConn, UpstreamError> {
         let http = reqwest::Client::builder()
@@ -63,7 +65,8 @@ impl HttpConn {
             session: Mutex::new(None),
             version: Mutex::new(None),
             next_id: AtomicU64::new(1),
-            progress,
+            progress: relays.progress,
+            notices: relays.notices,
             mutation,
             schemas: Mutex::new(HashMap::new()),
         })
@@ -111,6 +114,44 @@ impl HttpConn {
         let _ = self.post(&msg, None, None).await;
     }
 
+    /// A `subscriptions/listen` POST whose event stream is read for as long as the listen
+    /// lives; dropping it closes the stream, which ends the subscription upstream.
+    pub fn listen(&self, params: Value) -> super::Listen {
+        let msg = super::message(Some(self.reserve_id()), "subscriptions/listen", params);
+        let mut req = self
+            .http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(msg.to_string());
+        for (k, v) in self.headers(&msg) {
+            req = req.header(k, v);
+        }
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let limit = self.limit;
+        let reading = tokio::spawn(async move {
+            let Ok(mut resp) = req.send().await else {
+                return;
+            };
+            let mut body: Vec<u8> = Vec::new();
+            while let Ok(Some(chunk)) = resp.chunk().await {
+                body.extend_from_slice(&chunk);
+                while let Some((end, next)) = find_event_end(&body) {
+                    if let Some(message) = event_message(&body[..end])
+                        && tx.send(message).is_err()
+                    {
+                        return;
+                    }
+                    body.drain(..next);
+                }
+                if body.len() > limit {
+                    return;
+                }
+            }
+        });
+        super::Listen::new(rx, move || reading.abort())
+    }
+
     /// [`scan_sse`] on the event stream read so far, and the upstream's own requests found
     /// there answered while the stream is read on.
     fn scan(
@@ -121,7 +162,12 @@ impl HttpConn {
         back: Option<&Back>,
     ) -> Option<Ending> {
         let mut asked = Vec::new();
-        let found = scan_sse(body, scanned, id, &self.progress, back, &mut asked);
+        let heard = Heard {
+            progress: &self.progress,
+            notices: &self.notices,
+            upstream: &self.name,
+        };
+        let found = scan_sse(body, scanned, id, &heard, back, &mut asked);
         for reply in asked {
             self.answer_upstream(reply);
         }
@@ -364,14 +410,23 @@ fn classify(bytes: Vec<u8>) -> Ending {
     }
 }
 
+/// Where what an upstream sends on a request's stream besides its answer goes, besides the
+/// request's caller.
+struct Heard<'a> {
+    progress: &'a Progress,
+    notices: &'a crate::notices::Notices,
+    upstream: &'a str,
+}
+
 /// Complete events after `scanned`; the answer to `id` once it has arrived. Progress goes to
-/// its caller, and log messages and the upstream's own requests `back`, each in its place; the
-/// replies to those requests go into `asked`, to be sent while the stream is read on.
+/// its caller, list changes and updates to the clients they concern, and log messages and the
+/// upstream's own requests `back`, each in its place; the replies to those requests go into
+/// `asked`, to be sent while the stream is read on.
 fn scan_sse(
     body: &[u8],
     scanned: &mut usize,
     id: u64,
-    progress: &Progress,
+    heard: &Heard<'_>,
     back: Option<&Back>,
     asked: &mut Vec<Reply>,
 ) -> Option<Ending> {
@@ -407,8 +462,9 @@ fn scan_sse(
                 return Some(classify(data));
             }
             Ok(msg) if msg.get("method").and_then(Value::as_str) == Some(progress::METHOD) => {
-                progress.route(msg);
+                heard.progress.route(msg);
             }
+            Ok(msg) if heard.notices.heard(heard.upstream, &msg, back) => {}
             Ok(msg) => {
                 if let Some(back) = back {
                     back.notify(msg);
@@ -422,6 +478,22 @@ fn scan_sse(
             }
         }
     }
+}
+
+/// The JSON message an event's `data:` lines carry, if they carry one.
+fn event_message(event: &[u8]) -> Option<Value> {
+    let mut data: Vec<u8> = Vec::new();
+    for line in event.split(|b| *b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if let Some(d) = line.strip_prefix(b"data:") {
+            let d = d.strip_prefix(b" ").unwrap_or(d);
+            if !data.is_empty() {
+                data.push(b'\n');
+            }
+            data.extend_from_slice(d);
+        }
+    }
+    serde_json::from_slice(&data).ok()
 }
 
 /// (end of the event, end of its separator)
@@ -448,14 +520,12 @@ mod tests {
         let body = b"data:\n\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{}}\n\n";
         let mut scanned = 0;
         let mut asked = Vec::new();
-        match scan_sse(
-            body,
-            &mut scanned,
-            4,
-            &Progress::default(),
-            None,
-            &mut asked,
-        ) {
+        let heard = Heard {
+            progress: &Progress::default(),
+            notices: &crate::notices::Notices::default(),
+            upstream: "up",
+        };
+        match scan_sse(body, &mut scanned, 4, &heard, None, &mut asked) {
             Some(Ending::Response { message, .. }) => assert_eq!(message["id"], 4),
             other => panic!("{other:?}"),
         }

@@ -87,6 +87,16 @@ pub struct Upstream {
     mutation: Mutation,
 }
 
+/// Where what an upstream sends besides its answers goes: progress to the caller whose token
+/// it names, requests and log messages to the sole client of a stdio gateway (or a call's
+/// caller), list changes and resource updates to the clients [`crate::notices`] keeps.
+#[derive(Clone)]
+pub struct Relays {
+    pub progress: Arc<Progress>,
+    pub sole_client: Arc<OnceLock<Back>>,
+    pub notices: Arc<crate::notices::Notices>,
+}
+
 /// What the gateway asks an upstream in `initialize`: no client capabilities. The upstream
 /// session is shared by every client, and declaring a capability one of them never declared
 /// would let the upstream ask that client for what it did not agree to serve. Requests an
@@ -110,8 +120,7 @@ impl Upstream {
         cfg: &UpstreamConfig,
         max_response_bytes: usize,
         timeout: Duration,
-        progress: Arc<Progress>,
-        sole_client: Arc<OnceLock<Back>>,
+        relays: Relays,
         mutation: Mutation,
     ) -> Result<Upstream, UpstreamError> {
         let conn = match (&cfg.command, &cfg.url) {
@@ -119,14 +128,13 @@ impl Upstream {
                 &cfg.name,
                 argv,
                 max_response_bytes,
-                progress,
-                sole_client,
+                relays,
             )?),
             (None, Some(url)) => Conn::Http(http::HttpConn::new(
                 &cfg.name,
                 url,
                 max_response_bytes,
-                progress,
+                relays,
                 mutation,
             )?),
             (None, None) => {
@@ -345,9 +353,29 @@ impl Upstream {
         }
     }
 
+    /// Opens a `subscriptions/listen` stream of the upstream's (the 2026-07-28 wire) with
+    /// `params` (the caller's envelope in `_meta`, the filter in `notifications`): every message
+    /// on it, the acknowledgment first, comes through the returned receiver until the stream
+    /// ends or the listen is dropped, which ends it upstream too.
+    pub fn listen(&self, params: Value) -> Listen {
+        match &self.conn {
+            Conn::Stdio(c) => c.listen(params),
+            Conn::Http(c) => c.listen(params),
+        }
+    }
+
     /// Whether the upstream declared `capability` in its `initialize`.
     pub fn declares(&self, capability: &str) -> bool {
         self.capabilities.get(capability).is_some()
+    }
+
+    /// Whether the upstream promised to say when `list` changes (`listChanged: true`).
+    pub fn declares_list_changed(&self, list: relaycheck_model::script::ListKind) -> bool {
+        self.capabilities
+            .get(list.as_str())
+            .and_then(|c| c.get("listChanged"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
     }
 
     pub async fn notify(&self, method: &str, params: Value) {
@@ -370,6 +398,37 @@ impl Drop for Upstream {
         self.shutdown();
     }
 }
+
+/// An upstream's `subscriptions/listen` stream, open for as long as this lives.
+pub struct Listen {
+    /// The messages on the stream, as they come.
+    pub messages: tokio::sync::mpsc::UnboundedReceiver<Value>,
+    /// Ends the stream upstream when the listen is dropped.
+    _end: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl Listen {
+    pub fn new(
+        messages: tokio::sync::mpsc::UnboundedReceiver<Value>,
+        end: impl FnOnce() + Send + 'static,
+    ) -> Listen {
+        Listen {
+            messages,
+            _end: Some(Box::new(end)),
+        }
+    }
+}
+
+impl Drop for Listen {
+    fn drop(&mut self) {
+        if let Some(end) = self._end.take() {
+            end();
+        }
+    }
+}
+
+/// The `_meta` key that names the `subscriptions/listen` request a notification answers.
+pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// A JSON-RPC request (`id` given) or notification to an upstream, `params` moved in: `json!`
 /// would serialize them into a copy first.

@@ -20,6 +20,10 @@ use crate::progress::Progress;
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Ending>>>>;
 
+/// The open `subscriptions/listen` streams, by the id of their request: the notifications
+/// tagged with it are theirs.
+type Listens = Arc<Mutex<HashMap<String, tokio::sync::mpsc::UnboundedSender<Value>>>>;
+
 /// How long a response to the upstream's own request may wait to be written.
 const WRITE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
 
@@ -30,6 +34,7 @@ pub struct StdioConn {
     name: String,
     stdin: Arc<AsyncMutex<ChildStdin>>,
     pending: Pending,
+    listens: Listens,
     closed: Arc<Mutex<Option<String>>>,
     next_id: AtomicU64,
     pgid: Option<i32>,
@@ -40,8 +45,7 @@ impl StdioConn {
         name: &str,
         argv: &[String],
         max_response_bytes: usize,
-        progress: Arc<Progress>,
-        sole_client: Arc<OnceLock<Back>>,
+        relays: super::Relays,
     ) -> Result<StdioConn, UpstreamError> {
         let (program, args) = argv.split_first().ok_or_else(|| UpstreamError::Handshake {
             name: name.into(),
@@ -72,15 +76,18 @@ impl StdioConn {
         let stdout = child.stdout.take().ok_or_else(|| missing("stdout"))?;
         let stdin = Arc::new(AsyncMutex::new(stdin));
         let pending: Pending = Arc::default();
+        let listens: Listens = Arc::default();
         let closed: Arc<Mutex<Option<String>>> = Arc::default();
         let reader = Reader {
             name: name.to_string(),
             pending: pending.clone(),
+            listens: listens.clone(),
             closed: closed.clone(),
             stdin: stdin.clone(),
             limit: max_response_bytes,
-            progress,
-            sole_client,
+            progress: relays.progress,
+            sole_client: relays.sole_client,
+            notices: relays.notices,
         };
         tokio::spawn(async move {
             reader.run(stdout).await;
@@ -91,6 +98,7 @@ impl StdioConn {
             name: name.to_string(),
             stdin,
             pending,
+            listens,
             closed,
             next_id: AtomicU64::new(1),
             pgid,
@@ -140,6 +148,45 @@ impl StdioConn {
     pub async fn notify(&self, method: &str, params: Value) {
         let msg = super::message(None, method, params);
         let _ = self.write(&msg).await;
+    }
+
+    /// A `subscriptions/listen` request: the notifications tagged with its id come through the
+    /// listen; dropping it cancels the request, which ends the stream upstream (stdio has no
+    /// stream of its own to close).
+    pub fn listen(&self, params: Value) -> super::Listen {
+        let id = self.reserve_id();
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let key = Value::from(id).to_string();
+        lock(&self.listens).insert(key.clone(), tx);
+        let stdin = self.stdin.clone();
+        let request = request_line(id, "subscriptions/listen", params);
+        tokio::spawn({
+            let stdin = stdin.clone();
+            async move {
+                if let Ok(line) = request {
+                    let mut stdin = stdin.lock().await;
+                    let _ = stdin.write_all(&line).await;
+                    let _ = stdin.flush().await;
+                }
+            }
+        });
+        let listens = self.listens.clone();
+        super::Listen::new(rx, move || {
+            lock(&listens).remove(&key);
+            let cancel = super::message(
+                None,
+                "notifications/cancelled",
+                serde_json::json!({"requestId": id, "reason": "the gateway's client stopped listening"}),
+            );
+            if let Ok(mut line) = serde_json::to_vec(&cancel) {
+                line.push(b'\n');
+                tokio::spawn(async move {
+                    let mut stdin = stdin.lock().await;
+                    let _ = stdin.write_all(&line).await;
+                    let _ = stdin.flush().await;
+                });
+            }
+        })
     }
 
     async fn write(&self, msg: &Value) -> std::io::Result<()> {
@@ -342,6 +389,7 @@ impl<R: AsyncBufRead + Unpin> Lines<R> {
 struct Reader {
     name: String,
     pending: Pending,
+    listens: Listens,
     closed: Arc<Mutex<Option<String>>>,
     stdin: Arc<AsyncMutex<ChildStdin>>,
     limit: usize,
@@ -349,6 +397,8 @@ struct Reader {
     /// A line on stdio relates to no request, so only the gateway's sole client, when it has
     /// one, is asked or told what the upstream sends outside its answers.
     sole_client: Arc<OnceLock<Back>>,
+    /// List changes and resource updates, told to the clients they concern.
+    notices: Arc<crate::notices::Notices>,
 }
 
 impl Reader {
@@ -458,6 +508,10 @@ impl Reader {
                 {
                     self.progress.route(message);
                 }
+                // A notification of a listen stream is that stream's.
+                None if self.listened(&message) => {}
+                // A list change or an update concerns the clients it names, on no call's stream.
+                None if self.notices.heard(&self.name, &message, None) => {}
                 None => {
                     if let Some(back) = self.sole_client.get() {
                         back.notify(message);
@@ -492,6 +546,22 @@ impl Reader {
             }
         };
         let _ = tx.send(ending);
+    }
+
+    /// Hands a notification tagged with a listen stream's id to that stream (one of a stream
+    /// that has ended is dropped: it was for a client that stopped listening); false for an
+    /// untagged one.
+    fn listened(&self, message: &Value) -> bool {
+        let Some(id) = message
+            .pointer("/params/_meta")
+            .and_then(|m| m.get(super::SUBSCRIPTION_ID))
+        else {
+            return false;
+        };
+        if let Some(tx) = lock(&self.listens).get(&id.to_string()) {
+            let _ = tx.send(message.clone());
+        }
+        true
     }
 
     fn close(&self, reason: String) {

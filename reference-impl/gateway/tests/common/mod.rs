@@ -101,6 +101,9 @@ pub(crate) fn script() -> Value {
         {"name": "ask_task",
          "respond": {"task": {"polls_before_done": 1, "input": {"requests": {"who": {"method": "elicitation/create", "params": {"message": "Who?", "requestedSchema": {"type": "object"}}}}},
                               "outcome": {"result": {"content": [{"type": "text", "text": "asked and done"}]}}}}},
+        {"name": "grow", "respond": {"list-change": {"list": "tools", "then": "echo"}}},
+        {"name": "grow_prompts", "respond": {"list-change": {"list": "prompts", "then": "echo"}}},
+        {"name": "touch", "respond": {"resource-update": {"uri": "canary://links/report.txt", "then": "echo"}}},
         {"name": "big_meta",
          "respond": {"result": {
             "content": [{"type": "text", "text": "x".repeat(30000)}],
@@ -302,6 +305,30 @@ command = {canary}
         }
     }
 
+    /// Cancels stdio request `id` (`notifications/cancelled`).
+    pub(crate) fn notify_cancelled(&mut self, id: u64) {
+        let stdin = self.stdin.as_mut().expect("a stdio gateway");
+        let msg = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}});
+        writeln!(stdin, "{msg}").expect("write to the gateway");
+        stdin.flush().expect("flush");
+    }
+
+    /// What the gateway writes up to the answer to request `id`: the messages before it, and
+    /// the answer.
+    pub(crate) fn until_answer(&mut self, id: u64) -> (Vec<Value>, Value) {
+        let mut before = Vec::new();
+        loop {
+            let line = self
+                .next_line()
+                .unwrap_or_else(|| panic!("no answer to request {id}"));
+            let v: Value = serde_json::from_str(&line).expect("the gateway writes JSON lines");
+            if v.get("id") == Some(&json!(id)) && v.get("method").is_none() {
+                return (before, v);
+            }
+            before.push(v);
+        }
+    }
+
     pub(crate) fn initialize(&mut self, version: &str) -> Value {
         let v = self.request(
             "initialize",
@@ -499,6 +526,88 @@ pub(crate) fn http_post_exact(
         body.to_string()
     };
     (status, headers, body)
+}
+
+/// A GET of `url` with `headers`, held open: its status, and the data of each event on it as it
+/// comes.
+pub(crate) fn http_get_events(url: &str, headers: &[(&str, &str)]) -> (u16, mpsc::Receiver<Value>) {
+    let rest = url.strip_prefix("http://").expect("http url");
+    let (authority, path) = rest.split_once('/').expect("a path");
+    let mut stream = TcpStream::connect(authority).expect("connect");
+    stream.set_read_timeout(Some(WAIT)).expect("timeout");
+    let mut req =
+        format!("GET /{path} HTTP/1.1\r\nHost: {authority}\r\nAccept: text/event-stream\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    stream.write_all(req.as_bytes()).expect("send");
+    let mut reader = BufReader::new(stream);
+    let mut status_line = String::new();
+    reader.read_line(&mut status_line).expect("a status line");
+    let status: u16 = status_line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("a status");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in reader.lines() {
+            let Ok(line) = line else { break };
+            if let Some(data) = line.strip_prefix("data: ")
+                && let Ok(v) = serde_json::from_str::<Value>(data)
+                && tx.send(v).is_err()
+            {
+                break;
+            }
+        }
+    });
+    (status, rx)
+}
+
+/// A POST of `body` whose answer is an event stream held open (a `subscriptions/listen`): its
+/// status, and the data of each event on it as it comes.
+pub(crate) fn http_post_events(
+    url: &str,
+    body: &Value,
+    headers: &[(&str, &str)],
+) -> (u16, mpsc::Receiver<Value>) {
+    let rest = url.strip_prefix("http://").expect("http url");
+    let (authority, path) = rest.split_once('/').expect("a path");
+    let mut stream = TcpStream::connect(authority).expect("connect");
+    stream.set_read_timeout(Some(WAIT)).expect("timeout");
+    let body = body.to_string();
+    let mut req = format!(
+        "POST /{path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(&body);
+    stream.write_all(req.as_bytes()).expect("send");
+    let mut reader = BufReader::new(stream);
+    let mut status_line = String::new();
+    reader.read_line(&mut status_line).expect("a status line");
+    let status: u16 = status_line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("a status");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in reader.lines() {
+            let Ok(line) = line else { break };
+            if let Some(data) = line.strip_prefix("data: ")
+                && let Ok(v) = serde_json::from_str::<Value>(data)
+                && tx.send(v).is_err()
+            {
+                break;
+            }
+        }
+    });
+    (status, rx)
 }
 
 fn dechunk(body: &str) -> String {
