@@ -797,11 +797,11 @@ pub const CHECKS: &[CheckDef] = &[
     },
     CheckDef {
         name: "client-request-relayed",
-        asserts: "the request the upstream sent its client while it worked on the call (sampling/createMessage, elicitation/create or roots/list, on the call's own stream before its result) reached the runner's client, which declared the capability it needs, with its params unchanged (`_meta` keys of the target's own aside), and the client's answer reached the upstream unchanged (the canary quotes what it got back in its result `_meta`)",
+        asserts: "the request the upstream sent its client while it worked on the call (sampling/createMessage, elicitation/create or roots/list, on the call's own stream before its result) reached the runner's client, which declared the capability it needs, with its params unchanged (`_meta` keys of the target's own aside), and the client's answer reached the upstream unchanged (the canary quotes what it got back in its result `_meta`); not applicable where the request reached no client and the target declared the capability to no upstream session, which was then not entitled to ask",
         params: &[],
         reads: Reads::Reply,
         fields: Fields::None,
-        gathers: &[],
+        gathers: &[Gathers::UpstreamHandshakes],
         run: methods::client_request_relayed,
     },
     CheckDef {

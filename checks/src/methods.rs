@@ -347,6 +347,30 @@ pub(super) fn log_relayed(
     )
 }
 
+/// A request's params as its reader sees them: without the key the canary adds to `_meta` to
+/// name the call (relaycheck's own, which a relay need not carry), and for `elicitation/create`
+/// with the `mode` the 2025-11-25 schema reads an absent one as (form).
+fn as_read(method: &str, params: &Value) -> Value {
+    let mut params = params.clone();
+    let Some(fields) = params.as_object_mut() else {
+        return params;
+    };
+    if let Some(Value::Object(meta)) = fields.get_mut("_meta") {
+        meta.shift_remove(ASK_NONCE_META);
+        if meta.is_empty() {
+            fields.shift_remove("_meta");
+        }
+    }
+    if method == "elicitation/create" && fields.get("mode").and_then(Value::as_str) == Some("form")
+    {
+        fields.shift_remove("mode");
+    }
+    params
+}
+
+/// The `_meta` key under which the canary names the call in a request it sends its client.
+const ASK_NONCE_META: &str = "relaycheck.canary/nonce";
+
 /// The request the upstream sent its client while it worked on the call (sampling,
 /// elicitation, roots) reached the client with its params, and the client's answer reached
 /// the upstream unchanged.
@@ -386,6 +410,26 @@ pub(super) fn client_request_relayed(
         .iter()
         .find(|m| m.get("method").and_then(Value::as_str) == Some(method) && m.get("id").is_some());
     let Some(got) = got else {
+        // A target that declared the capability to no upstream session did not let its upstream
+        // ask (MCP's lifecycle: only negotiated capabilities are used); refusing is its right.
+        let capability = relaycheck_model::client_answers::capability_for(method).unwrap_or(method);
+        let declared = evidence.upstream_handshakes.map(|handshakes| {
+            handshakes
+                .client_capabilities
+                .iter()
+                .any(|declared| declared.get(capability).is_some())
+        });
+        // An upstream refused, or left unanswered, by such a target; one answered in the
+        // client's name is another matter: an answer no client gave.
+        let refused = came_back.is_none_or(|answer| answer.get("error").is_some());
+        if declared == Some(false) && refused {
+            return Verdict::not_applicable(
+                name,
+                format!(
+                    "the upstream's {method} did not reach the client, and the target declared no `{capability}` to its upstream, which therefore was not entitled to ask"
+                ),
+            );
+        }
         let upstream_got = match came_back {
             None => "no answer in time".to_string(),
             Some(answer) => match answer.get("error") {
@@ -409,7 +453,7 @@ pub(super) fn client_request_relayed(
         .compared(Some(asked.clone()), None);
     };
     let got_params = got.get("params").cloned().unwrap_or(Value::Null);
-    let changes = result_changes(&sent, &got_params);
+    let changes = result_changes(&as_read(method, &sent), &as_read(method, &got_params));
     if !changes.is_empty() {
         return Verdict::fail(
             name,

@@ -2074,7 +2074,58 @@ fn client_request_relayed_wants_the_request_and_the_answer_both_ways_unchanged()
         verdict.message
     );
 
+    // Without relaycheck's own `_meta` key, and with the mode 2025-11-25 reads an absent one
+    // as: the same request.
+    let mut retold = relayed.clone();
+    retold["params"]
+        .as_object_mut()
+        .unwrap()
+        .shift_remove("_meta");
+    retold["params"]["mode"] = json!("form");
+    let verdict = fixture(
+        Some(retold),
+        json!({"jsonrpc": "2.0", "id": "ask-1", "result": answered}),
+    )
+    .check("client-request-relayed", json!({}));
+    assert!(verdict.passed, "{}", verdict.message);
+
     let refused = json!({"jsonrpc": "2.0", "id": "ask-1", "error": {"code": -32601, "message": "Method not found"}});
+    // Refused by a target that never let its upstream ask: its right.
+    let mut unasked = fixture(None, refused.clone());
+    unasked.handshakes = Some(crate::upstream::UpstreamHandshakes {
+        before_initialize: Vec::new(),
+        client_capabilities: vec![json!({})],
+    });
+    let verdict = unasked.check("client-request-relayed", json!({}));
+    assert!(
+        !verdict.applicable && verdict.message.contains("not entitled to ask"),
+        "{}",
+        verdict.message
+    );
+    // Answered in the client's name by such a target: an answer no client gave.
+    let mut made_up = fixture(
+        None,
+        json!({"jsonrpc": "2.0", "id": "ask-1", "result": {"action": "decline"}}),
+    );
+    made_up.handshakes = unasked.handshakes.clone();
+    let verdict = fails(&made_up, "client-request-relayed", json!({}));
+    assert!(
+        verdict.message.contains("an answer the client never gave"),
+        "{}",
+        verdict.message
+    );
+    // Refused by a target that declared the capability upstream.
+    let mut entitled = fixture(None, refused.clone());
+    entitled.handshakes = Some(crate::upstream::UpstreamHandshakes {
+        before_initialize: Vec::new(),
+        client_capabilities: vec![json!({"elicitation": {}})],
+    });
+    let verdict = fails(&entitled, "client-request-relayed", json!({}));
+    assert!(
+        verdict.message.contains("never reached the client"),
+        "{}",
+        verdict.message
+    );
     let verdict = fails(
         &fixture(None, refused.clone()),
         "client-request-relayed",

@@ -196,9 +196,9 @@ pub struct Back {
     patience: Duration,
     /// Whether log messages are dropped (the `log-messages-dropped` mutant).
     drops_logs: bool,
-    /// Whether the upstream's requests are refused unasked (the `client-requests-refused`
-    /// mutant).
-    refuses_requests: bool,
+    /// Whether the upstream's requests reach the client through a typed model that keeps only
+    /// their required params (the `client-requests-retyped` mutant).
+    retypes_requests: bool,
     logs: Logs,
 }
 
@@ -209,7 +209,7 @@ impl Back {
             stream,
             patience,
             drops_logs: false,
-            refuses_requests: false,
+            retypes_requests: false,
             logs: Logs::Connection,
         }
     }
@@ -218,7 +218,7 @@ impl Back {
     pub fn of(gw: &crate::gateway::Gateway, link: Arc<ClientLink>, stream: Sink) -> Back {
         Back {
             drops_logs: gw.mutation.is(crate::mutant::Mutant::LogMessagesDropped),
-            refuses_requests: gw.mutation.is(crate::mutant::Mutant::ClientRequestsRefused),
+            retypes_requests: gw.mutation.is(crate::mutant::Mutant::ClientRequestsRetyped),
             ..Back::new(link, stream, gw.timeout())
         }
     }
@@ -285,13 +285,6 @@ impl Back {
                 format!("Method not found: {method}"),
             ));
         };
-        if self.refuses_requests {
-            return Reply::Ready(refuse(
-                upstream_id,
-                -32601,
-                format!("Method not found: {method}"),
-            ));
-        }
         if !self.link.declared(capability) {
             return Reply::Ready(refuse(
                 upstream_id,
@@ -302,6 +295,9 @@ impl Back {
         let (id, answered) = self.link.wait_for();
         let mut relayed = request;
         relayed["id"] = Value::String(id.clone());
+        if self.retypes_requests {
+            retype(&mut relayed, &method);
+        }
         if self.stream.send(relayed).is_err() {
             self.link.give_up(&id);
             return Reply::Ready(refuse(
@@ -317,6 +313,48 @@ impl Back {
             upstream_id,
             method,
             patience: self.patience,
+            retyped: self.retypes_requests,
+        }
+    }
+}
+
+/// The `client-requests-retyped` mutant: a request's params as a typed model of the request
+/// keeps them, its required members alone: a sampling request keeps its messages and token
+/// limit, an elicitation its message and a schema whose fields keep their type, title and
+/// description; `roots/list` keeps none.
+fn retype(request: &mut Value, method: &str) {
+    let required: &[&str] = match method {
+        "sampling/createMessage" => &["messages", "maxTokens"],
+        "elicitation/create" => &["message", "requestedSchema"],
+        _ => &[],
+    };
+    let Some(params) = request.get_mut("params").and_then(Value::as_object_mut) else {
+        return;
+    };
+    params.retain(|key, _| required.contains(&key.as_str()));
+    let properties = params
+        .get_mut("requestedSchema")
+        .and_then(|schema| schema.get_mut("properties"))
+        .and_then(Value::as_object_mut);
+    for field in properties.into_iter().flat_map(|p| p.values_mut()) {
+        if let Some(field) = field.as_object_mut() {
+            field.retain(|key, _| matches!(key.as_str(), "type" | "title" | "description"));
+        }
+    }
+}
+
+/// The `client-requests-retyped` mutant on the way back: the client's roots as a typed model
+/// of a root keeps them, their URIs alone.
+fn retype_answer(response: &mut Value, method: &str) {
+    if method != "roots/list" {
+        return;
+    }
+    let roots = response
+        .pointer_mut("/result/roots")
+        .and_then(Value::as_array_mut);
+    for root in roots.into_iter().flatten() {
+        if let Some(root) = root.as_object_mut() {
+            root.retain(|key, _| key == "uri");
         }
     }
 }
@@ -331,6 +369,8 @@ pub enum Reply {
         upstream_id: Value,
         method: String,
         patience: Duration,
+        /// The `client-requests-retyped` mutant.
+        retyped: bool,
     },
 }
 
@@ -360,8 +400,14 @@ impl Reply {
                 upstream_id,
                 method,
                 patience,
+                retyped,
             } => match tokio::time::timeout(patience, answered).await {
-                Ok(Ok(response)) => readdressed(response, upstream_id),
+                Ok(Ok(mut response)) => {
+                    if retyped {
+                        retype_answer(&mut response, &method);
+                    }
+                    readdressed(response, upstream_id)
+                }
                 _ => {
                     link.give_up(&id);
                     refuse(

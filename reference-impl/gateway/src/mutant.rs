@@ -83,7 +83,7 @@ pub enum Mutant {
     PromptArgumentsDropped,
     CompletionRebuilt,
     LogMessagesDropped,
-    ClientRequestsRefused,
+    ClientRequestsRetyped,
     ListChangedDropped,
     ListingKeptStale,
     ItemListingsKeptStale,
@@ -282,10 +282,10 @@ const TABLE: &[(Mutant, &str, &str, &str)] = &[
         "log messages (notifications/message) an upstream sends during a call are dropped, though the gateway declares `logging`",
     ),
     (
-        Mutant::ClientRequestsRefused,
-        "client-requests-refused",
+        Mutant::ClientRequestsRetyped,
+        "client-requests-retyped",
         "server-features",
-        "a request an upstream sends its client during a call (sampling, elicitation, roots) is refused with method-not-found, though the client declared the capability: the gateway relays none of them",
+        "what an upstream asks its client during a call, and the client's answer, pass through a typed model that keeps required members alone: a sampling request loses its systemPrompt and modelPreferences, an elicitation's fields their defaults and enums, a root its name",
     ),
     (
         Mutant::ListChangedDropped,

@@ -187,10 +187,8 @@ impl HttpClient {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|ct| ct.starts_with("text/event-stream"));
         if !is_sse {
-            let body = tokio::time::timeout(timeout, response.bytes())
+            let body = tokio::time::timeout(timeout, super::head_of(response))
                 .await
-                .ok()
-                .and_then(Result::ok)
                 .unwrap_or_default();
             return super::Listening::none(format!(
                 "it answered subscriptions/listen with HTTP {status}: {}",

@@ -37,7 +37,9 @@ impl Poster {
         if status.is_success() {
             return Ok(());
         }
-        let body = response.bytes().await.unwrap_or_default();
+        let body = tokio::time::timeout(Duration::from_secs(1), super::head_of(response))
+            .await
+            .unwrap_or_default();
         Err(std::io::Error::other(format!(
             "the POST to {} answered HTTP {}: {}",
             self.endpoint,
@@ -82,10 +84,8 @@ pub async fn connect(
         .unwrap_or_default()
         .to_string();
     if status != 200 || !content_type.starts_with("text/event-stream") {
-        let body = tokio::time::timeout(Duration::from_secs(1), response.bytes())
+        let body = tokio::time::timeout(Duration::from_secs(1), super::head_of(response))
             .await
-            .ok()
-            .and_then(Result::ok)
             .unwrap_or_default();
         return Err(format!(
             "GET {url} answered HTTP {status} ({}), not an event stream: not the legacy HTTP+SSE transport here{}",

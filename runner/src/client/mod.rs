@@ -216,6 +216,20 @@ pub fn response_problem(message: &Value, expected_id: &Value) -> Option<String> 
     }
 }
 
+/// The first bytes of an answer's body, enough to quote it: a target's body is never read
+/// whole where only a preview of it is shown.
+pub(crate) async fn head_of(mut response: reqwest::Response) -> Vec<u8> {
+    const HEAD: usize = 4096;
+    let mut head = Vec::new();
+    while head.len() < HEAD {
+        match response.chunk().await {
+            Ok(Some(chunk)) => head.extend_from_slice(&chunk[..chunk.len().min(HEAD - head.len())]),
+            _ => break,
+        }
+    }
+    head
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

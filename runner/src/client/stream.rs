@@ -433,6 +433,22 @@ async fn read_bounded_line<R: AsyncBufReadExt + Unpin>(
     }
 }
 
+/// The one request in flight, for a request to the client that names no call: a relay may
+/// rebuild a request's params without the `_meta` that named the call, and a line on one
+/// stream relates to no request by itself. Only the requests a client serves are attributed so,
+/// and only while one call is pending (the cases that have them run on targets of their own),
+/// so a stray notification is never pinned on another call.
+fn sole_pending(state: &State, message: &Value) -> Option<String> {
+    let method = message.get("method")?.as_str()?;
+    if message.get("id").is_none()
+        || relaycheck_model::client_answers::capability_for(method).is_none()
+        || state.pending.len() != 1
+    {
+        return None;
+    }
+    state.pending.keys().next().cloned()
+}
+
 fn dispatch(state: &std::sync::Mutex<State>, raw: Vec<u8>) {
     let mut state = lock(state);
     let parsed: Option<Value> = serde_json::from_slice(&raw).ok();
@@ -457,7 +473,7 @@ fn dispatch(state: &std::sync::Mutex<State>, raw: Vec<u8>) {
             }
             let request = match message.pointer("/params/progressToken") {
                 Some(token) => state.tokens.get(&id_key(token)).cloned(),
-                None => naming_a_nonce(&state, &raw),
+                None => naming_a_nonce(&state, &raw).or_else(|| sole_pending(&state, message)),
             };
             if let Some(request) = request
                 && let Some(pending) = state.pending.get_mut(&request)
