@@ -239,10 +239,11 @@ pub(super) const EXCHANGE_KINDS: &[&str] = &[
 pub const CHECKS: &[CheckDef] = &[
     CheckDef {
         name: "relayed-unchanged",
-        asserts: "the client got the result or error the upstream sent, the same in value as the shape defines it (absent defaults read as their default, numbers by exact value, member order free, the answering server's own `_meta` left out), but for the pointers listed in `ignore` (and, with `ignore-link-uris`, the URIs of links, which a gateway may rewrite)",
+        asserts: "the client got the result or error the upstream sent, the same in value as the shape defines it (absent defaults read as their default, numbers by exact value, member order free, the answering server's own `_meta` left out, and of a SEP-3279 result the outputs the client selected alone), but for the pointers listed in `ignore` (and, with `ignore-link-uris`, the URIs of links, which a gateway may rewrite); with `across-revisions`, only where the client and the upstream spoke different revisions (a bridged run), as the caller's revision carries the upstream's answer",
         params: &[
             ("ignore", ParamKind::Pointers, false),
             ("ignore-link-uris", ParamKind::Bool, false),
+            ("across-revisions", ParamKind::Bool, false),
         ],
         reads: Reads::Picked,
         fields: Fields::Whole,
@@ -806,7 +807,7 @@ pub const CHECKS: &[CheckDef] = &[
     },
     CheckDef {
         name: "outputs-as-requested",
-        asserts: "under SEP-3279 the client got exactly one output for each selector of its requestedOutputs (assistant/content when it sent none) and none it did not request, in any order (an error result may carry fewer); where the call reached a SEP-3279 upstream, it reached it with every selector the client requested, and where it reached an upstream in an older revision, with no requestedOutputs; not applicable where the client spoke another revision or the route reads an envelope of the target's own",
+        asserts: "under SEP-3279 the client got exactly one output for each selector of its requestedOutputs (assistant/content when it sent none) and none it did not request, in any order (an error result may carry fewer); where the call reached an upstream in an older revision, it reached it with no requestedOutputs (what a SEP-3279 upstream was asked for is noted: a target may build outputs itself); not applicable where the client spoke another revision or the route reads an envelope of the target's own",
         params: &[],
         reads: Reads::Reply,
         fields: Fields::Named(&["outputs"]),

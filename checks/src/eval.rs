@@ -101,6 +101,20 @@ fn relayed(
     };
     let mut expected = without(answer.get(member), &ignore);
     let mut actual = without(got, &ignore);
+    // A SEP-3279 caller is owed the outputs it selected: what else a target asked its upstream
+    // for is not part of the comparison.
+    if let (Some(Value::Object(sent)), Some(requested)) = (
+        expected.as_mut(),
+        evidence
+            .request
+            .and_then(|r| r.get("params"))
+            .and_then(relaycheck_model::render::Selector::read_requested),
+    ) && let Some(Value::Array(outputs)) = sent.get_mut("outputs")
+    {
+        outputs.retain(|output| {
+            relaycheck_model::variants::selector_of(output).is_none_or(|s| requested.contains(&s))
+        });
+    }
     if params.get("ignore-link-uris").and_then(Value::as_bool) == Some(true) {
         for value in [&mut expected, &mut actual].into_iter().flatten() {
             strip_link_uris(value);
@@ -118,6 +132,17 @@ pub(super) fn relayed_unchanged(
     params: &Map<String, Value>,
     evidence: &Evidence<'_>,
 ) -> Verdict {
+    if params.get("across-revisions").and_then(Value::as_bool) == Some(true)
+        && evidence.bridged_from.is_none()
+    {
+        return Verdict::not_applicable(
+            name,
+            format!(
+                "the case is about a bridge between revisions, and the client and the upstream both spoke {}",
+                evidence.shape
+            ),
+        );
+    }
     let Relayed {
         member,
         expected,

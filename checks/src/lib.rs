@@ -141,6 +141,9 @@ pub struct Evidence<'a> {
     /// The URIs the upstream was asked to subscribe to (`resources/subscribe`) over the run so
     /// far, when the case subscribes.
     pub upstream_subscribed: Option<&'a [String]>,
+    /// For a case whose upstream changes a list during the call: the items of each answer the
+    /// upstream gave a listing of that list after the call was sent, in order.
+    pub upstream_relisted: Option<&'a [Vec<Value>]>,
 }
 
 /// The notifications that reached a client outside the answers of its requests while it
@@ -163,6 +166,9 @@ pub struct Listened {
     /// The id of the `subscriptions/listen` request whose stream this is (the 2026-07-28 wire),
     /// which every notification on it names; `None` for a stream of another kind.
     pub subscription: Option<Value>,
+    /// How many of the awaited notifications the upstream sent on any `subscriptions/listen`
+    /// stream, as its log says: none means the upstream told no stream the target listens on.
+    pub upstream_told: Option<usize>,
 }
 
 impl Listened {

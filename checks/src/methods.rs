@@ -348,8 +348,9 @@ pub(super) fn log_relayed(
 }
 
 /// A request's params as its reader sees them: without the key the canary adds to `_meta` to
-/// name the call (relaycheck's own, which a relay need not carry), and for `elicitation/create`
-/// with the `mode` the 2025-11-25 schema reads an absent one as (form).
+/// name the call (relaycheck's own, which a relay need not carry), and without the members
+/// whose default is written out (elicitation's `mode` form, which 2025-11-25 reads an absent
+/// one as; sampling's `includeContext` none).
 fn as_read(method: &str, params: &Value) -> Value {
     let mut params = params.clone();
     let Some(fields) = params.as_object_mut() else {
@@ -361,9 +362,17 @@ fn as_read(method: &str, params: &Value) -> Value {
             fields.shift_remove("_meta");
         }
     }
-    if method == "elicitation/create" && fields.get("mode").and_then(Value::as_str) == Some("form")
-    {
-        fields.shift_remove("mode");
+    // Members the request's schema defaults, read as their default: written out or left out,
+    // the same request.
+    let defaults: &[(&str, &str)] = match method {
+        "elicitation/create" => &[("mode", "form")],
+        "sampling/createMessage" => &[("includeContext", "none")],
+        _ => &[],
+    };
+    for (member, default) in defaults {
+        if fields.get(*member).and_then(Value::as_str) == Some(*default) {
+            fields.shift_remove(*member);
+        }
     }
     params
 }
@@ -477,9 +486,16 @@ pub(super) fn client_request_relayed(
         )
         .compared(Some(expected), None);
     };
-    let delivered = serde_json::json!({
+    // The client's answer as the upstream got it; `_meta` keys the target added of its own
+    // aside, as on the way to the client.
+    let mut delivered = serde_json::json!({
         "result": came_back.get("result").cloned().unwrap_or(Value::Null)
     });
+    if answered.get("_meta").is_none()
+        && let Some(result) = delivered["result"].as_object_mut()
+    {
+        result.shift_remove("_meta");
+    }
     if came_back.get("error").is_some() || !same(&delivered["result"], &answered) {
         return Verdict::fail(
             name,

@@ -163,6 +163,19 @@ pub(super) fn list_changed_relayed(
         .into_iter()
         .filter(|(_, n)| method_of(n) == Some(notification) && n.get("id").is_none())
         .collect();
+    if got.is_empty()
+        && let Some(kept) = listing_kept(evidence, list)
+    {
+        // The target's own list did not change: a target that keeps the listing it pinned owes
+        // its client no notification (the notification is of the server's own list).
+        return Verdict::not_applicable(
+            name,
+            format!(
+                "no {notification} reached the client, and the target's own {} did not change either ({kept}): it tells of changes to its own list, which it keeps",
+                list.method()
+            ),
+        );
+    }
     match got.first() {
         Some((at, _)) => Verdict::pass(
             name,
@@ -181,6 +194,21 @@ pub(super) fn list_changed_relayed(
             ),
         ),
     }
+}
+
+/// How the target's listing after the call shows it kept its list as it was, when it does: it
+/// answered without the item the upstream added.
+fn listing_kept(evidence: &Evidence<'_>, list: ListKind) -> Option<String> {
+    let nonce = evidence.nonce()?;
+    let step = evidence.steps(list.method()).into_iter().last()?;
+    let items = step.view.result.as_ref()?.get(list.as_str())?.as_array()?;
+    (!items.iter().any(|item| is_added(item, list, nonce, evidence))).then(|| {
+        format!(
+            "its {} after the call lists {} item(s), none the one the upstream added",
+            list.method(),
+            items.len()
+        )
+    })
 }
 
 /// The subscription id a notification of a listen stream names in its `_meta`.
@@ -288,10 +316,19 @@ fn on_listen_stream(name: &str, list: ListKind, evidence: &Evidence<'_>) -> Verd
         .filter(|m| method_of(m) == Some(notification))
         .collect();
     match got.first() {
+        // The upstream that changed told no listen stream: none of the target's was open on it
+        // (as when a target serves each request with an upstream of its own).
+        None if listened.upstream_told == Some(0) => Verdict::not_applicable(
+            name,
+            format!(
+                "the upstream's {} changed during the call, but the upstream told no subscriptions/listen stream of it: none the target opened was open on the upstream that changed",
+                list.as_str()
+            ),
+        ),
         None => Verdict::fail(
             name,
             format!(
-                "the target acknowledged `{field}` on the client's subscriptions/listen stream and its upstream's {} changed during the call, but no {notification} reached the stream within {} ms of the call's answer",
+                "the target acknowledged `{field}` on the client's subscriptions/listen stream and its upstream's {} changed during the call and told a listen stream, but no {notification} reached the client's stream within {} ms of the call's answer",
                 list.as_str(),
                 listened.waited_ms
             ),
@@ -455,6 +492,42 @@ pub(super) fn list_change_listed(
     } else {
         format!(", {} item(s)", names.len())
     };
+    // What the upstream listed when the target asked it again: an upstream that answered
+    // without the item is not the one that changed (a target may open an upstream for each
+    // request), so nothing stale is there to find.
+    if let Some(relisted) = evidence.upstream_relisted {
+        let upstream_has = relisted.iter().any(|items| {
+            items
+                .iter()
+                .any(|item| is_added(item, list, nonce, evidence))
+        });
+        if !relisted.is_empty() && !upstream_has {
+            return Verdict::not_applicable(
+                name,
+                format!(
+                    "the upstream answered the target's {method} after the call {} time(s), each without `{added}`: the upstream the target asked is not the one whose list changed (as when a target opens an upstream for each request), so no stale listing is there to find",
+                    relisted.len()
+                ),
+            );
+        }
+        let how = if relisted.is_empty() {
+            format!(
+                "the target asked its upstream no {method} after the call and served what it had"
+            )
+        } else {
+            "the upstream listed it when the target asked again, and the target left it out"
+                .to_string()
+        };
+        return Verdict::fail(
+            name,
+            format!(
+                "{method}, asked {after}, lacks `{added}`, the {} the upstream added while it worked on the call (it sent {} then): {how}{same}",
+                singular(list),
+                list.notification(),
+            ),
+        )
+        .compared(Some(Value::String(added.clone())), Some(Value::Array(names)));
+    }
     Verdict::fail(
         name,
         format!(

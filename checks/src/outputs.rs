@@ -135,19 +135,17 @@ pub(super) fn outputs_as_requested(
             .filter(|s| !upstream_asked.contains(s))
             .cloned()
             .collect();
+        // The SEP lets a server project one result into several outputs, so a target that
+        // asked for fewer and built the rest breaks no rule: said, not failed.
         if !lost.is_empty() {
-            return Verdict::fail(
+            return Verdict::pass(
                 name,
                 format!(
-                    "the client asked for {} and the upstream was asked for {}: {} came from no output the upstream was asked for",
+                    "one output for each of {}, none other; the upstream was asked for {}, so the target built {} itself",
                     named(&requested),
                     named(&upstream_asked),
                     named(&lost)
                 ),
-            )
-            .compared(
-                Some(selectors_json(&requested)),
-                Some(selectors_json(&upstream_asked)),
             );
         }
         return Verdict::pass(

@@ -93,6 +93,8 @@ struct Fixture {
     server_info: Option<relaycheck_model::claims::ServerInfo>,
     listened: Option<super::Listened>,
     upstream_subscribed: Option<Vec<String>>,
+    upstream_relisted: Option<Vec<Vec<Value>>>,
+    bridged_from: Option<Shape>,
 }
 
 impl Fixture {
@@ -139,6 +141,8 @@ impl Fixture {
             server_info: None,
             listened: None,
             upstream_subscribed: None,
+            upstream_relisted: None,
+            bridged_from: None,
         }
     }
 
@@ -226,7 +230,7 @@ impl Fixture {
             &expectation,
             &Evidence {
                 shape: self.shape,
-                bridged_from: None,
+                bridged_from: self.bridged_from,
                 rules: &rules,
                 arguments: &self.arguments,
                 exchange: &self.exchange,
@@ -259,6 +263,7 @@ impl Fixture {
                 server_info: self.server_info,
                 listened: self.listened.as_ref(),
                 upstream_subscribed: self.upstream_subscribed.as_deref(),
+                upstream_relisted: self.upstream_relisted.as_deref(),
             },
         )
     }
@@ -3775,20 +3780,18 @@ fn outputs_as_requested_wants_one_output_per_selector_in_any_order() {
         verdict.message
     );
 
-    // The structured output came back, but the upstream was never asked for it: made up.
-    let verdict = fails(
-        &selecting(
-            both.clone(),
-            (sep, None),
-            json!([output_c.clone(), output_s.clone()]),
-        ),
-        "outputs-as-requested",
-        json!({}),
-    );
+    // The structured output came back though the upstream was never asked for it: the
+    // target built it, which the SEP allows; said, not failed.
+    let verdict = check(&selecting(
+        both.clone(),
+        (sep, None),
+        json!([output_c.clone(), output_s.clone()]),
+    ));
     assert!(
-        verdict
-            .message
-            .contains("assistant/structured came from no output the upstream was asked for"),
+        verdict.passed
+            && verdict
+                .message
+                .contains("the target built assistant/structured itself"),
         "{}",
         verdict.message
     );
@@ -3849,6 +3852,7 @@ fn listened(stream: Result<&str, &str>, heard: Vec<Value>, before_call: usize) -
         dropped: 0,
         waited_ms: 2000,
         subscription: None,
+        upstream_told: None,
     }
 }
 
@@ -3878,6 +3882,26 @@ fn list_changed_relayed_wants_the_notification_after_the_call_wherever_it_came()
     let verdict = outside.check("list-changed-relayed", params.clone());
     assert!(
         verdict.passed && verdict.message.contains("on the GET stream"),
+        "{}",
+        verdict.message
+    );
+
+    // A target whose own listing kept its list as it was (it pins it) owes no notification.
+    let mut pinned = notifying(Some(changed.clone()), declared.clone());
+    let kept = json!({"jsonrpc": "2.0", "id": 5, "result": {"tools": [{"name": "canary.echo"}]}});
+    pinned.follow_ups.push(super::FollowUp {
+        step: "tools/list".into(),
+        request: json!({"method": "tools/list"}),
+        view: View::of(&kept, &relaycheck_model::route::Route::default()),
+        exchange: Exchange::Reply(Reply {
+            raw: serde_json::to_vec(&kept).unwrap(),
+            message: kept,
+            ..Reply::default()
+        }),
+    });
+    let verdict = pinned.check("list-changed-relayed", params.clone());
+    assert!(
+        !verdict.applicable && verdict.message.contains("did not change either"),
         "{}",
         verdict.message
     );
@@ -3997,6 +4021,31 @@ fn list_change_listed_wants_the_added_item_in_the_next_listing() {
         verdict
             .message
             .contains("the same 1 it listed before the call"),
+        "{}",
+        verdict.message
+    );
+    // What the upstream listed when asked again tells a stale cache from an upstream that
+    // never changed.
+    stale.upstream_relisted = Some(Vec::new());
+    let verdict = fails(&stale, "list-change-listed", params.clone());
+    assert!(
+        verdict
+            .message
+            .contains("asked its upstream no tools/list after the call"),
+        "{}",
+        verdict.message
+    );
+    stale.upstream_relisted = Some(vec![vec![json!({"name": "added_n"})]]);
+    let verdict = fails(&stale, "list-change-listed", params.clone());
+    assert!(
+        verdict.message.contains("the target left it out"),
+        "{}",
+        verdict.message
+    );
+    stale.upstream_relisted = Some(vec![vec![json!({"name": "echo"})]]);
+    let verdict = stale.check("list-change-listed", params.clone());
+    assert!(
+        !verdict.applicable && verdict.message.contains("not the one whose list changed"),
         "{}",
         verdict.message
     );
@@ -4196,12 +4245,28 @@ fn list_changed_relayed_on_the_stateless_wire_wants_an_acknowledged_tagged_liste
         verdict.message
     );
 
-    let untold = fixture(true, vec![ack(json!({"toolsListChanged": true}))]);
+    let mut untold = fixture(true, vec![ack(json!({"toolsListChanged": true}))]);
+    // An upstream that told no listen stream: the target had none open on it.
+    if let Some(listened) = untold.listened.as_mut() {
+        listened.upstream_told = Some(0);
+    }
+    let verdict = untold.check("list-changed-relayed", params.clone());
+    assert!(
+        !verdict.applicable
+            && verdict
+                .message
+                .contains("told no subscriptions/listen stream"),
+        "{}",
+        verdict.message
+    );
+    if let Some(listened) = untold.listened.as_mut() {
+        listened.upstream_told = Some(1);
+    }
     let verdict = fails(&untold, "list-changed-relayed", params.clone());
     assert!(
         verdict
             .message
-            .contains("no notifications/tools/list_changed reached the stream"),
+            .contains("no notifications/tools/list_changed reached the client's stream"),
         "{}",
         verdict.message
     );
@@ -4260,5 +4325,31 @@ fn list_changed_relayed_on_the_stateless_wire_wants_an_acknowledged_tagged_liste
                 .contains("server/discover declares no `tools.listChanged`"),
         "{}",
         verdict.message
+    );
+}
+
+#[test]
+fn relayed_unchanged_holds_a_sep_3279_caller_to_its_selection_and_a_bridge_case_to_bridges() {
+    let content = json!({"audience": "assistant", "format": "content", "content": []});
+    let programmatic =
+        json!({"audience": "programmatic", "format": "structured", "structuredContent": [1]});
+    // The target asked its upstream for more than the client selected, and relayed the
+    // selection alone.
+    let mut fixture = Fixture::results(
+        json!({"outputs": [content.clone(), programmatic]}),
+        json!({"outputs": [content]}),
+    );
+    fixture.shape = Shape::Sep3279;
+    fixture.request = Some(json!({"params": {"requestedOutputs": [
+        {"audience": "assistant", "format": "content"}]}}));
+    let verdict = fixture.check("relayed-unchanged", json!({}));
+    assert!(verdict.passed, "{}", verdict.message);
+    let verdict = fixture.check("relayed-unchanged", json!({"across-revisions": true}));
+    assert!(!verdict.applicable, "{}", verdict.message);
+    fixture.bridged_from = Some(Shape::V2026_07_28);
+    assert!(
+        fixture
+            .check("relayed-unchanged", json!({"across-revisions": true}))
+            .passed
     );
 }

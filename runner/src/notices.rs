@@ -155,6 +155,7 @@ pub fn listened(listening: &Listening, before_call: usize, waited: Duration) -> 
         dropped,
         waited_ms: waited.as_millis() as u64,
         subscription: None,
+        upstream_told: None,
     }
 }
 

@@ -48,8 +48,15 @@ struct Index {
     cancelled: Vec<Value>,
     /// The URI of every `resources/subscribe` the upstream got, in order.
     subscribed: Vec<String>,
+    /// Every listing the upstream answered, in the order written: the method and its items.
+    listing_answers: Vec<(String, Vec<Value>)>,
+    /// How many notifications the upstream sent on `subscriptions/listen` streams, by method.
+    listen_told: HashMap<String, usize>,
     unreadable: usize,
 }
+
+/// The `_meta` key that tags a notification of a `subscriptions/listen` stream.
+const LISTEN_TAG: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// The listings besides `tools/list` whose items the log keeps, and the member that holds them.
 const ITEM_LISTINGS: &[(&str, &str)] = &[
@@ -140,6 +147,34 @@ impl ObservationLog {
         index.cancelled.clone()
     }
 
+    /// How many listing answers the upstream has given so far, of every method.
+    pub fn listing_count(&self) -> usize {
+        let mut index = self.index.lock().unwrap_or_else(|p| p.into_inner());
+        self.refresh(&mut index);
+        index.listing_answers.len()
+    }
+
+    /// The items of each `method` listing the upstream answered after the first `from` answers
+    /// of any method ([`ObservationLog::listing_count`] at some moment), in order.
+    pub fn listings_since(&self, from: usize, method: &str) -> Vec<Vec<Value>> {
+        let mut index = self.index.lock().unwrap_or_else(|p| p.into_inner());
+        self.refresh(&mut index);
+        index
+            .listing_answers
+            .iter()
+            .skip(from)
+            .filter(|(m, _)| m == method)
+            .map(|(_, items)| items.clone())
+            .collect()
+    }
+
+    /// How many `method` notifications the upstream sent on `subscriptions/listen` streams.
+    pub fn listen_told(&self, method: &str) -> usize {
+        let mut index = self.index.lock().unwrap_or_else(|p| p.into_inner());
+        self.refresh(&mut index);
+        index.listen_told.get(method).copied().unwrap_or(0)
+    }
+
     /// The URIs the upstream was asked to subscribe to, in order.
     pub fn subscriptions(&self) -> Vec<String> {
         let mut index = self.index.lock().unwrap_or_else(|p| p.into_inner());
@@ -203,6 +238,7 @@ impl ObservationLog {
                     if observation.direction == Direction::Out
                         && let Some((method, member)) = ITEM_LISTINGS
                             .iter()
+                            .chain(&[("tools/list", "tools")])
                             .find(|(m, _)| observation.method.as_deref() == Some(*m))
                         && let Some(items) = observation
                             .message
@@ -210,10 +246,25 @@ impl ObservationLog {
                             .and_then(|m| m.pointer(&format!("/result/{member}")))
                             .and_then(Value::as_array)
                     {
+                        if *method != "tools/list" {
+                            index
+                                .listings
+                                .items
+                                .insert(method.to_string(), items.clone());
+                        }
                         index
-                            .listings
-                            .items
-                            .insert(method.to_string(), items.clone());
+                            .listing_answers
+                            .push((method.to_string(), items.clone()));
+                    }
+                    if observation.direction == Direction::Out
+                        && let Some(method) = observation.method.as_deref()
+                        && observation
+                            .message
+                            .as_ref()
+                            .and_then(|m| m.pointer("/params/_meta"))
+                            .is_some_and(|meta| meta.get(LISTEN_TAG).is_some())
+                    {
+                        *index.listen_told.entry(method.to_string()).or_default() += 1;
                     }
                     if observation.direction == Direction::Out
                         && let Some(method) = observation.method.as_deref().filter(|m| {

@@ -906,11 +906,22 @@ pub async fn run_one(
         }
     }
     if target.session.shape() == Shape::Sep3279 {
-        // In a forced run the runner speaks an older shape and, like an old client, asks for
-        // no outputs.
         extra.insert(
             "requestedOutputs".into(),
             requested_outputs(case, &routed, route, &tool_name, target, shape),
+        );
+    } else if case.spec.tool.requested_outputs.is_some() {
+        // In a forced run the runner speaks an older shape and, like an old client, asks for no
+        // outputs: a case about its selection has no stimulus there.
+        return CaseResult::without_run(
+            case,
+            route,
+            shape,
+            Outcome::NotApplicable,
+            format!(
+                "the runner speaks {} to the target, which selects no outputs: the case's requestedOutputs cannot be sent",
+                target.session.shape()
+            ),
         );
     }
     // The listings besides tools/list the case's checks read, by method.
@@ -1120,6 +1131,8 @@ pub async fn run_one(
         before_call.push(listed);
     }
     let heard_before = listening.as_ref().map_or(0, |l| l.heard.count());
+    // The upstream's listings from here on are those the target asks for after the call.
+    let listings_before = list_change.map(|_| log.listing_count());
     let drive_started = Instant::now();
     let called_from = std::time::SystemTime::now();
     let (drive, other_session) = if holds_apart {
@@ -1275,8 +1288,12 @@ pub async fn run_one(
     let listened = listening.as_ref().map(|l| {
         let mut listened = crate::notices::listened(l, heard_before, waited);
         listened.subscription = subscription.clone();
+        listened.upstream_told = list_change.map(|list| log.listen_told(list.notification()));
         listened
     });
+    let upstream_relisted = list_change
+        .zip(listings_before)
+        .map(|(list, from)| log.listings_since(from, list.method()));
     drop(listening);
     drive.follow_ups.splice(0..0, before_call);
     let upstream_subscribed = update.is_some().then(|| log.subscriptions());
@@ -1367,6 +1384,7 @@ pub async fn run_one(
         server_info: profile.claims.server_info,
         listened: listened.as_ref(),
         upstream_subscribed: upstream_subscribed.as_deref(),
+        upstream_relisted: upstream_relisted.as_deref(),
     };
     let mut result = CaseResult::without_run(case, route, shape, Outcome::Pass, "");
     result.reached = !evidence.upstream_calls().is_empty();
