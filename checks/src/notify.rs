@@ -202,7 +202,10 @@ fn listing_kept(evidence: &Evidence<'_>, list: ListKind) -> Option<String> {
     let nonce = evidence.nonce()?;
     let step = evidence.steps(list.method()).into_iter().last()?;
     let items = step.view.result.as_ref()?.get(list.as_str())?.as_array()?;
-    (!items.iter().any(|item| is_added(item, list, nonce, evidence))).then(|| {
+    (!items
+        .iter()
+        .any(|item| is_added(item, list, nonce, evidence)))
+    .then(|| {
         format!(
             "its {} after the call lists {} item(s), none the one the upstream added",
             list.method(),

@@ -59,37 +59,35 @@ pub const BRIDGES: [(Shape, Shape); 2] = [
 /// Every bridged trial of the catalogue against `profile`: each case of both shapes of a pair
 /// of [`BRIDGES`], on each of its routes.
 pub fn bridged_trials(catalogue: &Catalogue, profile: &Profile) -> Vec<Trial> {
-    let mut trials = Vec::new();
-    for (north, south) in BRIDGES {
-        for case in &catalogue.cases {
-            if !(case.spec.applies_to(north) && case.spec.applies_to(south)) {
-                continue;
-            }
-            for route in &case.spec.routes {
-                trials.push(Trial {
-                    target: profile.name.clone(),
-                    case: case.spec.id.clone(),
-                    route: route.clone(),
-                    shape: south,
-                    north: Some(north),
-                });
-            }
-        }
-    }
-    trials
+    let runs: Vec<(Shape, Option<Shape>)> = BRIDGES
+        .iter()
+        .map(|(north, south)| (*south, Some(*north)))
+        .collect();
+    trials_in(catalogue, profile, &runs)
 }
 
 /// Every trial of the catalogue against `profile`, in every shape it claims, the proposals
 /// included: the catalogue must hold in each shape a case runs in.
 pub fn trials(catalogue: &Catalogue, profile: &Profile) -> Vec<Trial> {
-    let mut trials = Vec::new();
-    let shapes: Vec<Shape> = Shape::ALL
+    let runs: Vec<(Shape, Option<Shape>)> = Shape::ALL
         .into_iter()
         .filter(|shape| profile.claims_shape(*shape))
+        .map(|shape| (shape, None))
         .collect();
+    trials_in(catalogue, profile, &runs)
+}
+
+/// A trial for each case, run (a shape, and the north of a bridged run) and route, where the
+/// case applies to the run's shapes.
+fn trials_in(
+    catalogue: &Catalogue,
+    profile: &Profile,
+    runs: &[(Shape, Option<Shape>)],
+) -> Vec<Trial> {
+    let mut trials = Vec::new();
     for case in &catalogue.cases {
-        for shape in shapes.iter().copied() {
-            if !case.spec.applies_to(shape) {
+        for (shape, north) in runs.iter().copied() {
+            if !case.spec.applies_to(shape) || north.is_some_and(|n| !case.spec.applies_to(n)) {
                 continue;
             }
             for route in &case.spec.routes {
@@ -98,7 +96,7 @@ pub fn trials(catalogue: &Catalogue, profile: &Profile) -> Vec<Trial> {
                     case: case.spec.id.clone(),
                     route: route.clone(),
                     shape,
-                    north: None,
+                    north,
                 });
             }
         }

@@ -219,7 +219,8 @@ impl Bridge {
     }
 }
 
-fn declares(definition: &Value, audience: &str, format: &str) -> bool {
+/// Whether a SEP-3279 tool definition declares the variant `audience`/`format`.
+pub fn declares(definition: &Value, audience: &str, format: &str) -> bool {
     definition
         .get("outputVariants")
         .and_then(Value::as_array)

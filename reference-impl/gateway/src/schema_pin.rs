@@ -139,14 +139,7 @@ impl Pin {
 
     /// Whether the tool declares the SEP-3279 variant `audience`/`format`.
     pub fn declares(&self, audience: &str, format: &str) -> bool {
-        self.definition
-            .get("outputVariants")
-            .and_then(Value::as_array)
-            .is_some_and(|variants| {
-                variants
-                    .iter()
-                    .any(|v| v["audience"] == audience && v["format"] == format)
-            })
+        crate::bridge::declares(&self.definition, audience, format)
     }
 
     /// The first violation of the pinned schemas by a result, if any. A result without

@@ -115,15 +115,9 @@ impl HttpClient {
         for (name, value) in headers {
             request = request.header(name.as_str(), value.as_str());
         }
-        let response = match tokio::time::timeout(timeout, request.send()).await {
-            Ok(Ok(response)) => response,
-            Ok(Err(err)) => return super::Listening::none(format!("its GET failed: {err}")),
-            Err(_) => {
-                return super::Listening::none(format!(
-                    "its GET got no answer within {} ms",
-                    timeout.as_millis()
-                ));
-            }
+        let response = match head_within(request, timeout, "its GET").await {
+            Ok(response) => response,
+            Err(why) => return super::Listening::none(why),
         };
         let status = response.status().as_u16();
         let content_type = response
@@ -168,17 +162,9 @@ impl HttpClient {
         for (name, value) in headers {
             request = request.header(name.as_str(), value.as_str());
         }
-        let response = match tokio::time::timeout(timeout, request.send()).await {
-            Ok(Ok(response)) => response,
-            Ok(Err(err)) => {
-                return super::Listening::none(format!("its subscriptions/listen failed: {err}"));
-            }
-            Err(_) => {
-                return super::Listening::none(format!(
-                    "its subscriptions/listen got no answer within {} ms",
-                    timeout.as_millis()
-                ));
-            }
+        let response = match head_within(request, timeout, "its subscriptions/listen").await {
+            Ok(response) => response,
+            Err(why) => return super::Listening::none(why),
         };
         let status = response.status().as_u16();
         let is_sse = response
@@ -351,6 +337,23 @@ impl HttpClient {
 /// Reads a GET stream until it ends or breaks: every message on it that names a method (a
 /// notification, or a request the client does not serve) is heard; an event past the answer
 /// bound ends the reading.
+/// The head of the answer to `request`, within `timeout`; the error says what `what` (the
+/// request as a message names it) met instead.
+async fn head_within(
+    request: reqwest::RequestBuilder,
+    timeout: Duration,
+    what: &str,
+) -> Result<reqwest::Response, String> {
+    match tokio::time::timeout(timeout, request.send()).await {
+        Ok(Ok(response)) => Ok(response),
+        Ok(Err(err)) => Err(format!("{what} failed: {err}")),
+        Err(_) => Err(format!(
+            "{what} got no answer within {} ms",
+            timeout.as_millis()
+        )),
+    }
+}
+
 async fn read_stream(mut response: reqwest::Response, heard: super::Heard) {
     let mut decoder = sse::Decoder::new(MAX_BODY_BYTES);
     while let Ok(Some(chunk)) = response.chunk().await {
