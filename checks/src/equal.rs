@@ -125,22 +125,69 @@ pub fn same(a: &Value, b: &Value) -> bool {
 /// A key that sorts equal values together whatever the order of their members: the value
 /// written with every object's members sorted.
 fn sort_key(value: &Value) -> String {
-    fn sorted(value: &Value) -> Value {
-        match value {
-            Value::Object(fields) => {
-                let mut keys: Vec<&String> = fields.keys().collect();
-                keys.sort();
-                Value::Object(
-                    keys.into_iter()
-                        .map(|k| (k.clone(), sorted(&fields[k])))
-                        .collect(),
-                )
+    in_name_order(value).to_string()
+}
+
+/// The value with every object's members in name order: the same value (an object is
+/// unordered), written so that two equal values read the same.
+pub fn in_name_order(value: &Value) -> Value {
+    match value {
+        Value::Object(fields) => {
+            let mut keys: Vec<&String> = fields.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), in_name_order(&fields[k])))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.iter().map(in_name_order).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Where `have` first differs from `want`, as a JSON pointer and what happened there
+/// (`/arguments/0/title` dropped): a listing check that says only that `arguments` changed
+/// leaves the vendor to find the difference in two pretty-printed values.
+/// `at` is where the two values are, in the message the pointer begins with.
+pub fn first_difference(want: &Value, have: &Value, at: &str) -> Option<String> {
+    fn walk(want: &Value, have: &Value, at: &str) -> Option<String> {
+        match (want, have) {
+            (Value::Object(w), Value::Object(h)) => {
+                for (key, value) in w {
+                    let here = format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"));
+                    match h.get(key) {
+                        None => return Some(format!("`{here}` dropped")),
+                        Some(other) => {
+                            if let Some(found) = walk(value, other, &here) {
+                                return Some(found);
+                            }
+                        }
+                    }
+                }
+                h.keys().find(|key| !w.contains_key(*key)).map(|key| {
+                    format!("`{at}/{}` added", key.replace('~', "~0").replace('/', "~1"))
+                })
             }
-            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
-            other => other.clone(),
+            (Value::Array(w), Value::Array(h)) if w.len() == h.len() => w
+                .iter()
+                .zip(h)
+                .enumerate()
+                .find_map(|(i, (w, h))| walk(w, h, &format!("{at}/{i}"))),
+            (Value::Array(w), Value::Array(h)) => Some(format!(
+                "`{}` has {} items, not {}",
+                if at.is_empty() { "/" } else { at },
+                h.len(),
+                w.len()
+            )),
+            _ if same(want, have) => None,
+            _ => Some(format!(
+                "`{}` changed",
+                if at.is_empty() { "/" } else { at }
+            )),
         }
     }
-    sorted(value).to_string()
+    walk(want, have, at)
 }
 
 /// [`same`] for values that may be missing: two absences are the same, an absence and a
@@ -441,5 +488,40 @@ mod tests {
             {"audience": "assistant", "format": "structured", "structuredContent": {"a": 2}},
             {"audience": "assistant", "format": "content", "content": []}]});
         assert!(!rules.same_result(&sent, &other));
+    }
+
+    #[test]
+    fn the_first_difference_is_named_by_its_pointer() {
+        let want = json!({"a": [{"b": 1, "c/d": 2}], "e": "x"});
+        assert_eq!(first_difference(&want, &want.clone(), ""), None);
+        // Members in another order, and numbers written otherwise, are the same value.
+        assert_eq!(
+            first_difference(&want, &json!({"e": "x", "a": [{"c/d": 2.0, "b": 1}]}), ""),
+            None
+        );
+        let cases = [
+            (json!({"a": [{"b": 1}], "e": "x"}), "`/a/0/c~1d` dropped"),
+            (
+                json!({"a": [{"b": 1, "c/d": 3}], "e": "x"}),
+                "`/a/0/c~1d` changed",
+            ),
+            (json!({"a": [], "e": "x"}), "`/a` has 0 items, not 1"),
+            (
+                json!({"a": [{"b": 1, "c/d": 2}], "e": "x", "f": 0}),
+                "`/f` added",
+            ),
+            (json!([1]), "`/` changed"),
+        ];
+        for (have, said) in cases {
+            assert_eq!(
+                first_difference(&want, &have, "").as_deref(),
+                Some(said),
+                "{have}"
+            );
+        }
+        assert_eq!(
+            first_difference(&json!([1]), &json!([2]), "/arguments").as_deref(),
+            Some("`/arguments/0` changed")
+        );
     }
 }

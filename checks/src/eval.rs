@@ -706,13 +706,31 @@ pub(super) fn task_handle(
     params: &Map<String, Value>,
     evidence: &Evidence<'_>,
 ) -> Verdict {
+    // A target that declared task-augmented calls in its handshake accepted the task the
+    // client asked for (MCP 2025-11-25 tasks: such a receiver MUST return a CreateTaskResult);
+    // the verdict says so, as that is what makes anything else a broken promise.
+    let promised = |mut verdict: Verdict| {
+        if evidence.handshake.is_some_and(|h| {
+            h.result
+                .pointer("/capabilities/tasks/requests/tools/call")
+                .is_some()
+        }) {
+            verdict.message = format!(
+                "the target's initialize declared task-augmented tools/call, so the task it was asked for was owed a CreateTaskResult; {}",
+                verdict.message
+            );
+        }
+        verdict
+    };
     let result = match result_of(name, evidence) {
         Ok(result) => result,
-        Err(verdict) => return *verdict,
+        Err(verdict) => return promised(*verdict),
     };
     let Some((form, id)) = relaycheck_model::render::read_task_handle(result) else {
-        return Verdict::fail(name, "the result is not a task handle")
-            .compared(None, Some(result.clone()));
+        return promised(
+            Verdict::fail(name, "the result is not a task handle")
+                .compared(None, Some(result.clone())),
+        );
     };
     let form_name = match form {
         relaycheck_model::script::HandleForm::Nested => "nested",

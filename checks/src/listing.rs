@@ -402,7 +402,16 @@ pub(super) fn listing_relayed(
                 (_, Some(got)) => super::same(got, value),
             };
             if !kept {
-                changes.push(format!("`{key}` changed"));
+                let at = format!("/{key}");
+                match have
+                    .get(key)
+                    .and_then(|got| super::first_difference(value, got, &at))
+                {
+                    Some(difference) if key != "_meta" => {
+                        changes.push(format!("`{key}` changed: {difference}"));
+                    }
+                    _ => changes.push(format!("`{key}` changed")),
+                }
             }
         }
         // A `_meta` the upstream did not declare is the gateway's own, as above.

@@ -645,6 +645,20 @@ fn task_handle_tells_forms_apart() {
         "task-handle",
         json!({}),
     );
+    // A target that declared task-augmented calls is told what it promised.
+    let mut declared = Fixture::results(json!({}), json!({"content": []}));
+    declared.handshake = Some((
+        "2025-11-25".into(),
+        json!({"capabilities": {"tasks": {"requests": {"tools": {"call": {}}}}}}),
+    ));
+    let verdict = fails(&declared, "task-handle", json!({}));
+    assert!(
+        verdict
+            .message
+            .contains("declared task-augmented tools/call"),
+        "{}",
+        verdict.message
+    );
 }
 
 #[test]
@@ -1540,6 +1554,21 @@ fn listing_relayed_compares_each_item_with_the_upstreams() {
         verdict
             .message
             .contains("`canary_brief`: `icons` dropped, `extra` added"),
+        "{}",
+        verdict.message
+    );
+    // A member changed deep inside is named by where it changed, as a typed SDK's argument
+    // model without `title` drops it.
+    let mut untitled = declared.clone();
+    untitled[0]["arguments"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("title");
+    let verdict = fails(&with(untitled), "listing-relayed", params.clone());
+    assert!(
+        verdict
+            .message
+            .contains("`arguments` changed: `/arguments/0/title` dropped"),
         "{}",
         verdict.message
     );

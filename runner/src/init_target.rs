@@ -205,16 +205,18 @@ tool = "{tool}"
 # status = "/status"
 # handle = "/continuation"
 
-# Follow-ups of another route's answer: fetching a cut result by handle, polling a task,
-# reading the links the answer handed out.
+# Follow-ups of another route's answer: polling a task, reading the links the answer handed
+# out, fetching a cut result by handle. MCP's own follow-ups (tasks/get and tasks/result,
+# resources/read) go to the gateway the way the flat call went; delete one the gateway does
+# not relay and its cases are not applicable.
+[routes.tasks]
+via = "flat"
+[routes.resources-read]
+via = "flat"
 # [routes.continuation]
 # via = "batch"
 # tool = "fetch_result"
 # arguments = { handle = "{handle}" }
-# [routes.tasks]
-# via = "flat"
-# [routes.resources-read]
-# via = "flat"
 
 # --- 6. Side channels: what the gateway writes besides its answers -------------------------
 # Checks read them for the call's records and for leaked secrets.

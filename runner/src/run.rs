@@ -1417,7 +1417,11 @@ pub async fn run_one(
             _ => Outcome::Error,
         };
         result.message = match &drive.exchange {
-            Exchange::Timeout => format!("no answer within {} ms", timeout.as_millis()),
+            Exchange::Timeout => format!(
+                "no answer within {} ms; {}",
+                timeout.as_millis(),
+                upstream_at_timeout(&upstream)
+            ),
             Exchange::Malformed { raw, problem } => format!(
                 "the target answered with something that is not a response ({problem}): {}",
                 preview(raw)
@@ -1661,6 +1665,37 @@ fn north_value(exchange: &Exchange) -> Option<Value> {
         Exchange::Malformed { raw, .. } => Some(Value::String(preview(raw))),
         Exchange::Closed { detail } => Some(Value::String(format!("(closed: {detail})"))),
         Exchange::Timeout => None,
+    }
+}
+
+/// Where the call stood upstream when the client's wait ran out, so that a timeout says whose
+/// it is: a call that never reached the upstream, one the upstream was still answering (the
+/// canary logs a streamed answer once it is written whole, so a target that stops reading
+/// leaves it unfinished), or one the upstream had answered and the target never relayed.
+fn upstream_at_timeout(upstream: &[Observation]) -> String {
+    let received = upstream
+        .iter()
+        .any(|o| o.direction == Direction::In && o.method.as_deref() == Some("tools/call"));
+    let answered = upstream.iter().find(|o| {
+        o.direction == Direction::Out && o.method.as_deref() == Some("tools/call") && o.id.is_some()
+    });
+    match (received, answered) {
+        (false, _) => "the call never reached the upstream".into(),
+        (true, None) => {
+            "the upstream received the call and had not finished sending its answer".into()
+        }
+        (true, Some(answer)) => {
+            let size = answer
+                .bytes
+                .map(|bytes| format!(" ({bytes} bytes)"))
+                .unwrap_or_default();
+            match &answer.fault {
+                Some(fault) => {
+                    format!("the upstream answered the call{size}, acting out `{fault}`")
+                }
+                None => format!("the upstream had answered the call in full{size}"),
+            }
+        }
     }
 }
 
@@ -1933,5 +1968,53 @@ mod tests {
         let leftovers = std::fs::read_dir(&dir).unwrap().count();
         assert_eq!(leftovers, 1, "no partial file is left behind");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A timeout names where the call stood upstream: the vendor of a target that hangs after
+    /// its upstream answered cannot blame the canary, and one whose route never reached the
+    /// upstream learns that instead.
+    #[test]
+    fn a_timeout_says_where_the_call_stood_upstream() {
+        use relaycheck_model::observation::{Direction, Observation};
+        let line = |direction, bytes| Observation {
+            seq: 1,
+            time: "t".into(),
+            transport: "stdio".into(),
+            direction,
+            method: Some("tools/call".into()),
+            id: Some(serde_json::json!(7)),
+            nonce: Some("n".into()),
+            tool: Some("oversized".into()),
+            shape: None,
+            params: None,
+            headers: None,
+            message: None,
+            bytes,
+            sha256: None,
+            fault: None,
+            before_initialize: false,
+        };
+        let received = line(Direction::In, None);
+        let answered = line(Direction::Out, Some(41_943_102));
+        assert_eq!(
+            super::upstream_at_timeout(&[]),
+            "the call never reached the upstream"
+        );
+        assert_eq!(
+            super::upstream_at_timeout(std::slice::from_ref(&received)),
+            "the upstream received the call and had not finished sending its answer"
+        );
+        assert_eq!(
+            super::upstream_at_timeout(&[received.clone(), answered.clone()]),
+            "the upstream had answered the call in full (41943102 bytes)"
+        );
+        let slow = Observation {
+            fault: Some("slow".into()),
+            ..answered
+        };
+        assert_eq!(
+            super::upstream_at_timeout(&[received, slow]),
+            "the upstream answered the call (41943102 bytes), acting out `slow`"
+        );
     }
 }
