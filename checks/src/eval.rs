@@ -437,7 +437,16 @@ pub(super) fn kept(name: &str, params: &Map<String, Value>, evidence: &Evidence<
     if same_opt(sent, got) {
         Verdict::pass(name, format!("`{pointer}` kept"))
     } else {
-        Verdict::fail(name, format!("`{pointer}` differs from the upstream's"))
+        let message = match (sent, got) {
+            (Some(sent), Some(got)) => match super::first_difference(sent, got, pointer) {
+                Some(difference) if difference != format!("`{pointer}` changed") => {
+                    format!("`{pointer}` differs from the upstream's: {difference}")
+                }
+                _ => format!("`{pointer}` differs from the upstream's"),
+            },
+            _ => format!("`{pointer}` is missing from the client's result"),
+        };
+        Verdict::fail(name, message)
             .compared(sent.cloned(), got.cloned())
             .at(pointer)
     }

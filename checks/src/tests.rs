@@ -397,7 +397,27 @@ fn relayed_unchanged_compares_values_as_the_spec_defines_them() {
         json!({"content": [], "structuredContent": {"id": 9007199254740992.0}}),
     );
     fails(&big, "relayed-unchanged", json!({}));
-    fails(&big, "kept", json!({"pointer": "/structuredContent"}));
+    let verdict = fails(&big, "kept", json!({"pointer": "/structuredContent"}));
+    assert!(
+        verdict
+            .message
+            .ends_with("differs from the upstream's: `/structuredContent/id` changed"),
+        "{}",
+        verdict.message
+    );
+    // A member a typed relay cannot hold as a property is named where it went missing.
+    let proto = Fixture::results(
+        json!({"content": [], "structuredContent": {"a": 1, "__proto__": {"x": true}}}),
+        json!({"content": [], "structuredContent": {"a": 1}}),
+    );
+    let verdict = fails(&proto, "kept", json!({"pointer": "/structuredContent"}));
+    assert!(
+        verdict
+            .message
+            .ends_with(": `/structuredContent/__proto__` dropped"),
+        "{}",
+        verdict.message
+    );
 }
 
 #[test]
