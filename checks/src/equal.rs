@@ -34,6 +34,8 @@ pub struct Equivalence {
     pub own_meta: Vec<String>,
     /// Array members whose order means nothing (SEP-3279's `outputs`).
     pub unordered: Vec<String>,
+    /// The defaults of the catalogue's other shapes, for [`Equivalence::across`].
+    pub other_defaults: Vec<(Shape, Vec<(String, Value)>)>,
 }
 
 impl Equivalence {
@@ -74,6 +76,27 @@ impl Equivalence {
         result
     }
 
+    /// The rules for a target that answered its client in this shape after its upstream
+    /// answered it in `leg`, a revision of another protocol version (a gateway that bridges
+    /// revisions). A member the leg's revision writes out by default is no member at all to a
+    /// client of this one (2026-07-28's `resultType: "complete"` is how an older result reads
+    /// there), so the leg's defaults are read too: a bridge that leaves such a member out
+    /// changes the form, not the value. A value other than the default still counts.
+    pub fn across(&self, leg: Shape) -> Equivalence {
+        let mut rules = self.clone();
+        let leg_defaults = self
+            .other_defaults
+            .iter()
+            .filter(|(shape, _)| *shape == leg)
+            .flat_map(|(_, defaults)| defaults);
+        for (member, value) in leg_defaults {
+            if !rules.defaults.iter().any(|(m, _)| m == member) {
+                rules.defaults.push((member.clone(), value.clone()));
+            }
+        }
+        rules
+    }
+
     /// Whether two results are the same value under this shape's rules.
     pub fn same_result(&self, expected: &Value, actual: &Value) -> bool {
         same(&self.canonical(expected), &self.canonical(actual))
@@ -90,6 +113,7 @@ impl From<&ShapeSpec> for Equivalence {
                 .collect(),
             own_meta: spec.own_meta.iter().map(|m| m.key.clone()).collect(),
             unordered: spec.unordered.iter().map(|u| u.member.clone()).collect(),
+            other_defaults: Vec::new(),
         }
     }
 }
@@ -97,12 +121,19 @@ impl From<&ShapeSpec> for Equivalence {
 /// How values compare in `shape`: its defaults and answering-server keys. A catalogue
 /// without the shape's file compares strictly.
 pub fn rules(catalogue: &Catalogue, shape: Shape) -> Equivalence {
-    catalogue
+    let mut rules = catalogue
         .shapes
         .iter()
         .find(|spec| spec.id == shape)
         .map(Equivalence::from)
-        .unwrap_or_default()
+        .unwrap_or_default();
+    rules.other_defaults = catalogue
+        .shapes
+        .iter()
+        .filter(|spec| spec.id.protocol_version() != shape.protocol_version())
+        .map(|spec| (spec.id, Equivalence::from(spec).defaults))
+        .collect();
+    rules
 }
 
 /// Whether two JSON values are the same value: numbers by exact value, objects as unordered
@@ -336,6 +367,7 @@ mod tests {
             defaults: vec![("isError".into(), json!(false))],
             own_meta: vec!["io.modelcontextprotocol/serverInfo".into()],
             unordered: Vec::new(),
+            other_defaults: Vec::new(),
         }
     }
 
@@ -523,5 +555,23 @@ mod tests {
             first_difference(&json!([1]), &json!([2]), "/arguments").as_deref(),
             Some("`/arguments/0` changed")
         );
+    }
+
+    /// A 2025 client of a gateway whose upstream spoke 2026-07-28: the upstream's
+    /// `resultType: "complete"` is what an absent member means there, so a bridge that leaves
+    /// it out keeps the value; an `input_required` it leaves out is still lost.
+    #[test]
+    fn a_bridge_reads_the_upstream_legs_defaults_too() {
+        let mut rules = released();
+        rules.other_defaults = vec![(Shape::V2026_07_28, stateless().defaults)];
+        let sent = json!({"content": [], "resultType": "complete"});
+        let got = json!({"content": []});
+        assert!(!rules.same_result(&sent, &got));
+        let across = rules.across(Shape::V2026_07_28);
+        assert!(across.same_result(&sent, &got));
+        let asked = json!({"content": [], "resultType": "input_required"});
+        assert!(!across.same_result(&asked, &got));
+        // A leg of this shape's own protocol version reads nothing new.
+        assert_eq!(rules.across(Shape::V2025_11_25), rules);
     }
 }

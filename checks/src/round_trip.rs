@@ -110,6 +110,73 @@ fn first_ask<'a>(name: &str, rounds: &'a [Round<'a>]) -> Result<&'a Value, Box<V
     })
 }
 
+/// A state-only ask (a requestState and no input requests: the upstream sheds load and asks
+/// only to be called again) is one a gateway, the upstream's client, may settle itself: a
+/// client MAY retry at once and MUST echo the state back exactly, and there is nothing for a
+/// user to answer. A target that did so owes the upstream its state unchanged and its caller the
+/// final result; this is the verdict on that, for each of the three checks of the exchange, or
+/// `None` when the client was handed the ask (or an error) to deal with.
+fn retried_by_target(
+    name: &str,
+    rounds: &[Round<'_>],
+    sent: &Value,
+    evidence: &Evidence<'_>,
+) -> Option<Verdict> {
+    let asks_nothing = sent
+        .get("inputRequests")
+        .and_then(Value::as_object)
+        .is_none_or(Map::is_empty);
+    let got = evidence.view.result.as_ref()?;
+    if !asks_nothing || is_input_required(got) || !evidence.steps(RETRY_STEP).is_empty() {
+        return None;
+    }
+    let state = sent.get("requestState");
+    let Some(retry) = rounds
+        .iter()
+        .skip(1)
+        .find(|r| r.param("requestState").is_some())
+    else {
+        return Some(
+            Verdict::fail(
+                name,
+                "the upstream asked only to be called again, and the client got a result the upstream never gave: the target answered the call itself",
+            )
+            .compared(Some(sent.clone()), Some(got.clone())),
+        );
+    };
+    if retry.param("requestState") != state {
+        return Some(
+            Verdict::fail(
+                name,
+                "the upstream asked only to be called again; the target retried the call itself with a requestState other than the one the upstream issued, which a client MUST echo back exactly",
+            )
+            .compared(state.cloned(), retry.param("requestState").cloned()),
+        );
+    }
+    let final_answer = rounds.last().and_then(|r| r.answer);
+    let final_result = final_answer.and_then(|a| a.get("result"));
+    match final_result {
+        Some(result) if is_input_required(result) => Some(
+            Verdict::fail(
+                name,
+                "the target retried the call itself, the upstream asked again, and the client got a result the upstream never gave",
+            )
+            .compared(Some(result.clone()), Some(got.clone())),
+        ),
+        Some(result) if evidence.rules.same_result(result, got) => Some(Verdict::pass(
+            name,
+            "the upstream asked for no input, only to be called again; the target retried the call itself with the upstream's requestState unchanged, and the final result reached the client unchanged in value",
+        )),
+        _ => Some(
+            Verdict::fail(
+                name,
+                "the target retried the call itself with the upstream's requestState, and the client's result differs from the upstream's final answer",
+            )
+            .compared(final_answer.cloned(), Some(got.clone())),
+        ),
+    }
+}
+
 /// The upstream's `input_required` result reached the client as one: its input requests under
 /// their keys, each unchanged, and a request state wherever the upstream gave one.
 pub(super) fn input_requests_relayed(
@@ -122,6 +189,9 @@ pub(super) fn input_requests_relayed(
         Ok(sent) => sent,
         Err(verdict) => return *verdict,
     };
+    if let Some(verdict) = retried_by_target(name, &rounds, sent, evidence) {
+        return verdict;
+    }
     let Some(got) = evidence.view.result.as_ref() else {
         return Verdict::fail(
             name,
@@ -328,6 +398,9 @@ pub(super) fn input_responses_returned(
         Ok(sent) => sent,
         Err(verdict) => return *verdict,
     };
+    if let Some(verdict) = retried_by_target(name, &rounds, sent, evidence) {
+        return verdict;
+    }
     let retries = match retries(name, evidence, sent) {
         Ok(retries) => retries,
         Err(verdict) => return *verdict,
@@ -477,6 +550,9 @@ pub(super) fn retry_result_relayed(
         Ok(sent) => sent,
         Err(verdict) => return *verdict,
     };
+    if let Some(verdict) = retried_by_target(name, &rounds, sent, evidence) {
+        return verdict;
+    }
     let retries = match retries(name, evidence, sent) {
         Ok(retries) => retries,
         Err(verdict) => return *verdict,

@@ -38,6 +38,7 @@ fn rules_for(shape: Shape) -> super::Equivalence {
             .iter()
             .map(|u| u["member"].as_str().unwrap().to_string())
             .collect(),
+        other_defaults: Vec::new(),
     }
 }
 
@@ -2322,6 +2323,69 @@ fn faithful_round_trip() -> Fixture {
             result_message(finished()),
         )],
     )
+}
+
+/// An upstream that asks for no input, only to be called again: a target that retries itself
+/// with the upstream's state and relays the final result has done what a client does, and
+/// nothing a user could object to; one that answers without the retry, or with another state,
+/// has not.
+#[test]
+fn a_state_only_ask_may_be_retried_by_the_target_itself() {
+    let ask = || result_message(json!({"resultType": "input_required", "requestState": "S1"}));
+    let checks = [
+        "input-requests-relayed",
+        "input-responses-returned",
+        "retry-result-relayed",
+    ];
+    let retried = |state: &str, north: Value| {
+        round_trip(
+            vec![
+                (retry_params(None, None), ask()),
+                (retry_params(None, Some(state)), result_message(finished())),
+            ],
+            north,
+            Vec::new(),
+        )
+    };
+    for check in checks {
+        let verdict = retried("S1", result_message(finished())).check(check, json!({}));
+        assert!(verdict.passed, "{check}: {}", verdict.message);
+        assert!(
+            verdict.message.contains("retried the call itself"),
+            "{}",
+            verdict.message
+        );
+        let verdict = fails(&retried("S2", result_message(finished())), check, json!({}));
+        assert!(verdict.message.contains("MUST echo"), "{}", verdict.message);
+        let other = json!({"resultType": "complete", "content": [text("not it")]});
+        fails(&retried("S1", result_message(other)), check, json!({}));
+        // No retry upstream: the client's result is the target's own.
+        let alone = round_trip(
+            vec![(retry_params(None, None), ask())],
+            result_message(finished()),
+            Vec::new(),
+        );
+        let verdict = fails(&alone, check, json!({}));
+        assert!(
+            verdict.message.contains("answered the call itself"),
+            "{}",
+            verdict.message
+        );
+    }
+    // An ask with input requests is the user's to answer: a target that settles it itself
+    // fails as before.
+    let answered = round_trip(
+        vec![
+            (retry_params(None, None), result_message(asking("S1"))),
+            (
+                retry_params(Some(answers()), Some("S1")),
+                result_message(finished()),
+            ),
+        ],
+        result_message(finished()),
+        Vec::new(),
+    );
+    fails(&answered, "input-requests-relayed", json!({}));
 }
 
 #[test]

@@ -1308,6 +1308,16 @@ pub async fn run_one(
         Some(north) => bridged_lines(upstream, shape, north, drive.request.get("params")),
         None => (upstream, None),
     };
+    // A target that answered the upstream's call in another revision than its client's is a
+    // version bridge of its own: what the leg's revision leaves to a default is read so too.
+    let across;
+    let rules = match (target.north, answer_leg(&upstream)) {
+        (None, Some(leg)) if leg.protocol_version() != shape.protocol_version() => {
+            across = rules.across(leg);
+            &across
+        }
+        _ => rules,
+    };
     let other_session = match other_session {
         Some(mut other) => {
             let lines = log.settle(&other.nonce, patience).await;
@@ -1533,20 +1543,21 @@ fn not_carried_across(
     ))
 }
 
+/// The shape the upstream answered the call in, as the canary logged it.
+fn answer_leg(upstream: &[Observation]) -> Option<Shape> {
+    upstream
+        .iter()
+        .find(|o| o.direction == Direction::Out && o.method.as_deref() == Some("tools/call"))
+        .and_then(|o| o.shape.as_deref())
+        .and_then(|s| s.parse::<Shape>().ok())
+}
+
 fn stimulus_not_sent(
     case: &LoadedCase,
     evidence: &Evidence<'_>,
     log: &crate::observe::ObservationLog,
 ) -> Option<String> {
-    let answer_shape = evidence
-        .upstream
-        .iter()
-        .find(|o| {
-            o.direction == relaycheck_model::observation::Direction::Out
-                && o.method.as_deref() == Some("tools/call")
-        })
-        .and_then(|o| o.shape.as_deref())
-        .and_then(|s| s.parse::<Shape>().ok());
+    let answer_shape = answer_leg(evidence.upstream);
     let named = |shapes: &[Shape]| {
         shapes
             .iter()
