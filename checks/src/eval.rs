@@ -61,10 +61,25 @@ fn upstream_member<'a>(evidence: &'a Evidence<'_>, member: &str) -> Option<&'a V
     evidence.upstream_answer()?.get(member)
 }
 
-pub(super) fn missing_upstream(name: &str) -> Verdict {
+/// The verdict when the upstream logged no answer to compare with: whether the call reached
+/// it at all, and what the client got instead, which is where a vendor looks first.
+pub(super) fn missing_upstream(name: &str, evidence: &Evidence<'_>) -> Verdict {
+    let upstream = if evidence.upstream_calls().is_empty() {
+        "the call never reached the upstream"
+    } else {
+        "the upstream got the call and logged no answer to it"
+    };
+    let client = match (&evidence.view.result, &evidence.view.error) {
+        (_, Some(error)) => format!(
+            "; the client got a JSON-RPC error: {}",
+            crate::exchange::preview(error.to_string().as_bytes())
+        ),
+        (Some(_), None) => "; the client got a result".to_string(),
+        (None, None) => String::new(),
+    };
     Verdict::fail(
         name,
-        "the canary logged no answer for this call: the call never reached the upstream",
+        format!("the canary logged no answer for this call: {upstream}{client}"),
     )
 }
 
@@ -82,7 +97,7 @@ fn relayed(
     evidence: &Evidence<'_>,
 ) -> Result<Relayed, Box<Verdict>> {
     let Some(answer) = evidence.upstream_answer() else {
-        return Err(Box::new(missing_upstream(name)));
+        return Err(Box::new(missing_upstream(name, evidence)));
     };
     let ignore: Vec<&str> = params
         .get("ignore")
@@ -327,7 +342,7 @@ pub(super) fn protocol_error(
     for (flag, member) in [("keeps-data", "data"), ("keeps-message", "message")] {
         if params.get(flag).and_then(Value::as_bool) == Some(true) {
             let Some(upstream) = upstream else {
-                return missing_upstream(name);
+                return missing_upstream(name, evidence);
             };
             if !same_opt(upstream.get(member), error.get(member)) {
                 problems.push(format!(
@@ -374,7 +389,7 @@ fn texts(result: &Value) -> Vec<&str> {
 
 pub(super) fn text_kept(name: &str, evidence: &Evidence<'_>) -> Verdict {
     let Some(upstream) = upstream_member(evidence, "result") else {
-        return missing_upstream(name);
+        return missing_upstream(name, evidence);
     };
     let result = match result_of(name, evidence) {
         Ok(result) => result,
@@ -402,7 +417,7 @@ pub(super) fn text_kept(name: &str, evidence: &Evidence<'_>) -> Verdict {
 pub(super) fn kept(name: &str, params: &Map<String, Value>, evidence: &Evidence<'_>) -> Verdict {
     let pointer = pointer_param(params, "pointer", "/_meta");
     let Some(upstream) = upstream_member(evidence, "result") else {
-        return missing_upstream(name);
+        return missing_upstream(name, evidence);
     };
     let result = match result_of(name, evidence) {
         Ok(result) => result,
@@ -579,7 +594,7 @@ pub(super) fn upstream_called(
 pub(super) fn arguments_kept(name: &str, evidence: &Evidence<'_>) -> Verdict {
     let calls = evidence.upstream_calls();
     let Some(call) = calls.first() else {
-        return missing_upstream(name);
+        return missing_upstream(name, evidence);
     };
     let got = call.params.as_ref().and_then(|p| p.get("arguments"));
     if same_opt(got, Some(evidence.arguments)) {
@@ -627,7 +642,7 @@ pub(super) fn arguments_kept(name: &str, evidence: &Evidence<'_>) -> Verdict {
 pub(super) fn request_meta_kept(name: &str, evidence: &Evidence<'_>) -> Verdict {
     let calls = evidence.upstream_calls();
     let Some(call) = calls.first() else {
-        return missing_upstream(name);
+        return missing_upstream(name, evidence);
     };
     let Some(sent) = evidence.request_meta else {
         return Verdict::fail(name, "the case sent no request `_meta`: the case is wrong");
@@ -931,7 +946,7 @@ pub(super) fn progress(
     }
     let calls = evidence.upstream_calls();
     let Some(call) = calls.first() else {
-        return missing_upstream(name);
+        return missing_upstream(name, evidence);
     };
     let meta = call.params.as_ref().and_then(|p| p.get("_meta"));
     if meta.and_then(|m| m.get("progressToken")).is_none() {

@@ -268,7 +268,7 @@ pub(super) fn log_relayed(
         .collect();
     if sent.is_empty() {
         return if evidence.upstream_calls().is_empty() {
-            super::eval::missing_upstream(name)
+            super::eval::missing_upstream(name, evidence)
         } else {
             Verdict::fail(
                 name,
@@ -396,7 +396,7 @@ pub(super) fn client_request_relayed(
         .find(|m| m.get("id").is_some() && m.get("method").is_some())
     else {
         return if evidence.upstream_calls().is_empty() {
-            super::eval::missing_upstream(name)
+            super::eval::missing_upstream(name, evidence)
         } else {
             Verdict::fail(
                 name,

@@ -117,7 +117,7 @@ fn unchanged(name: &str, evidence: &Evidence<'_>, list: ListKind) -> Option<Verd
         return None;
     }
     Some(if evidence.upstream_calls().is_empty() {
-        super::eval::missing_upstream(name)
+        super::eval::missing_upstream(name, evidence)
     } else {
         Verdict::not_applicable(
             name,
@@ -252,7 +252,7 @@ fn on_listen_stream(name: &str, list: ListKind, evidence: &Evidence<'_>) -> Verd
         );
     }
     if evidence.upstream_calls().is_empty() {
-        return super::eval::missing_upstream(name);
+        return super::eval::missing_upstream(name, evidence);
     }
     let declares = format!(
         "the target's server/discover declares `{}.listChanged`",
@@ -620,7 +620,7 @@ pub(super) fn resource_update_relayed(
         .collect();
     if sent.is_empty() {
         if evidence.upstream_calls().is_empty() {
-            return super::eval::missing_upstream(name);
+            return super::eval::missing_upstream(name, evidence);
         }
         let upstream_subscribed = evidence
             .upstream_subscribed

@@ -151,7 +151,7 @@ pub(super) fn upstream_initialized_first(name: &str, evidence: &Evidence<'_>) ->
         return Verdict::not_applicable(name, "the upstream's handshakes were not read");
     };
     if evidence.upstream_calls().is_empty() {
-        return super::eval::missing_upstream(name);
+        return super::eval::missing_upstream(name, evidence);
     }
     let early = &handshakes.before_initialize;
     if early.is_empty() {
@@ -187,7 +187,7 @@ pub(super) fn client_capabilities_kept(name: &str, evidence: &Evidence<'_>) -> V
     };
     let calls = evidence.upstream_calls();
     if calls.is_empty() {
-        return super::eval::missing_upstream(name);
+        return super::eval::missing_upstream(name, evidence);
     }
     // Told in `initialize` on a session, or in each request's envelope on the stateless wire.
     let enveloped = calls.iter().filter_map(|call| {
@@ -241,7 +241,7 @@ pub(super) fn upstream_session_kept(name: &str, evidence: &Evidence<'_>) -> Verd
         );
     };
     if evidence.upstream_calls().is_empty() {
-        return super::eval::missing_upstream(name);
+        return super::eval::missing_upstream(name, evidence);
     }
     if count == 0 {
         Verdict::pass(
@@ -275,7 +275,7 @@ pub(super) fn sent_once(
             && o.method.as_deref() == Some("tools/call")
             && o.message.as_ref().is_some_and(|m| m.get("id").is_some())
     }) else {
-        return super::eval::missing_upstream(name);
+        return super::eval::missing_upstream(name, evidence);
     };
     let upstream = answer.bytes.map_or_else(
         || {
@@ -452,7 +452,7 @@ pub(super) fn upstream_headers(
         })
         .collect();
     let Some(first) = sent.first() else {
-        return super::eval::missing_upstream(name);
+        return super::eval::missing_upstream(name, evidence);
     };
     if first.transport != "http" {
         return Verdict::not_applicable(
@@ -605,7 +605,7 @@ pub(super) fn cancellation_relayed(
 ) -> Verdict {
     let calls = evidence.upstream_calls();
     let Some(call) = calls.first() else {
-        return super::eval::missing_upstream(name);
+        return super::eval::missing_upstream(name, evidence);
     };
     let Some(cancelled) = evidence.upstream_cancellations else {
         return Verdict::not_applicable(

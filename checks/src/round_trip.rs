@@ -94,9 +94,13 @@ fn upstream_could_not_ask(name: &str, rounds: &[Round<'_>]) -> Option<Verdict> {
 
 /// The first answer, for the checks that need one that asks for input: the `input_required`
 /// result, or the verdict when there is none to judge.
-fn first_ask<'a>(name: &str, rounds: &'a [Round<'a>]) -> Result<&'a Value, Box<Verdict>> {
+fn first_ask<'a>(
+    name: &str,
+    rounds: &'a [Round<'a>],
+    evidence: &Evidence<'_>,
+) -> Result<&'a Value, Box<Verdict>> {
     let Some(first) = rounds.first() else {
-        return Err(Box::new(super::eval::missing_upstream(name)));
+        return Err(Box::new(super::eval::missing_upstream(name, evidence)));
     };
     if let Some(verdict) = upstream_could_not_ask(name, rounds) {
         return Err(Box::new(verdict));
@@ -185,7 +189,7 @@ pub(super) fn input_requests_relayed(
     evidence: &Evidence<'_>,
 ) -> Verdict {
     let rounds = rounds(evidence.upstream);
-    let sent = match first_ask(name, &rounds) {
+    let sent = match first_ask(name, &rounds, evidence) {
         Ok(sent) => sent,
         Err(verdict) => return *verdict,
     };
@@ -394,7 +398,7 @@ pub(super) fn input_responses_returned(
     evidence: &Evidence<'_>,
 ) -> Verdict {
     let rounds = rounds(evidence.upstream);
-    let sent = match first_ask(name, &rounds) {
+    let sent = match first_ask(name, &rounds, evidence) {
         Ok(sent) => sent,
         Err(verdict) => return *verdict,
     };
@@ -546,7 +550,7 @@ pub(super) fn retry_result_relayed(
     evidence: &Evidence<'_>,
 ) -> Verdict {
     let rounds = rounds(evidence.upstream);
-    let sent = match first_ask(name, &rounds) {
+    let sent = match first_ask(name, &rounds, evidence) {
         Ok(sent) => sent,
         Err(verdict) => return *verdict,
     };

@@ -216,7 +216,7 @@ pub(super) fn log_at_requested_level(
         );
     }
     if evidence.upstream_calls().is_empty() {
-        return super::eval::missing_upstream(name);
+        return super::eval::missing_upstream(name, evidence);
     }
     let sent = upstream_logs(evidence);
     let got = client_logs(evidence);
@@ -296,7 +296,7 @@ pub(super) fn no_log_unasked(
         return Verdict::not_applicable(name, "the call named a log level");
     }
     if evidence.upstream_calls().is_empty() {
-        return super::eval::missing_upstream(name);
+        return super::eval::missing_upstream(name, evidence);
     }
     let got = client_logs(evidence);
     let sent = upstream_logs(evidence);
@@ -345,7 +345,7 @@ pub(super) fn envelope_relayed(
         return handshake_spoken(name);
     };
     let Some(call) = evidence.upstream_calls().into_iter().next() else {
-        return super::eval::missing_upstream(name);
+        return super::eval::missing_upstream(name, evidence);
     };
     let upstream = call
         .params

@@ -4466,3 +4466,34 @@ fn relayed_unchanged_holds_a_sep_3279_caller_to_its_selection_and_a_bridge_case_
             .passed
     );
 }
+
+/// With no upstream answer to compare with, the verdict says whether the call got there and
+/// what the client got in its place: a gateway that failed the call itself is named so.
+#[test]
+fn no_upstream_answer_says_what_the_client_got() {
+    let error = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": "key is not defined"}});
+    let mut never = Fixture::new(
+        json!({"jsonrpc": "2.0", "id": 1, "result": {}}),
+        error.clone(),
+    );
+    never.upstream.clear();
+    let verdict = fails(&never, "kept", json!({"pointer": "/content"}));
+    assert!(
+        verdict
+            .message
+            .contains("the call never reached the upstream; the client got a JSON-RPC error")
+            && verdict.message.contains("key is not defined"),
+        "{}",
+        verdict.message
+    );
+    let mut unanswered = Fixture::new(json!({"jsonrpc": "2.0", "id": 1, "result": {}}), error);
+    unanswered.upstream.retain(|o| o.direction == Direction::In);
+    let verdict = fails(&unanswered, "kept", json!({"pointer": "/content"}));
+    assert!(
+        verdict
+            .message
+            .contains("the upstream got the call and logged no answer to it"),
+        "{}",
+        verdict.message
+    );
+}

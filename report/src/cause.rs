@@ -643,6 +643,7 @@ mod tests {
             defaults: vec![("isError".into(), json!(false))],
             own_meta: vec!["io.modelcontextprotocol/serverInfo".into()],
             unordered: Vec::new(),
+            other_defaults: Vec::new(),
         }
     }
 

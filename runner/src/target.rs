@@ -297,14 +297,30 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
     }
 
     let url = vars.fill(profile.north.url.as_deref().unwrap_or_default());
-    let north = crate::transport::connect(
-        profile.north.transport,
-        stdio_pipes,
-        &url,
-        &headers,
-        start_timeout,
-    )
-    .await
+    // A gateway's health path may answer before its event stream is served (one that sets up
+    // its MCP endpoint after a slow step of its own): the stream is tried again until the start
+    // time is up, and the last refusal is what the run reports.
+    let connecting_since = std::time::Instant::now();
+    let mut stdio_pipes = stdio_pipes;
+    let north = loop {
+        let attempt = crate::transport::connect(
+            profile.north.transport,
+            stdio_pipes.take(),
+            &url,
+            &headers,
+            start_timeout,
+        )
+        .await;
+        match attempt {
+            Err(_)
+                if profile.north.transport == Transport::Sse
+                    && connecting_since.elapsed() + Duration::from_millis(250) < start_timeout =>
+            {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            other => break other,
+        }
+    }
     .map_err(|err| match profile.north.transport {
         // The event stream did not open: what the target printed may say why.
         Transport::Sse => stderr_context(&workdir, err),
