@@ -45,6 +45,10 @@ pub enum Sink {
     Events(Arc<Mutex<mpsc::Sender<BodyItem>>>),
 }
 
+/// How long one chunk of an answer may wait on its reader before the canary logs the answer as
+/// stalled. Far beyond what a reader that reads takes for a chunk, even on a loaded machine.
+pub const STALL_AFTER: Duration = Duration::from_secs(5);
+
 const SSE_OPEN: &[u8] = b"event: message\ndata: ";
 const SSE_CLOSE: &[u8] = b"\n\n";
 
@@ -72,10 +76,14 @@ impl Sink {
         chunks: impl Iterator<Item = Bytes>,
     ) -> io::Result<(u64, String)> {
         let mut tally = Tally::new();
-        self.framed(chunks, |chunk, _| {
-            tally.update(chunk);
-            std::future::ready(())
-        })
+        self.framed(
+            chunks,
+            |chunk, _| {
+                tally.update(chunk);
+                std::future::ready(())
+            },
+            None,
+        )
         .await?;
         Ok(tally.finish())
     }
@@ -83,24 +91,31 @@ impl Sink {
     /// [`Sink::message`] for a streamed body, hashed on a thread of its own while it is written
     /// (see [`Background`]). The last chunk waits for the hash, so, as with an inline hash, the
     /// caller's log line is ready the moment the body's last byte has left.
+    /// `stalled` is told, once, how much of the body had left when a chunk first waited on the
+    /// reader for [`STALL_AFTER`].
     pub async fn streamed(
         &mut self,
         chunks: impl Iterator<Item = Bytes>,
+        stalled: &mut (dyn FnMut(u64) + Send),
     ) -> io::Result<(u64, String)> {
         let background = Background::start();
         let digest = std::sync::Mutex::new(None);
         let written = {
             let (background, digest) = (&background, &digest);
-            self.framed(chunks, move |chunk, last| {
-                let chunk = chunk.clone();
-                async move {
-                    background.update(chunk).await;
-                    if last {
-                        let tally = background.finish().await;
-                        *digest.lock().unwrap_or_else(|p| p.into_inner()) = Some(tally);
+            self.framed(
+                chunks,
+                move |chunk, last| {
+                    let chunk = chunk.clone();
+                    async move {
+                        background.update(chunk).await;
+                        if last {
+                            let tally = background.finish().await;
+                            *digest.lock().unwrap_or_else(|p| p.into_inner()) = Some(tally);
+                        }
                     }
-                }
-            })
+                },
+                Some(stalled),
+            )
             .await
         };
         written?;
@@ -117,18 +132,21 @@ impl Sink {
         &mut self,
         chunks: impl Iterator<Item = Bytes>,
         mut seen: F,
+        mut stalled: Option<&mut (dyn FnMut(u64) + Send)>,
     ) -> io::Result<()>
     where
         F: FnMut(&Bytes, bool) -> Fut,
         Fut: std::future::Future<Output = ()>,
     {
         let mut chunks = chunks.peekable();
+        let mut sent = 0u64;
         match self {
             Sink::Stdout(out) => {
                 let mut out = out.lock().await;
                 while let Some(chunk) = chunks.next() {
                     seen(&chunk, chunks.peek().is_none()).await;
-                    out.write_all(&chunk).await?;
+                    watched(out.write_all(&chunk), sent, &mut stalled).await?;
+                    sent += chunk.len() as u64;
                 }
                 out.write_all(b"\n").await?;
                 out.flush().await?;
@@ -140,7 +158,9 @@ impl Sink {
                 }
                 while let Some(chunk) = chunks.next() {
                     seen(&chunk, chunks.peek().is_none()).await;
-                    Self::send(tx, chunk).await?;
+                    let len = chunk.len() as u64;
+                    watched(Self::send(tx, chunk), sent, &mut stalled).await?;
+                    sent += len;
                 }
                 if sse {
                     Self::send(tx, Bytes::from_static(SSE_CLOSE)).await?;
@@ -253,6 +273,25 @@ pub fn whole(reply: &Reply) -> Option<(Bytes, Option<&'static str>)> {
     }
 }
 
+/// Awaits the delivery of one chunk, `sent` bytes of its message already out. If it waits on
+/// the reader for [`STALL_AFTER`], `stalled` is told so and taken, so it fires once a message;
+/// the delivery goes on either way.
+async fn watched(
+    delivery: impl std::future::Future<Output = io::Result<()>>,
+    sent: u64,
+    stalled: &mut Option<&mut (dyn FnMut(u64) + Send)>,
+) -> io::Result<()> {
+    let mut delivery = std::pin::pin!(delivery);
+    if let Some(report) = stalled.as_mut() {
+        tokio::select! {
+            done = &mut delivery => return done,
+            () = tokio::time::sleep(STALL_AFTER) => report(sent),
+        }
+        *stalled = None;
+    }
+    delivery.await
+}
+
 /// Acts a reply out on a sink and logs an `out` line for every message written (progress
 /// notifications included) and for every fault acted out. A whole message is logged before it
 /// is written, as over HTTP: a gateway that ends its upstream once answered (supergateway's
@@ -270,7 +309,8 @@ pub async fn act_out(
         match reply {
             Reply::Nothing => return Ok(()),
             Reply::Stream(body) => {
-                let (bytes, sha256) = sink.streamed(body.chunks()).await?;
+                let mut stalled = |sent: u64| log.stalled(transport, ctx, sent);
+                let (bytes, sha256) = sink.streamed(body.chunks(), &mut stalled).await?;
                 let sent = Sent {
                     message: None,
                     bytes,
@@ -352,5 +392,43 @@ pub async fn act_out(
                 return Ok(());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reader that stops taking an answer part way leaves a mark of where: the canary's log
+    /// gets a stalled line, which turns a target's timeout into evidence that it stopped
+    /// reading. The answer still goes out whole once the reader reads again.
+    #[tokio::test]
+    async fn an_answer_its_reader_stops_taking_is_reported_stalled_once() {
+        let (tx, mut rx) = mpsc::channel::<BodyItem>(1);
+        let (_shutdown_tx, shutdown) = watch::channel(false);
+        let mut sink = Sink::Channel {
+            tx,
+            framing: Framing::Body,
+            shutdown,
+        };
+        let chunk = Bytes::from(vec![b'a'; 1024]);
+        let chunks = std::iter::repeat_n(chunk, 8);
+        let (reports_tx, mut reports) = mpsc::unbounded_channel::<u64>();
+        let writer = tokio::spawn(async move {
+            let mut stalled = move |sent: u64| {
+                let _ = reports_tx.send(sent);
+            };
+            sink.streamed(chunks, &mut stalled).await
+        });
+        // The channel holds one chunk and the writer waits on the second: the reader is stuck.
+        let sent = reports.recv().await.expect("the stall is reported");
+        assert_eq!(sent, 1024, "one chunk had left when the next one waited");
+        let mut got = 0;
+        while let Some(Ok(bytes)) = rx.recv().await {
+            got += bytes.len();
+        }
+        let (bytes, _) = writer.await.unwrap().unwrap();
+        assert_eq!((bytes, got), (8 * 1024, 8 * 1024));
+        assert!(reports.recv().await.is_none(), "reported once");
     }
 }

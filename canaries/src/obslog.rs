@@ -107,6 +107,13 @@ impl ObsLog {
         self.write(obs);
     }
 
+    /// Records that an answer being written has waited on its reader, `bytes` of it sent.
+    pub fn stalled(&self, transport: &str, ctx: &CallCtx, bytes: u64) {
+        let mut obs = self.base(transport, Direction::Stalled, ctx);
+        obs.bytes = Some(bytes);
+        self.write(obs);
+    }
+
     fn base(&self, transport: &str, direction: Direction, ctx: &CallCtx) -> Observation {
         Observation {
             seq: 0,

@@ -12,6 +12,11 @@ pub enum Direction {
     In,
     /// A response or notification the canary sent (or the fault it acted out instead).
     Out,
+    /// An answer the canary was writing had waited on its reader for a while: `bytes` is how
+    /// much of it had left by then. Logged once an answer, before its `out` line (which follows
+    /// if the answer is ever written whole), so that a call the client never got an answer to
+    /// shows whether the target had stopped reading its upstream.
+    Stalled,
 }
 
 /// One line of the observation log.

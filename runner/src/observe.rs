@@ -350,6 +350,7 @@ fn note_listing(listings: &mut UpstreamListings, observation: &Observation) {
                 let next_cursor = result.get("nextCursor").filter(|c| !c.is_null()).cloned();
                 listings.pages.push(ListedPage { tools, next_cursor });
             }
+            Direction::Stalled => {}
         }
     }
 }

@@ -1680,9 +1680,9 @@ fn north_value(exchange: &Exchange) -> Option<Value> {
 }
 
 /// Where the call stood upstream when the client's wait ran out, so that a timeout says whose
-/// it is: a call that never reached the upstream, one the upstream was still answering (the
-/// canary logs a streamed answer once it is written whole, so a target that stops reading
-/// leaves it unfinished), or one the upstream had answered and the target never relayed.
+/// it is: a call that never reached the upstream, one the upstream was still answering (and
+/// whether the target had stopped reading the answer), or one the upstream had answered and the
+/// target never relayed.
 fn upstream_at_timeout(upstream: &[Observation]) -> String {
     let received = upstream
         .iter()
@@ -1690,11 +1690,19 @@ fn upstream_at_timeout(upstream: &[Observation]) -> String {
     let answered = upstream.iter().find(|o| {
         o.direction == Direction::Out && o.method.as_deref() == Some("tools/call") && o.id.is_some()
     });
+    let stalled = upstream
+        .iter()
+        .find(|o| o.direction == Direction::Stalled)
+        .and_then(|o| o.bytes);
     match (received, answered) {
         (false, _) => "the call never reached the upstream".into(),
-        (true, None) => {
-            "the upstream received the call and had not finished sending its answer".into()
-        }
+        (true, None) => match stalled {
+            Some(bytes) => format!(
+                "the upstream received the call and was sending its answer when the target stopped reading it: {bytes} bytes had left, and the next waited over {} s",
+                relaycheck_canary::emit::STALL_AFTER.as_secs()
+            ),
+            None => "the upstream received the call and had not finished sending its answer".into(),
+        },
         (true, Some(answer)) => {
             let size = answer
                 .bytes
@@ -2018,6 +2026,15 @@ mod tests {
         assert_eq!(
             super::upstream_at_timeout(&[received.clone(), answered.clone()]),
             "the upstream had answered the call in full (41943102 bytes)"
+        );
+        let stalled = Observation {
+            direction: Direction::Stalled,
+            bytes: Some(3_145_728),
+            ..received.clone()
+        };
+        assert_eq!(
+            super::upstream_at_timeout(&[received.clone(), stalled]),
+            "the upstream received the call and was sending its answer when the target stopped reading it: 3145728 bytes had left, and the next waited over 5 s"
         );
         let slow = Observation {
             fault: Some("slow".into()),
