@@ -301,11 +301,12 @@ fn a_stdio_target_that_exits_or_speaks_no_mcp_is_told_apart() {
         "stderr not shown:\n{text}"
     );
 
-    // Ten seconds for its line to arrive: on a loaded machine three were once not enough for
-    // the shell to start and print it, and the report then had nothing to show.
+    // Ten seconds for its lines to arrive, and a line every second: on a loaded machine (the
+    // whole workspace's tests at once on two cores) a single line printed at start was once
+    // not in the report, and the report then had nothing to show.
     let chatty = stdio_profile_waiting(
         "chatty",
-        r#"["sh", "-c", "echo starting up; sleep 20"]"#,
+        r#"["sh", "-c", "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do echo starting up; sleep 1; done"]"#,
         10_000,
     );
     let (code, text) = smoke(

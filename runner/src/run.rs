@@ -1413,10 +1413,23 @@ pub async fn run_one(
         .collect();
 
     if let Some(why) = not_carried_across(case, &evidence, left_behind.as_ref())
-        .or_else(|| stimulus_not_sent(case, &evidence, log))
+        .or_else(|| task_not_asked(case, &evidence))
     {
         result.outcome = Outcome::NotApplicable;
         result.message = why;
+        result.duration_ms = started.elapsed().as_millis() as u64;
+        return result;
+    }
+    // A case written for shapes its upstream leg was not spoken in may still be shown: what it
+    // holds the target to is often on the client's side (a refusal, a member of the client's
+    // revision, an answer of the target's own). A failure there is not applicable, as the
+    // stimulus may not have been what the case meant; a pass stands.
+    let other_leg = other_leg(case, &evidence, log);
+    if let Some(why) = &other_leg
+        && drive.exchange.reply().is_none()
+    {
+        result.outcome = Outcome::NotApplicable;
+        result.message = why.clone();
         result.duration_ms = started.elapsed().as_millis() as u64;
         return result;
     }
@@ -1451,6 +1464,14 @@ pub async fn run_one(
         .collect();
     let failed = result.checks.iter().find(|v| v.applicable && !v.passed);
     let missing = result.checks.iter().find(|v| !v.applicable);
+    if let Some(why) = other_leg
+        && (failed.is_some() || missing.is_some())
+    {
+        result.outcome = Outcome::NotApplicable;
+        result.message = why;
+        result.duration_ms = started.elapsed().as_millis() as u64;
+        return result;
+    }
     if let Some(first) = failed {
         result.message = format!("{}: {}", first.check, first.message);
         if first.expected.is_some() || first.actual.is_some() {
@@ -1512,11 +1533,6 @@ pub async fn run_one(
     result
 }
 
-/// Why the upstream could not send the case's stimulus on this target, when it could not, read
-/// from the canary's log: the target spoke a shape to its upstream that the case does not
-/// apply to (a 2025 leg under a 2026-07-28 client cannot carry a null structuredContent), or a
-/// task case's call reached the upstream without asking for a task, so it ran to completion.
-/// Either way the case cannot be judged here: not applicable, never a failure.
 /// Why a bridged run cannot show a case: a bridge carries only the outputs its caller
 /// selects, and a SEP-3279 caller can select only the variants the target declares; a bridge
 /// from an older upstream declares a structured one only for a tool with an outputSchema. The
@@ -1552,7 +1568,11 @@ fn answer_leg(upstream: &[Observation]) -> Option<Shape> {
         .and_then(|s| s.parse::<Shape>().ok())
 }
 
-fn stimulus_not_sent(
+/// Why the upstream may not have sent the case's stimulus as the case meant it, read from the
+/// canary's log: the target spoke a shape to its upstream that the case is not written for (a
+/// 2025 leg under a 2026-07-28 client cannot carry a null structuredContent). Such a case is
+/// not applicable where it would fail, never a failure.
+fn other_leg(
     case: &LoadedCase,
     evidence: &Evidence<'_>,
     log: &crate::observe::ObservationLog,
@@ -1592,6 +1612,13 @@ fn stimulus_not_sent(
         }
         _ => {}
     }
+    None
+}
+
+/// Why a task case could not be shown: the upstream created no task, because the call reached
+/// it without asking for one.
+fn task_not_asked(case: &LoadedCase, evidence: &Evidence<'_>) -> Option<String> {
+    let answer_shape = answer_leg(evidence.upstream);
     if case.spec.wants_task()
         && let Some(answer) = evidence.upstream_answer()
         && answer
