@@ -177,6 +177,16 @@ pub fn in_name_order(value: &Value) -> Value {
     }
 }
 
+/// One object member's name as a JSON pointer token (RFC 6901: `~` and `/` escaped).
+pub fn pointer_token(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+/// A pointer as a message shows it: the whole value is `/`, not the empty string.
+fn place(at: &str) -> &str {
+    if at.is_empty() { "/" } else { at }
+}
+
 /// Where `have` first differs from `want`, as a JSON pointer and what happened there
 /// (`/arguments/0/title` dropped): a listing check that says only that `arguments` changed
 /// leaves the vendor to find the difference in two pretty-printed values.
@@ -186,7 +196,7 @@ pub fn first_difference(want: &Value, have: &Value, at: &str) -> Option<String> 
         match (want, have) {
             (Value::Object(w), Value::Object(h)) => {
                 for (key, value) in w {
-                    let here = format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"));
+                    let here = format!("{at}/{}", pointer_token(key));
                     match h.get(key) {
                         None => return Some(format!("`{here}` dropped")),
                         Some(other) => {
@@ -196,9 +206,9 @@ pub fn first_difference(want: &Value, have: &Value, at: &str) -> Option<String> 
                         }
                     }
                 }
-                h.keys().find(|key| !w.contains_key(*key)).map(|key| {
-                    format!("`{at}/{}` added", key.replace('~', "~0").replace('/', "~1"))
-                })
+                h.keys()
+                    .find(|key| !w.contains_key(*key))
+                    .map(|key| format!("`{at}/{}` added", pointer_token(key)))
             }
             (Value::Array(w), Value::Array(h)) if w.len() == h.len() => w
                 .iter()
@@ -207,15 +217,12 @@ pub fn first_difference(want: &Value, have: &Value, at: &str) -> Option<String> 
                 .find_map(|(i, (w, h))| walk(w, h, &format!("{at}/{i}"))),
             (Value::Array(w), Value::Array(h)) => Some(format!(
                 "`{}` has {} items, not {}",
-                if at.is_empty() { "/" } else { at },
+                place(at),
                 h.len(),
                 w.len()
             )),
             _ if same(want, have) => None,
-            _ => Some(format!(
-                "`{}` changed",
-                if at.is_empty() { "/" } else { at }
-            )),
+            _ => Some(format!("`{}` changed", place(at))),
         }
     }
     walk(want, have, at)
@@ -316,13 +323,6 @@ fn walk_form(expected: &Value, actual: &Value, at: &mut String, out: &mut Vec<St
     if out.len() >= MOST {
         return;
     }
-    let place = |at: &str| {
-        if at.is_empty() {
-            "/".to_string()
-        } else {
-            at.to_string()
-        }
-    };
     match (expected, actual) {
         (Value::Number(x), Value::Number(y))
             if same_number(x, y) && x.to_string() != y.to_string() =>
@@ -347,7 +347,7 @@ fn walk_form(expected: &Value, actual: &Value, at: &mut String, out: &mut Vec<St
                 if let Some(other) = y.get(key) {
                     let len = at.len();
                     at.push('/');
-                    at.push_str(&key.replace('~', "~0").replace('/', "~1"));
+                    at.push_str(&pointer_token(key));
                     walk_form(value, other, at, out);
                     at.truncate(len);
                 }

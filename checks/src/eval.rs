@@ -431,12 +431,12 @@ pub(super) fn kept(name: &str, params: &Map<String, Value>, evidence: &Evidence<
         evidence.rules.canonical(&raw.0),
         evidence.rules.canonical(&raw.1),
     );
-    let (upstream, result) = if evidence.rules.own_meta.iter().any(|key| {
-        pointer.starts_with(&format!(
-            "/_meta/{}",
-            key.replace('~', "~0").replace('/', "~1")
-        ))
-    }) {
+    let (upstream, result) = if evidence
+        .rules
+        .own_meta
+        .iter()
+        .any(|key| pointer.starts_with(&format!("/_meta/{}", super::pointer_token(key))))
+    {
         (&raw.0, &raw.1)
     } else {
         (&canonical.0, &canonical.1)

@@ -40,7 +40,8 @@ use relaycheck_model::route::View;
 pub use cache::{READ_AFTER_TTL, READ_AS_OTHER, READ_STEP, step_of as cache_step_of};
 pub use defs::{CHECKS, CheckDef, CheckFn, Fields, Gathers, ParamKind, Reads};
 pub use equal::{
-    Equivalence, first_difference, form_changes, in_name_order, rules, same, same_number, same_opt,
+    Equivalence, first_difference, form_changes, in_name_order, pointer_token, rules, same,
+    same_number, same_opt,
 };
 pub use follow::collect_links;
 pub use notify::{ACKNOWLEDGED, BEFORE_CHANGE, SUBSCRIBE_LISTING_STEP, SUBSCRIBE_STEP, UPDATED};

@@ -402,16 +402,22 @@ pub(super) fn listing_relayed(
                 (_, Some(got)) => super::same(got, value),
             };
             if !kept {
-                let at = format!("/{key}");
-                match have
-                    .get(key)
-                    .and_then(|got| super::first_difference(value, got, &at))
-                {
-                    Some(difference) if key != "_meta" => {
-                        changes.push(format!("`{key}` changed: {difference}"));
-                    }
-                    _ => changes.push(format!("`{key}` changed")),
-                }
+                // `_meta` may carry the gateway's own keys, so its first difference may be one.
+                let difference =
+                    (key != "_meta")
+                        .then(|| have.get(key))
+                        .flatten()
+                        .and_then(|got| {
+                            super::first_difference(
+                                value,
+                                got,
+                                &format!("/{}", super::pointer_token(key)),
+                            )
+                        });
+                changes.push(match difference {
+                    Some(difference) => format!("`{key}` changed: {difference}"),
+                    None => format!("`{key}` changed"),
+                });
             }
         }
         // A `_meta` the upstream did not declare is the gateway's own, as above.

@@ -195,7 +195,7 @@ fn child(at: &str, key: &str, keep: bool) -> String {
         NAMED.contains(&key)
     };
     let shown = if keep || (!inside_data && named) {
-        key.replace('~', "~0").replace('/', "~1")
+        relaycheck_checks::pointer_token(key)
     } else {
         "<member>".to_string()
     };
