@@ -14,6 +14,60 @@ use relaycheck::suite::{Pool, Trial};
 use relaycheck_model::Shape;
 use serde_json::Value;
 
+/// Mutants whose recorded cases run at once.
+const MUTANTS_AT_ONCE: usize = 6;
+
+/// Whether the mutant still fails one of the (first three) cases recorded as catching it, in
+/// the shapes and bridged pairs the table ran.
+fn caught(
+    pool: &Pool,
+    catalogue: &relaycheck::catalogue::Catalogue,
+    shapes: &[Shape],
+    bridges: &[(Shape, Shape)],
+    target: &str,
+    mutant: &Value,
+) -> bool {
+    let name = mutant["name"].as_str().unwrap();
+    let caught_by: Vec<&str> = mutant["caught_by"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for case_id in caught_by.iter().take(3) {
+        let Some(case) = catalogue.cases.iter().find(|c| c.spec.id == *case_id) else {
+            continue;
+        };
+        // Each negotiated shape of the case, then each bridged pair the table ran.
+        let runs = shapes
+            .iter()
+            .filter(|s| case.spec.applies_to(**s))
+            .map(|s| (*s, None))
+            .chain(
+                bridges
+                    .iter()
+                    .filter(|(n, s)| case.spec.applies_to(*n) && case.spec.applies_to(*s))
+                    .map(|(n, s)| (*s, Some(*n))),
+            );
+        for (shape, north) in runs {
+            for route in &case.spec.routes {
+                let trial = Trial {
+                    target: target.to_string(),
+                    case: case_id.to_string(),
+                    route: route.clone(),
+                    shape,
+                    north,
+                };
+                let result = pool.run(&trial, Some(name)).unwrap();
+                if relaycheck::mutation::shows_defect(&result) {
+                    return true;
+                }
+            }
+        }
+    }
+    false
+}
+
 #[test]
 fn every_mutant_is_caught_and_every_case_catches_one() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -56,53 +110,37 @@ fn every_mutant_is_caught_and_every_case_catches_one() {
     let pool = Pool::new(&repo.join("specs"), Path::new(relaycheck)).unwrap();
     let catalogue = pool.catalogue().clone();
     let mut catching = BTreeSet::new();
-    let mut survivors = Vec::new();
     for mutant in mutants {
-        let name = mutant["name"].as_str().unwrap();
-        let caught_by: Vec<&str> = mutant["caught_by"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(Value::as_str)
-            .collect();
-        catching.extend(caught_by.iter().map(|c| c.to_string()));
-        let mut caught = false;
-        'cases: for case_id in caught_by.iter().take(3) {
-            let Some(case) = catalogue.cases.iter().find(|c| c.spec.id == *case_id) else {
-                continue;
-            };
-            // Each negotiated shape of the case, then each bridged pair the table ran.
-            let runs = shapes
+        catching.extend(
+            mutant["caught_by"]
+                .as_array()
+                .unwrap()
                 .iter()
-                .filter(|s| case.spec.applies_to(**s))
-                .map(|s| (*s, None))
-                .chain(
-                    bridges
-                        .iter()
-                        .filter(|(n, s)| case.spec.applies_to(*n) && case.spec.applies_to(*s))
-                        .map(|(n, s)| (*s, Some(*n))),
-                );
-            for (shape, north) in runs {
-                for route in &case.spec.routes {
-                    let trial = Trial {
-                        target: target.clone(),
-                        case: case_id.to_string(),
-                        route: route.clone(),
-                        shape,
-                        north,
-                    };
-                    let result = pool.run(&trial, Some(name)).unwrap();
-                    if relaycheck::mutation::shows_defect(&result) {
-                        caught = true;
-                        break 'cases;
-                    }
-                }
-            }
-        }
-        if !caught {
-            survivors.push(name.to_string());
-        }
+                .filter_map(Value::as_str)
+                .map(str::to_string),
+        );
     }
+    // Each mutant is a target of its own that its trials wait on: several mutants at once.
+    let survivors: Vec<String> = std::thread::scope(|scope| {
+        let workers: Vec<_> = mutants
+            .chunks(mutants.len().div_ceil(MUTANTS_AT_ONCE).max(1))
+            .map(|chunk| {
+                let (pool, catalogue, shapes, bridges, target) =
+                    (&pool, &catalogue, &shapes, &bridges, &target);
+                scope.spawn(move || {
+                    chunk
+                        .iter()
+                        .filter(|mutant| !caught(pool, catalogue, shapes, bridges, target, mutant))
+                        .map(|mutant| mutant["name"].as_str().unwrap().to_string())
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|worker| worker.join().unwrap())
+            .collect()
+    });
     pool.shutdown();
     assert!(
         survivors.is_empty(),
