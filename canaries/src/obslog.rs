@@ -37,6 +37,8 @@ pub struct Sent {
     pub message: Option<Value>,
     pub bytes: u64,
     pub sha256: String,
+    /// For a body too large to log whole, the sha256 of each text block's text.
+    pub text_sha256: Option<Vec<String>>,
     pub fault: Option<String>,
 }
 
@@ -54,9 +56,31 @@ impl Sent {
             message,
             bytes: len,
             sha256,
+            text_sha256: None,
             fault: fault.map(str::to_string),
         }
     }
+}
+
+/// The most of one request's params the log keeps: the requests a case makes are far smaller,
+/// and what a target sends upstream is the target's to choose, so a request of megabytes
+/// must cost the log, and the runner that reads it, a bounded line.
+pub const MAX_LOGGED_PARAMS_BYTES: usize = 64 * 1024;
+
+/// `params` as logged: whole up to [`MAX_LOGGED_PARAMS_BYTES`] of JSON, past that a note of
+/// their size and sha256 (which no check takes for the params a case sent).
+fn kept_params(params: &Value) -> Value {
+    let text = serde_json::to_vec(params).unwrap_or_default();
+    if text.len() <= MAX_LOGGED_PARAMS_BYTES {
+        return params.clone();
+    }
+    let (bytes, sha256) = crate::digest::Tally::of(&text);
+    serde_json::json!({
+        "relaycheck-log-note": format!(
+            "{bytes} bytes of params, over the log's bound of {MAX_LOGGED_PARAMS_BYTES}: not kept"
+        ),
+        "sha256": sha256,
+    })
 }
 
 impl ObsLog {
@@ -92,7 +116,7 @@ impl ObsLog {
     ) {
         let mut obs = self.base(transport, Direction::In, ctx);
         obs.shape = None;
-        obs.params = params.cloned();
+        obs.params = params.map(kept_params);
         obs.headers = headers;
         self.write(obs);
     }
@@ -103,6 +127,7 @@ impl ObsLog {
         obs.message = sent.message;
         obs.bytes = Some(sent.bytes);
         obs.sha256 = Some(sent.sha256);
+        obs.text_sha256 = sent.text_sha256;
         obs.fault = sent.fault;
         self.write(obs);
     }
@@ -130,6 +155,7 @@ impl ObsLog {
             message: None,
             bytes: None,
             sha256: None,
+            text_sha256: None,
             fault: None,
             before_initialize: direction == Direction::Out && ctx.before_initialize,
         }
@@ -155,5 +181,23 @@ impl ObsLog {
         line.push(b'\n');
         let _ = inner.file.write_all(&line);
         let _ = inner.file.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_LOGGED_PARAMS_BYTES, kept_params};
+    use serde_json::json;
+
+    #[test]
+    fn params_over_the_bound_are_logged_as_their_size_and_digest() {
+        let small = json!({"name": "echo", "arguments": {"q": "x"}});
+        assert_eq!(kept_params(&small), small);
+        let big = json!({"name": "echo", "arguments": {"q": "x".repeat(MAX_LOGGED_PARAMS_BYTES)}});
+        let kept = kept_params(&big);
+        let note = kept["relaycheck-log-note"].as_str().unwrap();
+        assert!(note.contains("not kept"), "{note}");
+        assert_eq!(kept["sha256"].as_str().map(str::len), Some(64));
+        assert!(kept.to_string().len() < 1024);
     }
 }

@@ -23,19 +23,27 @@ pub async fn run(canary: Arc<Canary>, log: Arc<ObsLog>) -> Result<(), CanaryErro
     widen_stdout_pipe();
     let stdout = Arc::new(Mutex::new(tokio::io::stdout()));
     let session = Session::default();
-    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let mut stdin = BufReader::new(tokio::io::stdin());
     let mut answers = JoinSet::new();
-    while let Some(line) = lines.next_line().await? {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let (ctx, reply) = match serde_json::from_str::<Value>(&line) {
-            Ok(msg) => {
-                log.incoming(TRANSPORT, &canary.context(&msg), msg.get("params"), None);
-                let handled = canary.handle(&msg, &session);
-                (handled.ctx, handled.reply)
-            }
-            Err(err) => parse_error(&canary, &log, &err),
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let (ctx, reply) = match read_request_line(&mut stdin, &mut line).await? {
+            Line::End => break,
+            Line::TooLong => parse_error(
+                &canary,
+                &log,
+                &format!("a line longer than {MAX_LINE_BYTES} bytes, passed over unread"),
+            ),
+            Line::Read if line.trim_ascii().is_empty() => continue,
+            Line::Read => match serde_json::from_slice::<Value>(&line) {
+                Ok(msg) => {
+                    log.incoming(TRANSPORT, &canary.context(&msg), msg.get("params"), None);
+                    let handled = canary.handle(&msg, &session);
+                    (handled.ctx, handled.reply)
+                }
+                Err(err) => parse_error(&canary, &log, &err.to_string()),
+            },
         };
         let mut sink = Sink::Stdout(stdout.clone());
         let log = log.clone();
@@ -64,7 +72,55 @@ fn widen_stdout_pipe() {
     }
 }
 
-fn parse_error(canary: &Canary, log: &ObsLog, err: &serde_json::Error) -> (CallCtx, Reply) {
+/// The longest request line the canary reads: far over any request a case makes, so that a
+/// line with no end (a target's stdin is the target's to write) costs a bounded buffer.
+pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+/// What one read of stdin gave.
+enum Line {
+    /// A whole line, in the buffer.
+    Read,
+    /// A line over [`MAX_LINE_BYTES`], read past to its end and not kept.
+    TooLong,
+    /// Stdin closed.
+    End,
+}
+
+async fn read_request_line<R: AsyncBufReadExt + Unpin>(
+    reader: &mut R,
+    line: &mut Vec<u8>,
+) -> std::io::Result<Line> {
+    let mut too_long = false;
+    let mut read_any = false;
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(match (read_any, too_long) {
+                (false, _) => Line::End,
+                (true, true) => Line::TooLong,
+                (true, false) => Line::Read,
+            });
+        }
+        read_any = true;
+        let (take, done) = match available.iter().position(|b| *b == b'\n') {
+            Some(at) => (at + 1, true),
+            None => (available.len(), false),
+        };
+        if line.len() + take > MAX_LINE_BYTES {
+            too_long = true;
+            line.clear();
+        }
+        if !too_long {
+            line.extend_from_slice(&available[..take]);
+        }
+        reader.consume(take);
+        if done {
+            return Ok(if too_long { Line::TooLong } else { Line::Read });
+        }
+    }
+}
+
+fn parse_error(canary: &Canary, log: &ObsLog, err: &str) -> (CallCtx, Reply) {
     let ctx = canary.context(&Value::Null);
     log.incoming(TRANSPORT, &ctx, None, None);
     let err = RpcError {
@@ -73,4 +129,28 @@ fn parse_error(canary: &Canary, log: &ObsLog, err: &serde_json::Error) -> (CallC
         data: None,
     };
     (ctx, Reply::Json(error_response(&Value::Null, &err)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Line, MAX_LINE_BYTES, read_request_line};
+
+    /// A line over the bound is read past, not kept, and the request after it is read whole.
+    #[tokio::test]
+    async fn a_line_over_the_bound_is_passed_over() {
+        let mut text = vec![b' '; MAX_LINE_BYTES + 10];
+        text.extend_from_slice(b"\n{\"jsonrpc\":\"2.0\"}\n");
+        let mut reader = &text[..];
+        let mut line = Vec::new();
+        let first = read_request_line(&mut reader, &mut line).await.unwrap();
+        assert!(matches!(first, Line::TooLong));
+        assert!(line.len() <= MAX_LINE_BYTES);
+        line.clear();
+        let second = read_request_line(&mut reader, &mut line).await.unwrap();
+        assert!(matches!(second, Line::Read));
+        assert_eq!(line, b"{\"jsonrpc\":\"2.0\"}\n");
+        line.clear();
+        let end = read_request_line(&mut reader, &mut line).await.unwrap();
+        assert!(matches!(end, Line::End));
+    }
 }

@@ -359,9 +359,14 @@ fn observation_log_records_in_and_out_with_nonce() {
         .expect("big out");
     assert!(
         big.get("message").is_none(),
-        "over 1 MiB: size and hash only"
+        "over 1 MiB: size and hashes only"
     );
     assert!(big["bytes"].as_u64().unwrap() > 2_000_000);
+    assert_eq!(
+        big["text_sha256"].as_array().map(Vec::len),
+        Some(1),
+        "the text block's own digest: {big}"
+    );
 }
 
 #[test]

@@ -18,6 +18,10 @@ use crate::session::{Session, describe};
 /// The shape the runner speaks in a forced run, whatever the canary answers in.
 pub const FORCED_BASELINE: Shape = Shape::V2025_11_25;
 
+/// How long a handshake target that answered `initialize` with another version is given to
+/// say which versions it supports: a handshake-only target may never answer the question.
+const VERSIONS_PROBE: Duration = Duration::from_secs(3);
+
 /// Everything needed to start one target.
 pub struct Launch<'a> {
     /// The target's profile.
@@ -351,9 +355,23 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
             return Err(stderr_context(&workdir, format!("{err}{endpoint}{legacy}")));
         }
     };
-    // The first request after the handshake proves the target serves calls at all, and for
-    // a stateless shape whether it speaks the shape: a target that refuses it is started, and
-    // its refusal stands for every case of the shape.
+    // Whether the target speaks the shape is read from its first answers as a dual-era client
+    // reads them (see `crate::era`): a handshake target that answered `initialize` with
+    // another version is asked where it lists its versions, and a stateless shape opens with
+    // `server/discover`. A refusal stands for every case of the shape; an answer that is no
+    // sign of another revision is a fault, and the start fails with it quoted.
+    let claimed = profile.claims.shapes.contains(&speak);
+    if let Some(refusal) = session.refusal()
+        && refusal.listed.is_none()
+    {
+        let probe = session
+            .discover_versions(start_timeout.min(VERSIONS_PROBE))
+            .await;
+        let asked = speak.protocol_version();
+        if let Some(listed) = crate::era::lists(asked, "`server/discover`", &probe) {
+            session.note_listed(listed);
+        }
+    }
     let mut listing = None;
     if session.refusal().is_none() {
         if !http_north {
@@ -361,10 +379,26 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
                 .await
                 .map_err(|err| stderr_context(&workdir, err))?;
         }
+        if speak.is_stateless() {
+            let discover = session
+                .call("server/discover", json!({}), start_timeout)
+                .await;
+            let stdio = profile.north.transport == Transport::Stdio;
+            match crate::era::of_discover(speak, &discover.exchange, claimed, stdio) {
+                crate::era::Era::Speaks => {}
+                crate::era::Era::Other(refusal) => session.refuse(refusal),
+                crate::era::Era::Fault(why) => {
+                    return Err(stderr_context(&workdir, format!("{why}{endpoint}")));
+                }
+            }
+        }
+    }
+    if session.refusal().is_none() {
+        // The first call proves the target serves calls at all. An error answer stands (a
+        // case of its own may list a tool a validating gateway refuses, its very subject).
         let probe = session.call("tools/list", json!({}), start_timeout).await;
-        let claimed = profile.claims.shapes.contains(&speak);
-        if let Some(why) = stateless_refusal(speak, &probe.exchange, claimed) {
-            session.refuse(why);
+        if let Some(refusal) = crate::era::of_first_request(speak, &probe.exchange) {
+            session.refuse(refusal);
         } else if let Some(reply) = probe.exchange.reply() {
             listing = reply.message.get("result").cloned();
         } else {
@@ -412,61 +446,6 @@ pub async fn start(launch: Launch<'_>) -> Result<Target, String> {
         listing,
         ready_answered,
         north: launch.north,
-    })
-}
-
-/// Why a target does not speak the stateless shape `speak`, read from its answer to a
-/// `tools/list` with that shape's envelope: a request valid in the shape that a target answers
-/// with a JSON-RPC error or an HTTP client error (no session, no initialize, unsupported
-/// version) is one it does not serve in that shape. So is one it answers as an older revision
-/// answers, with a result that lacks the `resultType` the shape requires of every result (a
-/// server that reads no `_meta` envelope and needs no `initialize`), unless the profile claims
-/// the shape: a claimed shape is judged case by case, where a lost `resultType` fails.
-fn stateless_refusal(
-    speak: Shape,
-    exchange: &crate::client::Exchange,
-    claimed: bool,
-) -> Option<String> {
-    use crate::client::Exchange;
-    if !speak.is_stateless() {
-        return None;
-    }
-    let mut older = false;
-    let refused = match exchange {
-        Exchange::Reply(reply) => {
-            older = !claimed
-                && reply
-                    .message
-                    .get("result")
-                    .is_some_and(|r| r.get("resultType").is_none());
-            reply.message.get("error").is_some()
-                || reply
-                    .http_status
-                    .is_some_and(|status| (400..500).contains(&status))
-                || older
-        }
-        Exchange::Malformed { problem, .. } => problem.starts_with("HTTP 4"),
-        Exchange::Closed { detail } => detail.starts_with("HTTP 4"),
-        Exchange::Timeout => false,
-    };
-    refused.then(|| {
-        format!(
-            "`tools/list` with the {} envelope was answered {}{}",
-            speak.protocol_version(),
-            if older {
-                "as an older revision answers it, with no `resultType` (which the shape requires of every result): "
-            } else {
-                ""
-            },
-            match exchange {
-                Exchange::Reply(reply) => crate::session::preview(&reply.raw),
-                Exchange::Malformed { raw, problem } => {
-                    format!("{problem}: {}", crate::session::preview(raw))
-                }
-                Exchange::Closed { detail } => detail.clone(),
-                Exchange::Timeout => String::new(),
-            }
-        )
     })
 }
 
@@ -829,14 +808,23 @@ async fn start_http_canary(
 /// Reads the child's stdout until `LISTENING <url>`.
 async fn listening_line(child: &mut GroupChild, timeout: Duration) -> Result<String, String> {
     let stdout = child.take_stdout().ok_or("stdout is not piped")?;
-    let mut lines = BufReader::new(stdout).lines();
+    let mut reader = BufReader::new(stdout);
     let read = async {
-        while let Ok(Some(line)) = lines.next_line().await {
-            if let Some(url) = line.strip_prefix("LISTENING ") {
-                return Ok(url.trim().to_string());
+        let mut line = Vec::new();
+        loop {
+            match read_line_kept_short(&mut reader, &mut line).await {
+                Ok(true) => {
+                    let text = String::from_utf8_lossy(&line);
+                    if let Some(url) = text.trim_end().strip_prefix("LISTENING ") {
+                        return Ok(url.trim().to_string());
+                    }
+                    line.clear();
+                }
+                Ok(false) | Err(_) => {
+                    return Err("stdout closed before a `LISTENING <url>` line".to_string());
+                }
             }
         }
-        Err("stdout closed before a `LISTENING <url>` line".to_string())
     };
     let url = tokio::time::timeout(timeout, read).await.map_err(|_| {
         format!(
@@ -844,9 +832,41 @@ async fn listening_line(child: &mut GroupChild, timeout: Duration) -> Result<Str
             timeout.as_millis()
         )
     })??;
-    // Keep draining stdout so the child never blocks on a full pipe.
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    // Keep draining stdout so the child never blocks on a full pipe; what it says is not kept.
+    tokio::spawn(async move {
+        let _ = tokio::io::copy(&mut reader, &mut tokio::io::sink()).await;
+    });
     Ok(url)
+}
+
+/// The most of one stdout line kept while waiting for `LISTENING <url>`: a target's stdout is
+/// untrusted, and a line with no newline must not be held whole.
+const LISTENING_LINE_BYTES: usize = 64 * 1024;
+
+/// Reads one line into `line`, keeping its first [`LISTENING_LINE_BYTES`] and passing over the
+/// rest; `false` at the end of the stream with nothing read.
+async fn read_line_kept_short<R: AsyncBufReadExt + Unpin>(
+    reader: &mut R,
+    line: &mut Vec<u8>,
+) -> std::io::Result<bool> {
+    let mut read_any = false;
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(read_any);
+        }
+        read_any = true;
+        let (take, done) = match available.iter().position(|b| *b == b'\n') {
+            Some(at) => (at + 1, true),
+            None => (available.len(), false),
+        };
+        let room = LISTENING_LINE_BYTES.saturating_sub(line.len());
+        line.extend_from_slice(&available[..take.min(room)]);
+        reader.consume(take);
+        if done {
+            return Ok(true);
+        }
+    }
 }
 
 /// Polls each of `paths` on `base` in turn until one answers 200, and says which did.
@@ -942,7 +962,24 @@ fn read_tail(path: &Path, bytes: u64) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::ended;
+    use super::{LISTENING_LINE_BYTES, ended, read_line_kept_short};
+
+    /// A stdout line with no end in sight is kept only up to the bound, and the line after it
+    /// is still read whole.
+    #[tokio::test]
+    async fn a_long_stdout_line_is_kept_short_and_the_next_one_read() {
+        let mut text = vec![b'x'; 3 * LISTENING_LINE_BYTES];
+        text.extend_from_slice(b"\nLISTENING http://127.0.0.1:1/mcp\n");
+        let mut reader = &text[..];
+        let mut line = Vec::new();
+        assert!(read_line_kept_short(&mut reader, &mut line).await.unwrap());
+        assert_eq!(line.len(), LISTENING_LINE_BYTES);
+        line.clear();
+        assert!(read_line_kept_short(&mut reader, &mut line).await.unwrap());
+        assert_eq!(line, b"LISTENING http://127.0.0.1:1/mcp\n");
+        line.clear();
+        assert!(!read_line_kept_short(&mut reader, &mut line).await.unwrap());
+    }
 
     /// A zombie's stat line with `status` in field 52 (the comm may hold spaces and parens).
     fn zombie(status: i32) -> String {
