@@ -301,9 +301,19 @@ impl Baseline {
         result.outcome = Outcome::ExpectedFail;
     }
 
-    /// Entries whose case ran and never failed as the entry expects (with its cause, when it
-    /// names one): what they list no longer happens.
+    /// Entries whose case ran, never failed as the entry expects, and failed in no other way
+    /// either: what they list no longer happens.
     pub fn stale(&self, results: &[CaseResult]) -> Vec<String> {
+        self.unmatched(results, false)
+    }
+
+    /// Entries whose case ran and failed, but never as the entry expects (another cause): the
+    /// failure is new and counted as one; the entry names what no longer happens that way.
+    pub fn fails_otherwise(&self, results: &[CaseResult]) -> Vec<String> {
+        self.unmatched(results, true)
+    }
+
+    fn unmatched(&self, results: &[CaseResult], failing: bool) -> Vec<String> {
         self.entries
             .iter()
             .filter(|entry| {
@@ -316,6 +326,7 @@ impl Baseline {
                     && !ran
                         .iter()
                         .any(|r| r.outcome == Outcome::ExpectedFail && entry.matches(r))
+                    && ran.iter().any(|r| r.outcome.is_failure()) == failing
             })
             .map(Entry::text)
             .collect()
@@ -421,7 +432,18 @@ mod tests {
             Outcome::Fail,
             "another cause is a new failure"
         );
-        assert_eq!(baseline.stale(&[same, other]), vec!["a/two".to_string()]);
+        // The entry of a case that fails with another cause is not "passing now": it fails
+        // otherwise, and its failure is a new one.
+        let (same, other) = (vec![same], vec![other]);
+        assert!(
+            baseline
+                .stale(&[same.clone(), other.clone()].concat())
+                .is_empty()
+        );
+        assert_eq!(
+            baseline.fails_otherwise(&[same, other].concat()),
+            vec!["a/two".to_string()]
+        );
         assert!(Baseline::parse(Path::new("b.yaml"), "server:\n  - kind: defect\n").is_err());
     }
 

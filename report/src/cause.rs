@@ -94,6 +94,9 @@ pub fn of(result: &CaseResult, rules: &Equivalence) -> Option<String> {
         }
         _ => return None,
     }
+    if let Some(defect) = defect(result) {
+        return Some(defect);
+    }
     // `answered-as` says only how the call ended; a more specific check that failed beside it
     // (`protocol-error`: "the client got a result, not a JSON-RPC error") names the same defect
     // as the cases without `answered-as` do, so the one defect reads as one cause.
@@ -142,6 +145,127 @@ pub fn of(result: &CaseResult, rules: &Equivalence) -> Option<String> {
             generalize_message(&verdict.message)
         ),
     })
+}
+
+/// The checks that judge what became of a call's answer: one whose kind changed on the way
+/// (an error made a result, a result made an error) fails them all alike.
+const ANSWER_CHECKS: &[&str] = &[
+    "protocol-error",
+    "relayed-unchanged",
+    "relayed-verbatim",
+    "kept",
+    "is-error",
+    "answered-as",
+    "task-handle",
+    "task-completes",
+    "not-a-success",
+    "entry-status",
+];
+
+/// The checks that follow a task the call created.
+const TASK_CHECKS: &[&str] = &[
+    "task-completes",
+    "task-polls-relayed",
+    "task-update-relayed",
+    "task-cancel-relayed",
+];
+
+/// A cause keyed on the defect where the evidence says which one it is, whatever check saw it
+/// and however its message put it: the kind of the answer changed on the way, an error was
+/// rewritten, a task's follow-ups were answered by the target itself, the request's `_meta`
+/// never reached the upstream. One defect read by several checks, or by one check whose
+/// message names which of several members differed, is then one cause.
+fn defect(result: &CaseResult) -> Option<String> {
+    let failed: Vec<&relaycheck_checks::Verdict> = result
+        .checks
+        .iter()
+        .filter(|v| v.applicable && !v.passed)
+        .collect();
+    let upstream = answer_kind(result.upstream.as_ref());
+    let any_answer_check = failed
+        .iter()
+        .any(|v| ANSWER_CHECKS.contains(&v.check.as_str()));
+    let protocol = failed.iter().find(|v| v.check == "protocol-error");
+    if let Some(verdict) = protocol {
+        match (&verdict.expected, &verdict.actual, upstream) {
+            // The check found a result where it wanted an error.
+            (None, Some(_), Some(AnswerKind::Error)) => {
+                return Some(
+                    "the call: an upstream JSON-RPC error reached the client as a result".into(),
+                );
+            }
+            (None, Some(_), None) if result.upstream.is_none() => {
+                return Some(
+                    "the call: the target answered of its own with a result where a JSON-RPC error is owed"
+                        .into(),
+                );
+            }
+            (Some(_), Some(_), Some(AnswerKind::Error)) => {
+                return Some(
+                    "the call: an upstream JSON-RPC error reached the client rewritten (its code, message or data)"
+                        .into(),
+                );
+            }
+            _ => {}
+        }
+    }
+    if any_answer_check
+        && upstream == Some(AnswerKind::Result)
+        && answer_kind(result.north.as_ref()) == Some(AnswerKind::Error)
+    {
+        return Some("the call: an upstream result reached the client as a JSON-RPC error".into());
+    }
+    let task_failed = failed
+        .iter()
+        .any(|v| TASK_CHECKS.contains(&v.check.as_str()));
+    let follow_ups_refused = result
+        .follow_ups
+        .iter()
+        .any(|f| f.step.starts_with("tasks/") && f.kind == "error-response");
+    if task_failed && follow_ups_refused {
+        return Some(
+            "the task: the target answered the client's follow-ups itself, with errors, instead of relaying them to the upstream's task"
+                .into(),
+        );
+    }
+    if failed
+        .iter()
+        .any(|v| v.at.as_deref() == Some("/params/_meta") && v.actual.is_none())
+    {
+        return Some("the request: the upstream got none of the caller's request `_meta`".into());
+    }
+    None
+}
+
+/// Whether an answer as a report keeps it was a JSON-RPC error or a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AnswerKind {
+    Result,
+    Error,
+}
+
+/// The kind of a JSON-RPC answer a result keeps: whole, or shortened to a preview of its text.
+fn answer_kind(answer: Option<&Value>) -> Option<AnswerKind> {
+    let answer = answer?;
+    if answer.get("error").is_some() {
+        return Some(AnswerKind::Error);
+    }
+    if answer.get("result").is_some() {
+        return Some(AnswerKind::Result);
+    }
+    let preview = answer.get("preview")?.as_str()?;
+    let error_at = preview.find("\"error\":");
+    let result_at = preview.find("\"result\":");
+    match (error_at, result_at) {
+        (Some(e), Some(r)) => Some(if e < r {
+            AnswerKind::Error
+        } else {
+            AnswerKind::Result
+        }),
+        (Some(_), None) => Some(AnswerKind::Error),
+        (None, Some(_)) => Some(AnswerKind::Result),
+        (None, None) => None,
+    }
 }
 
 /// A JSON pointer as a signature names it: positions `*`, members MCP does not name
@@ -631,6 +755,36 @@ pub fn markdown(results: &[CaseResult]) -> String {
     out
 }
 
+/// The `## Observed changes` section of summary.md: the observed results that changed a value,
+/// by cause; nothing when none did. None fails the run, and each is shown all the same.
+pub fn observed_markdown(results: &[CaseResult]) -> String {
+    let causes = group(results, CaseResult::observed_change);
+    if causes.groups.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("## Observed changes\n\n");
+    out.push_str(
+        "Results of `observe` cases whose client got another value than the upstream sent: \
+         none fails the run, and each is a change a reader of the result would not see. One \
+         row per cause.\n\n",
+    );
+    out.push_str("| results | cause | cases | shapes |\n|---:|---|---|---|\n");
+    for group in &causes.groups {
+        let cases: Vec<String> = group.cases().iter().map(|c| format!("`{c}`")).collect();
+        let shapes: Vec<&str> = group.shapes().iter().map(|s| s.as_str()).collect();
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            group.results.len(),
+            crate::markdown_inline(&group.signature),
+            crate::markdown_inline(&cases.join(", ")),
+            shapes.join(", ")
+        );
+    }
+    out.push('\n');
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -644,6 +798,9 @@ mod tests {
             own_meta: vec!["io.modelcontextprotocol/serverInfo".into()],
             unordered: Vec::new(),
             other_defaults: Vec::new(),
+            other_own_meta: Vec::new(),
+            undefined: Vec::new(),
+            ignored: Vec::new(),
         }
     }
 
@@ -674,6 +831,93 @@ mod tests {
             reached: false,
         }
     }
+    /// A result whose one failed check is `verdict`, for an upstream that answered `upstream`
+    /// and a client that got `north`.
+    fn answered(verdict: Verdict, upstream: Option<Value>, north: Option<Value>) -> CaseResult {
+        let mut result = failed("a/one", "x", json!(1), json!(2));
+        result.checks = vec![verdict];
+        result.upstream = upstream;
+        result.north = north;
+        result
+    }
+
+    /// One defect, one cause: an error flattened into a result reads alike whichever check
+    /// saw it and however its message put it, and a gateway's own result for an unknown tool
+    /// is another defect.
+    #[test]
+    fn a_cause_is_keyed_on_the_defect_not_the_message() {
+        let error = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32000, "message": "m"}});
+        let result = json!({"jsonrpc": "2.0", "id": 1, "result": {"content": []}});
+        let flattened = answered(
+            Verdict::fail(
+                "protocol-error",
+                "the client got a result, not a JSON-RPC error",
+            )
+            .compared(None, Some(json!({"content": []}))),
+            Some(error.clone()),
+            Some(result.clone()),
+        );
+        let own = answered(
+            Verdict::fail(
+                "protocol-error",
+                "the client got a result, not a JSON-RPC error",
+            )
+            .compared(None, Some(json!({"content": []}))),
+            None,
+            Some(result.clone()),
+        );
+        assert_ne!(of(&flattened, &rules()), of(&own, &rules()));
+        // A rewritten error is one cause whichever of its members changed.
+        let recoded = answered(
+            Verdict::fail("protocol-error", "error code -32603, expected -32000")
+                .compared(Some(json!(-32000)), Some(json!(-32603))),
+            Some(error.clone()),
+            Some(json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": "m"}})),
+        );
+        let data_dropped = answered(
+            Verdict::fail(
+                "protocol-error",
+                "the error's `data` differs from the upstream's",
+            )
+            .compared(Some(json!({"d": 1})), Some(Value::Null)),
+            Some(error),
+            Some(json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32000, "message": "m"}})),
+        );
+        assert_eq!(of(&recoded, &rules()), of(&data_dropped, &rules()));
+        // A result made an error reads alike from the task checks and the comparisons.
+        let as_error = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": "Invalid result"}});
+        let handle = answered(
+            Verdict::fail("task-handle", "the client got a JSON-RPC error"),
+            Some(result.clone()),
+            Some(as_error.clone()),
+        );
+        let completes = answered(
+            Verdict::fail("task-completes", "the client got no task handle to follow"),
+            Some(result),
+            Some(as_error),
+        );
+        assert_eq!(of(&handle, &rules()), of(&completes, &rules()));
+        assert!(
+            of(&handle, &rules())
+                .unwrap()
+                .contains("an upstream result reached the client as a JSON-RPC error")
+        );
+        // The request's `_meta` lost upstream, seen by two checks.
+        let meta = |check: &str| {
+            answered(
+                Verdict::fail(check, "whatever it says")
+                    .compared(Some(json!({"traceparent": "t"})), None)
+                    .at("/params/_meta"),
+                None,
+                None,
+            )
+        };
+        assert_eq!(
+            of(&meta("progress-before-result"), &rules()),
+            of(&meta("request-meta-kept"), &rules())
+        );
+    }
+
     #[test]
     fn a_cause_lists_its_results_with_their_evidence_and_escapes_what_a_target_sent() {
         let mut result = failed(

@@ -279,17 +279,7 @@ fn standing(
             })
         })
         .count();
-    let reason = if left_out > 0 {
-        Some(format!(
-            "{left_out} must case{} not run in every revision (a selection of the catalogue)",
-            if left_out == 1 { " was" } else { "s were" }
-        ))
-    } else if skipped > 0 {
-        Some(format!(
-            "{skipped} must result{} skipped by the profile",
-            if skipped == 1 { " was" } else { "s were" }
-        ))
-    } else if tally.must == 0 {
+    let none_applied = || {
         let commonest = why_not
             .iter()
             .max_by_key(|(_, n)| **n)
@@ -300,6 +290,23 @@ fn standing(
             }
             None => "no must result applied to the target".into(),
         })
+    };
+    // The reason that says the most first: a level whose cases ran and judged nothing is
+    // that, whatever a selection or a profile's skips also left out.
+    let reason = if tally.must == 0 && tally.not_applicable > 0 {
+        none_applied()
+    } else if left_out > 0 {
+        Some(format!(
+            "{left_out} must case{} not run in every revision (a selection of the catalogue)",
+            if left_out == 1 { " was" } else { "s were" }
+        ))
+    } else if skipped > 0 {
+        Some(format!(
+            "{skipped} must result{} skipped by the profile",
+            if skipped == 1 { " was" } else { "s were" }
+        ))
+    } else if tally.must == 0 {
+        none_applied()
     } else {
         None
     };

@@ -157,6 +157,49 @@ pub fn failures_by_cause(
     out
 }
 
+/// The observed results that changed a value, on the console, one block per cause: its count,
+/// its first result with the requirement and the diff, and its other cases. None fails the run;
+/// each is a value the client got otherwise than the upstream sent it.
+pub fn observed_changes(results: &[CaseResult], cases: &[LoadedCase]) -> String {
+    let causes = crate::cause::group(results, CaseResult::observed_change);
+    let mut out = String::new();
+    if causes.groups.is_empty() {
+        return out;
+    }
+    let changed: usize = causes.groups.iter().map(|g| g.results.len()).sum();
+    let _ = writeln!(
+        out,
+        "\nOBSERVED CHANGES: {changed} result(s) of observe cases changed a value ({} cause(s); none fails the run)",
+        causes.groups.len()
+    );
+    for group in &causes.groups {
+        let group_cases = group.cases();
+        let shapes: Vec<&str> = group.shapes().iter().map(|s| s.as_str()).collect();
+        let _ = writeln!(
+            out,
+            "\nCHANGED: {} result(s) ({}; {}): {}",
+            group.results.len(),
+            terminal_line(&group_cases.join(", ")),
+            shapes.join(", "),
+            terminal_line(&group.signature)
+        );
+        let first = group.results[0];
+        if let Some(case) = cases.iter().find(|c| c.spec.id == first.case) {
+            let _ = writeln!(
+                out,
+                "  requirement: {}",
+                terminal_line(&case.spec.requirement)
+            );
+            let _ = writeln!(out, "  source:      {}", terminal_line(&case.spec.source));
+        }
+        let _ = writeln!(out, "  {}", terminal_line(&first.message));
+        for line in first.diff.as_deref().unwrap_or_default().lines().take(12) {
+            let _ = writeln!(out, "    {}", terminal_line(line));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use relaycheck_model::{Level, Shape};

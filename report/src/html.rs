@@ -118,6 +118,7 @@ pub fn render_with(
     out.push_str(&refusals(results));
     out.push_str(&stale(notes.stale));
     out.push_str(&causes(results));
+    out.push_str(&observed_changes(results));
 
     out.push_str("<h2>Surfaces by shapes</h2>\n<p class=\"legend\">Each cell: results passed of applicable; click a cell for its cases. ");
     let _ = writeln!(
@@ -262,6 +263,45 @@ fn causes(results: &[CaseResult]) -> String {
     out
 }
 
+/// The observed results that changed a value, by cause, each expandable to its results with
+/// the diff of its first; nothing when none did.
+fn observed_changes(results: &[CaseResult]) -> String {
+    let causes = crate::cause::group(results, CaseResult::observed_change);
+    if causes.groups.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "<h2>Observed changes ({})</h2>\n<p class=\"legend\">Results of observe cases whose client got another value than the upstream sent: none fails the run.</p>\n<div id=\"observed-changes\">\n",
+        causes.groups.len()
+    );
+    for group in &causes.groups {
+        let _ = writeln!(
+            out,
+            "<details class=\"cause\"><summary><b>{} results</b>, {} case(s): {}</summary><ul>",
+            group.results.len(),
+            group.cases().len(),
+            escape(&group.signature)
+        );
+        for result in &group.results {
+            let _ = writeln!(
+                out,
+                "<li><code>{}</code> [{} {}] {}</li>",
+                escape(&result.case),
+                result.shape,
+                escape(&result.route),
+                escape(&result.message)
+            );
+        }
+        out.push_str("</ul>");
+        if let Some(diff) = &group.results[0].diff {
+            let _ = write!(out, "<pre class=\"diff\">{}</pre>", escape(diff));
+        }
+        out.push_str("</details>\n");
+    }
+    out.push_str("</div>\n");
+    out
+}
+
 /// The shapes the target does not speak, each with its answer; nothing when it spoke them all.
 fn refusals(results: &[CaseResult]) -> String {
     let refused = relaycheck_model::results::refused_shapes(results);
@@ -357,11 +397,26 @@ fn inline_code(text: &str) -> String {
     out
 }
 
+/// Text made inert for HTML, in an element or a quoted attribute: markup characters as
+/// entities, and every control character but newline and tab (which a `<pre>` shows as lines)
+/// as a visible escape, so that a target's bytes (an ESC, a bare CR, a bidi override) reach
+/// neither a terminal that prints the page nor the order in which a reader sees its text.
 pub(crate) fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\n' | '\t' => out.push(c),
+            c => match super::visible_escape(c) {
+                Some(escape) => out.push_str(&escape),
+                None => out.push(c),
+            },
+        }
+    }
+    out
 }
 
 const STYLE: &str = r#"<style>
@@ -512,6 +567,12 @@ mod tests {
             &Impact::default(),
         );
         assert!(!clean.contains("Target restarts"));
+    }
+
+    #[test]
+    fn control_characters_reach_the_page_as_visible_escapes() {
+        let got = escape("key\u{1b}[2J\rover\u{202e}txt\nnext\t<b>");
+        assert_eq!(got, "key\\x1b[2J\\rover\\u{202e}txt\nnext\t&lt;b&gt;");
     }
 
     #[test]

@@ -119,12 +119,22 @@ fn markdown_line_break(c: char) -> bool {
     matches!(c, '\n' | '\r' | '\u{85}' | '\u{2028}' | '\u{2029}')
 }
 
+/// A zero-width space, as an entity: after the `@` of a name, the `#` of a number, the `:` of
+/// `://`, and inside `www.`, it
+/// keeps a forge that renders summary.md (a pull-request comment) from reading a mention
+/// (`@team`), an issue reference (`#1`) or a bare link (`https://…`, `www.…`) in what a target
+/// wrote, which must notify no one and link nowhere the target chose. The text reads the same.
+const NO_AUTOLINK: &str = "&#8203;";
+
 /// A piece of text outside code spans, inert: backslash escapes for what Markdown reads as
 /// markup (`\\`, `|`, `!`, `[`, `]`, backticks), entities for `<`, `>` and `&` (no raw HTML,
-/// no autolink, no entity a target spelled), spaces for line breaks, visible escapes for
-/// control characters.
+/// no autolink, no entity a target spelled), [`NO_AUTOLINK`] where a forge would make a
+/// mention, a reference or a link, spaces for line breaks, visible escapes for control
+/// characters.
 fn markdown_plain(text: &str, out: &mut String) {
-    for c in text.chars() {
+    let chars: Vec<char> = text.chars().collect();
+    for (at, &c) in chars.iter().enumerate() {
+        let next = |n: usize| chars.get(at + n).copied();
         match c {
             '\\' | '|' | '!' | '[' | ']' | '`' => {
                 out.push('\\');
@@ -133,6 +143,26 @@ fn markdown_plain(text: &str, out: &mut String) {
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '&' => out.push_str("&amp;"),
+            '@' if next(1).is_some_and(|n| n.is_alphanumeric()) => {
+                out.push(c);
+                out.push_str(NO_AUTOLINK);
+            }
+            '#' if next(1).is_some_and(|n| n.is_ascii_digit()) => {
+                out.push(c);
+                out.push_str(NO_AUTOLINK);
+            }
+            ':' if next(1) == Some('/') && next(2) == Some('/') => {
+                out.push(c);
+                out.push_str(NO_AUTOLINK);
+            }
+            '.' if at >= 3
+                && chars[at - 3..at]
+                    .iter()
+                    .all(|w| w.eq_ignore_ascii_case(&'w')) =>
+            {
+                out.push_str(NO_AUTOLINK);
+                out.push(c);
+            }
             c if markdown_line_break(c) => out.push(' '),
             c => match visible_escape(c) {
                 Some(escape) => out.push_str(&escape),
@@ -182,6 +212,16 @@ pub fn markdown_inline(text: &str) -> String {
         }
     }
     out
+}
+
+/// `text` (a name a profile or target chose) as a code span where it can stand in one as it
+/// is, and as [`markdown_inline`] text where it cannot.
+pub fn markdown_name(text: &str) -> String {
+    if code_span_safe(text) {
+        format!("`{text}`")
+    } else {
+        markdown_inline(text)
+    }
 }
 
 /// `text` made safe for one cell of a Markdown table: [`markdown_inline`], which escapes pipes.
@@ -408,8 +448,9 @@ pub fn total_line(results: &[CaseResult]) -> String {
 /// The line before [`total_line`]: the outcomes it folds together or leaves out, by name.
 pub fn tally_line(results: &[CaseResult]) -> String {
     let count = |outcome: Outcome| results.iter().filter(|r| r.outcome == outcome).count();
+    let changed = results.iter().filter(|r| r.observed_change()).count();
     format!(
-        "Known failures (expected-fail): {}; setup failures: {}; errors: {}; timeouts: {}; not applicable: {}; skipped: {}; observed: {}",
+        "Known failures (expected-fail): {}; setup failures: {}; errors: {}; timeouts: {}; not applicable: {}; skipped: {}; observed: {}{}",
         count(Outcome::ExpectedFail),
         count(Outcome::SetupFail),
         count(Outcome::Error),
@@ -417,6 +458,11 @@ pub fn tally_line(results: &[CaseResult]) -> String {
         count(Outcome::NotApplicable),
         count(Outcome::Skip),
         count(Outcome::Observed),
+        if changed > 0 {
+            format!(" ({changed} changed a value)")
+        } else {
+            String::new()
+        }
     )
 }
 
@@ -429,6 +475,26 @@ pub fn now_rfc3339() -> String {
 
 #[cfg(test)]
 mod tests {
+
+    /// What a target wrote can notify no one and link nowhere once in summary.md: mentions,
+    /// issue references and bare links come out broken by a zero-width space, reading the same.
+    #[test]
+    fn target_text_in_markdown_mentions_no_one_and_links_nowhere() {
+        let got =
+            markdown_inline("ping @team about #1, see https://evil.example and www.evil.example");
+        for (raw, broken) in [
+            ("@team", "@&#8203;team"),
+            ("#1", "#&#8203;1"),
+            ("https://", "https:&#8203;//"),
+            ("www.", "www&#8203;."),
+        ] {
+            assert!(!got.contains(raw), "{raw} left whole in {got}");
+            assert!(got.contains(broken), "{broken} not in {got}");
+        }
+        // A code span is shown literally: no forge reads a mention or a link inside one.
+        assert_eq!(markdown_inline("`a@b`"), "`a@b`");
+    }
+
     use super::*;
 
     #[test]
@@ -443,7 +509,7 @@ mod tests {
         );
         assert_eq!(
             markdown_inline("![i](http://x/i.png) <b>&amp; `a|b` `\\` | \\| `"),
-            "\\!\\[i\\](http://x/i.png) &lt;b&gt;&amp;amp; \\`a\\|b\\` \\`\\\\\\` \\| \\\\\\| \\`"
+            "\\!\\[i\\](http:&#8203;//x/i.png) &lt;b&gt;&amp;amp; \\`a\\|b\\` \\`\\\\\\` \\| \\\\\\| \\`"
         );
         assert_eq!(markdown_inline("\u{1b}[1m\u{202e}"), "\\x1b\\[1m\\u{202e}");
         assert_eq!(markdown_cell("x|y"), "x\\|y");

@@ -44,7 +44,11 @@ pub fn render(runs: &[Run<'_>], surfaces: &[String]) -> String {
     for run in runs {
         let impact = Impact::of_cases(run.cases);
         let (shapes, rows) = surface_matrix(run.results, surfaces, &[]);
-        let _ = writeln!(out, "## `{}`: surfaces by shapes\n", run.target);
+        let _ = writeln!(
+            out,
+            "## {}: surfaces by shapes\n",
+            super::markdown_name(&run.target)
+        );
         if let Some(provenance) = &run.provenance {
             let _ = writeln!(out, "{}\n", super::markdown_inline(provenance));
         }
@@ -95,7 +99,7 @@ pub fn render(runs: &[Run<'_>], surfaces: &[String]) -> String {
             let _ = writeln!(out, "## Targets by surfaces in {shape}\n");
             let mut table = Builder::default();
             let mut header = vec!["surface".to_string()];
-            header.extend(runs.iter().map(|r| r.target.clone()));
+            header.extend(runs.iter().map(|r| super::markdown_cell(&r.target)));
             table.push_record(header);
             for (surface, by_run) in &cells {
                 let mut row = vec![surface.clone()];
@@ -108,4 +112,27 @@ pub fn render(runs: &[Run<'_>], surfaces: &[String]) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Run, render};
+
+    /// A target's name is the profile's to choose: in the matrix it can neither reach a
+    /// terminal as a control character nor break the heading or a table cell.
+    #[test]
+    fn a_tampered_target_name_is_inert() {
+        let tampered = |target: &str| Run {
+            target: target.into(),
+            provenance: None,
+            results: &[],
+            cases: &[],
+            forced: false,
+        };
+        let runs = [tampered("gw\u{1b}[2J|x`"), tampered("plain-gw")];
+        let page = render(&runs, &["is-error".to_string()]);
+        assert!(!page.contains('\u{1b}'), "{page}");
+        assert!(page.contains("gw\\x1b\\[2J\\|x\\`"), "{page}");
+        assert!(page.contains("## `plain-gw`: surfaces by shapes"), "{page}");
+    }
 }

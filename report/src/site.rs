@@ -195,6 +195,10 @@ pub const HISTORY: &str = "history.jsonl";
 /// The most runs of one target the history keeps (the newest).
 pub const HISTORY_RUNS: usize = 100;
 
+/// The most of a page's file name made of the target's name, version and mode (the system
+/// allows 255 bytes; the number and `.html` come after).
+const SLUG_BYTES: usize = 120;
+
 /// A file name for each page, made of the target's name, version and mode: only `a-z`, `0-9`,
 /// `.` and `-`, so no name a profile chose can leave the directory or break a link; a number is
 /// added when two would collide.
@@ -212,6 +216,9 @@ fn slugs<'a>(runs: impl Iterator<Item = &'a SiteRun>) -> Vec<(String, &'a SiteRu
         if let Some(north) = run.info.north {
             base.push_str(&format!("-north-{north}"));
         }
+        // A name or version of any length makes a file name the system takes; a cut one is
+        // still told apart from the others by the number added on a collision.
+        base.truncate(SLUG_BYTES);
         let mut slug = base.clone();
         let mut n = 2;
         while !taken.insert(slug.clone()) {
@@ -1056,6 +1063,38 @@ mod tests {
                 assert!(!text.contains("<img src=x"), "{path}");
                 assert!(!text.contains("<b>` differs"), "{path}");
             }
+        }
+    }
+
+    /// A version of any length still makes a page the system can write, and two such
+    /// targets cut alike still get a page each.
+    #[test]
+    fn a_long_version_makes_a_file_name_the_system_takes() {
+        let long = "9".repeat(300);
+        let runs = [
+            run(
+                "gw",
+                &format!("{long}a"),
+                "2026-12-01T00:00:00Z",
+                &[Outcome::Pass],
+            ),
+            run(
+                "gw",
+                &format!("{long}b"),
+                "2026-12-01T00:00:00Z",
+                &[Outcome::Pass],
+            ),
+        ];
+        let site = build(&runs, &[]);
+        let pages: Vec<&String> = site
+            .files
+            .keys()
+            .filter(|path| path.starts_with("targets/"))
+            .collect();
+        assert_eq!(pages.len(), 2, "{pages:?}");
+        for path in pages {
+            let name = path.rsplit('/').next().unwrap();
+            assert!(name.len() < 255, "{name}");
         }
     }
 

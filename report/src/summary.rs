@@ -144,6 +144,9 @@ pub fn render_with(
     );
     let _ = writeln!(out, "{}\n", super::tally_line(results));
     let _ = writeln!(out, "{}\n", total_line(results));
+    if let Some(why) = relaycheck_model::results::nothing_tested(results) {
+        let _ = writeln!(out, "**{}**\n", markdown_inline(&why));
+    }
 
     let mut totals = Builder::default();
     totals.push_record(["outcome", "results"]);
@@ -164,6 +167,18 @@ pub fn render_with(
         }
     }
 
+    let unnegotiated = relaycheck_model::results::unnegotiated_shapes(results);
+    if !unnegotiated.is_empty() {
+        let _ = writeln!(out, "## Shapes the target claims and did not negotiate\n");
+        let _ = writeln!(
+            out,
+            "The case that checks the claim fails; the shape's other cases were not run.\n"
+        );
+        for (shape, answer) in &unnegotiated {
+            let _ = writeln!(out, "- {shape}: {}", markdown_inline(answer));
+        }
+        out.push('\n');
+    }
     let refused = relaycheck_model::results::refused_shapes(results);
     if !refused.is_empty() {
         let _ = writeln!(out, "## Shapes the target does not speak\n");
@@ -229,6 +244,7 @@ pub fn render_with(
     }
 
     out.push_str(&crate::cause::markdown(results));
+    out.push_str(&crate::cause::observed_markdown(results));
 
     let failures: Vec<&CaseResult> = results.iter().filter(|r| r.outcome.is_failure()).collect();
     if !failures.is_empty() {
@@ -417,11 +433,11 @@ mod tests {
             assert!(line.contains("bad ## Forged heading Total: 999"), "{line}");
             assert!(line.contains("\\x1b\\[31m\\u{202e}"), "{line}");
             assert!(
-                line.contains("&lt;img src=http://evil.example/a.png&gt;"),
+                line.contains("&lt;img src=http:&#8203;//evil.example/a.png&gt;"),
                 "{line}"
             );
             assert!(
-                line.contains("\\!\\[x\\](http://evil.example/b.png)"),
+                line.contains("\\!\\[x\\](http:&#8203;//evil.example/b.png)"),
                 "{line}"
             );
             // The backtick pair around a pipe is escaped, the plain one stays a code span.

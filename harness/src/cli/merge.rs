@@ -26,6 +26,9 @@ pub(super) struct Args {
     /// `should` failures fail the merged run too.
     #[arg(long)]
     strict: bool,
+    /// Exit 0 even when no `must` result of the merged run was judged.
+    #[arg(long)]
+    allow_empty: bool,
     #[arg(long)]
     specs: Option<PathBuf>,
 }
@@ -58,12 +61,27 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         shards.push((path.display().to_string(), back));
     }
     let merged = relaycheck::shard::merge(shards, super::invocation())?;
-    let stale = match &args.expected_failures {
-        Some(path) => Baseline::load(path)?.stale(&merged.results),
-        None => merged.stale.clone(),
+    let (stale, fails_otherwise) = match &args.expected_failures {
+        Some(path) => {
+            let baseline = Baseline::load(path)?;
+            (
+                baseline.stale(&merged.results),
+                baseline.fails_otherwise(&merged.results),
+            )
+        }
+        None => (merged.stale.clone(), Vec::new()),
     };
     let failed = merged.results.iter().any(|r| r.fails_run(args.strict));
-    let exit_code = i32::from(failed || !stale.is_empty());
+    let empty =
+        relaycheck_model::results::nothing_tested(&merged.results).filter(|_| !args.allow_empty);
+    if let Some(why) = &empty {
+        eprintln!(
+            "{} (`--allow-empty` accepts such a run)",
+            report::terminal_line(why)
+        );
+    }
+    let exit_code =
+        i32::from(failed || !stale.is_empty() || !fails_otherwise.is_empty() || empty.is_some());
     let surfaces = catalogue.surface_ids();
     // The catalogue's own wording for every case a shard listed.
     let cases: Vec<CaseEvent> = relaycheck::catalogue::case_events(
@@ -91,9 +109,21 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         },
         postscript: None,
     };
+    eprint!(
+        "{}",
+        report::console::observed_changes(&merged.results, &catalogue.cases)
+    );
     for entry in &stale {
         eprintln!(
             "STALE baseline entry `{entry}`: it passes now; remove it from the expected failures"
+        );
+    }
+    for entry in &fails_otherwise {
+        eprintln!(
+            "{}",
+            report::terminal_line(&format!(
+                "OUTDATED baseline entry `{entry}`: its case fails with another cause now (a new failure, above); list that cause or fix it"
+            ))
         );
     }
     let out = OutDir::open(&args.out)?;
