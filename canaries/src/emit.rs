@@ -310,11 +310,15 @@ pub async fn act_out(
             Reply::Nothing => return Ok(()),
             Reply::Stream(body) => {
                 let mut stalled = |sent: u64| log.stalled(transport, ctx, sent);
+                // Hashed before the body goes out, so its log line follows the last byte at
+                // once: a client that has the answer reads the log next.
+                let text_sha256 = Some(body.text_digests());
                 let (bytes, sha256) = sink.streamed(body.chunks(), &mut stalled).await?;
                 let sent = Sent {
                     message: None,
                     bytes,
                     sha256,
+                    text_sha256,
                     fault: note.map(str::to_string),
                 };
                 log.outgoing(transport, ctx, sent);

@@ -16,7 +16,7 @@ fn icons() -> Value {
 }
 
 fn with_icons(mut item: Value, shape: Shape) -> Value {
-    if shape != Shape::V2025_06_18 {
+    if !matches!(shape, Shape::V2025_03_26 | Shape::V2025_06_18) {
         item["icons"] = icons();
     }
     item

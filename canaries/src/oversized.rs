@@ -78,6 +78,20 @@ impl OversizedBody {
         self.len() == 0
     }
 
+    /// The sha256 (hex) of each text block's text, as the observation log records a body too
+    /// large to log whole: every block holds the same generated fill.
+    pub fn text_digests(&self) -> Vec<String> {
+        let mut tally = crate::digest::Tally::new();
+        let mut left = self.fill;
+        while left > 0 {
+            let n = left.min(CHUNK as u64) as usize;
+            tally.update(&fill_chunk()[..n]);
+            left -= n as u64;
+        }
+        let (_, digest) = tally.finish();
+        vec![digest; self.segments.len().saturating_sub(1)]
+    }
+
     pub fn chunks(&self) -> Chunks {
         Chunks {
             segments: self.segments.clone(),
@@ -138,6 +152,8 @@ mod tests {
             assert_eq!(value["result"]["resultType"], "complete");
             let text = value["result"]["content"][0]["text"].as_str().unwrap();
             assert_eq!(text.len() as u64, fill);
+            let (_, digest) = crate::digest::Tally::of(text.as_bytes());
+            assert_eq!(body.text_digests(), [digest]);
         }
     }
 

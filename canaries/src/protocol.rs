@@ -1160,13 +1160,13 @@ impl Canary {
 
 /// Whether a `tools/call` asks for a task as `shape` says a client does: `params.task` in
 /// 2025-11-25 (core tasks), the tasks extension in the request's client capabilities in the
-/// stateless shapes (SEP-2663). 2025-06-18 has no tasks.
+/// stateless shapes (SEP-2663). 2025-06-18 and 2025-03-26 have no tasks.
 fn asks_for_task(params: Option<&Value>, shape: Shape) -> bool {
     let Some(params) = params else {
         return false;
     };
     match shape {
-        Shape::V2025_06_18 => false,
+        Shape::V2025_03_26 | Shape::V2025_06_18 => false,
         Shape::V2025_11_25 => params.get("task").is_some_and(Value::is_object),
         _ => params
             .pointer("/_meta")
@@ -1276,9 +1276,11 @@ fn initialize(params: Option<&Value>, session: &Session) -> Value {
 /// `extra` members verbatim. SEP-3279 clients see `outputVariants`, everyone else
 /// `outputSchema`, since each is invalid under the other's version.
 fn tool_definition(tool: &ToolScript, shape: Shape) -> Value {
+    // 2025-03-26 defines a tool's name, description, inputSchema and annotations alone.
+    let older = shape == Shape::V2025_03_26;
     let mut out = Map::new();
     out.insert("name".into(), json!(tool.name));
-    if let Some(title) = &tool.title {
+    if let Some(title) = tool.title.as_ref().filter(|_| !older) {
         out.insert("title".into(), json!(title));
     }
     if let Some(description) = &tool.description {
@@ -1292,14 +1294,14 @@ fn tool_definition(tool: &ToolScript, shape: Shape) -> Value {
     );
     if shape == Shape::Sep3279 {
         out.insert("outputVariants".into(), variants::declared(tool));
-    } else if let Some(schema) = &tool.output_schema {
+    } else if let Some(schema) = tool.output_schema.as_ref().filter(|_| !older) {
         out.insert("outputSchema".into(), schema.clone());
     }
     if shape == Shape::V2025_11_25 && matches!(tool.respond, Respond::Task(_)) {
         // 2025-11-25: a client may ask for a task only where the tool says it supports one.
         out.insert("execution".into(), json!({"taskSupport": "optional"}));
     }
-    if let Some(meta) = &tool.meta {
+    if let Some(meta) = tool.meta.as_ref().filter(|_| !older) {
         out.insert("_meta".into(), meta.clone());
     }
     for (key, value) in &tool.extra {

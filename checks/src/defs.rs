@@ -103,6 +103,11 @@ pub enum Gathers {
     Listing,
     /// Each capability the target's `initialize` declared, used once.
     CapabilityProbes,
+    /// Each capability the upstream's `initialize` answer declared, used once through the
+    /// target, whether the target declares it or not.
+    UpstreamCapabilityProbes,
+    /// The upstream `initialize` requests since the target started, on a target of its own.
+    HandshakesSinceStart,
     /// A first call of the same session before the judged one, and the upstream `initialize`
     /// requests counted during the judged one.
     UpstreamSessions,
@@ -171,6 +176,7 @@ impl Gathers {
         matches!(
             self,
             Gathers::UpstreamSessions
+                | Gathers::HandshakesSinceStart
                 | Gathers::SecondCall
                 | Gathers::Cancellation
                 | Gathers::ListChange
@@ -397,6 +403,36 @@ pub const CHECKS: &[CheckDef] = &[
         run: |n, _, e| relay::capabilities_honoured(n, e),
     },
     CheckDef {
+        name: "capabilities-relayed",
+        asserts: "each capability the upstream's `initialize` declares among prompts, resources, completions and logging is declared in the target's `initialize` too, where the target serves it or should: a capability left out hides what the upstream offers",
+        params: &[],
+        reads: Reads::Evidence,
+        fields: Fields::None,
+        gathers: &[
+            Gathers::UpstreamCapabilityProbes,
+            Gathers::UpstreamHandshakes,
+        ],
+        run: |n, _, e| relay::capabilities_relayed(n, e),
+    },
+    CheckDef {
+        name: "server-info-named",
+        asserts: "the target's `initialize` answer carries a serverInfo (a name and a version), and says whose identity it is: the target's own or its upstream's",
+        params: &[],
+        reads: Reads::Evidence,
+        fields: Fields::None,
+        gathers: &[Gathers::UpstreamHandshakes],
+        run: |n, _, e| relay::server_info_named(n, e),
+    },
+    CheckDef {
+        name: "upstream-initialized-once",
+        asserts: "from the target's start to the end of the call, its upstream got no more `initialize` requests than the client sessions the runner opened (one)",
+        params: &[],
+        reads: Reads::Evidence,
+        fields: Fields::None,
+        gathers: &[Gathers::HandshakesSinceStart],
+        run: |n, _, e| relay::upstream_initialized_once(n, e),
+    },
+    CheckDef {
         name: "upstream-initialized-first",
         asserts: "every request the upstream got, over the whole run so far, came after `initialize` on its connection (or in the stateless envelope, or was a ping)",
         params: &[],
@@ -434,10 +470,11 @@ pub const CHECKS: &[CheckDef] = &[
     },
     CheckDef {
         name: "sent-once",
-        asserts: "the client's answer is at most `percent` per cent of the bytes the upstream answered, plus `slack_bytes`: the result is not sent twice",
+        asserts: "the client's answer is at most `percent` per cent of the bytes the upstream answered, plus `slack_bytes`: the result is not sent twice; and at least `min_percent` (default 90) per cent, less `slack_bytes`, and no failure where the upstream succeeded: the result, not a part of it or something in its place",
         params: &[
             ("percent", ParamKind::Integer, true),
             ("slack_bytes", ParamKind::Integer, false),
+            ("min_percent", ParamKind::Integer, false),
         ],
         reads: Reads::Evidence,
         fields: Fields::Whole,
@@ -498,7 +535,7 @@ pub const CHECKS: &[CheckDef] = &[
     },
     CheckDef {
         name: "text-bytes",
-        asserts: "the text blocks of the client's result hold exactly `bytes` bytes in all (with `or-refused`, a refusal in band with a reason passes too: a bounded read may refuse, never cut silently; where the profile declares a read bound, past it only a refusal passes and under it only the whole result)",
+        asserts: "the text blocks of the client's result hold exactly `bytes` bytes in all, each the upstream's text (by its digest, for a result too large to log whole) (with `or-refused`, a refusal in band with a reason passes too, if the session then answers the next call: a bounded read may refuse, never cut silently or break the session; where the profile declares a read bound, past it only a refusal passes and under it only the whole result)",
         params: &[
             ("bytes", ParamKind::Integer, true),
             ("or-refused", ParamKind::Bool, false),
@@ -516,6 +553,15 @@ pub const CHECKS: &[CheckDef] = &[
         fields: Fields::Named(&["error", "isError"]),
         gathers: &[],
         run: |n, _, e| eval::not_a_success(n, e),
+    },
+    CheckDef {
+        name: "failed-in-band",
+        asserts: "the call ended in a failure the client can read, a JSON-RPC error or an isError result, before the case's time was up: no answer at all leaves the client to its own timeout",
+        params: &[],
+        reads: Reads::Fault,
+        fields: Fields::Named(&["error", "isError"]),
+        gathers: &[],
+        run: |n, _, e| eval::failed_in_band(n, e),
     },
     CheckDef {
         name: "progress-before-result",
@@ -651,12 +697,12 @@ pub const CHECKS: &[CheckDef] = &[
     },
     CheckDef {
         name: "links-resolve",
-        asserts: "every resource_link and embedded resource URI in the client's result resolves through resources/read",
-        params: &[],
+        asserts: "every resource_link and embedded resource URI the target rewrote in the client's result resolves through its resources/read (with `as-written`, every one it handed out as the upstream wrote it, where it serves resources)",
+        params: &[("as-written", ParamKind::Bool, false)],
         reads: Reads::Evidence,
         fields: Fields::Named(&["content"]),
         gathers: &[],
-        run: |n, _, e| follow::links_resolve(n, e),
+        run: follow::links_resolve,
     },
     CheckDef {
         name: "mentions",

@@ -36,6 +36,14 @@ pub struct Equivalence {
     pub unordered: Vec<String>,
     /// The defaults of the catalogue's other shapes, for [`Equivalence::across`].
     pub other_defaults: Vec<(Shape, Vec<(String, Value)>)>,
+    /// The answering-server `_meta` keys of the catalogue's other shapes, for
+    /// [`Equivalence::across`].
+    pub other_own_meta: Vec<(Shape, Vec<String>)>,
+    /// Result members this shape's revision does not define (a later revision's).
+    pub undefined: Vec<String>,
+    /// Result members left out of a comparison: the members the client's revision does not
+    /// define, once its answer crossed from a later revision ([`Equivalence::across`]).
+    pub ignored: Vec<String>,
 }
 
 impl Equivalence {
@@ -51,6 +59,9 @@ impl Equivalence {
             fields
                 .entry(member.clone())
                 .or_insert_with(|| value.clone());
+        }
+        for member in &self.ignored {
+            fields.shift_remove(member);
         }
         if let Some(Value::Object(meta)) = fields.get_mut("_meta") {
             let before = meta.len();
@@ -94,6 +105,21 @@ impl Equivalence {
                 rules.defaults.push((member.clone(), value.clone()));
             }
         }
+        // A key in which the leg's revision has a server describe itself describes the
+        // upstream to the bridge, which is the server its own client talks to.
+        let leg_own = self
+            .other_own_meta
+            .iter()
+            .filter(|(shape, _)| *shape == leg)
+            .flat_map(|(_, keys)| keys);
+        for key in leg_own {
+            if !rules.own_meta.contains(key) {
+                rules.own_meta.push(key.clone());
+            }
+        }
+        // What the client's revision does not define, a bridge from the leg's may leave out:
+        // the text of the result carries it.
+        rules.ignored = rules.undefined.clone();
         rules
     }
 
@@ -114,6 +140,9 @@ impl From<&ShapeSpec> for Equivalence {
             own_meta: spec.own_meta.iter().map(|m| m.key.clone()).collect(),
             unordered: spec.unordered.iter().map(|u| u.member.clone()).collect(),
             other_defaults: Vec::new(),
+            other_own_meta: Vec::new(),
+            undefined: spec.undefined.iter().map(|u| u.member.clone()).collect(),
+            ignored: Vec::new(),
         }
     }
 }
@@ -127,11 +156,16 @@ pub fn rules(catalogue: &Catalogue, shape: Shape) -> Equivalence {
         .find(|spec| spec.id == shape)
         .map(Equivalence::from)
         .unwrap_or_default();
-    rules.other_defaults = catalogue
+    let others = catalogue
         .shapes
         .iter()
-        .filter(|spec| spec.id.protocol_version() != shape.protocol_version())
+        .filter(|spec| spec.id.protocol_version() != shape.protocol_version());
+    rules.other_defaults = others
+        .clone()
         .map(|spec| (spec.id, Equivalence::from(spec).defaults))
+        .collect();
+    rules.other_own_meta = others
+        .map(|spec| (spec.id, Equivalence::from(spec).own_meta))
         .collect();
     rules
 }
@@ -368,6 +402,9 @@ mod tests {
             own_meta: vec!["io.modelcontextprotocol/serverInfo".into()],
             unordered: Vec::new(),
             other_defaults: Vec::new(),
+            other_own_meta: Vec::new(),
+            undefined: Vec::new(),
+            ignored: Vec::new(),
         }
     }
 

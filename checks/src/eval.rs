@@ -1,6 +1,7 @@
 //! The checks themselves.
 
 use relaycheck_model::case::Expectation;
+use relaycheck_model::observation::Direction;
 use relaycheck_model::render::read_result;
 use serde_json::{Map, Value};
 
@@ -130,7 +131,11 @@ fn relayed(
             relaycheck_model::variants::selector_of(output).is_none_or(|s| requested.contains(&s))
         });
     }
-    if params.get("ignore-link-uris").and_then(Value::as_bool) == Some(true) {
+    // A link's uri may be rewritten only by a target whose profile says it projects links;
+    // any other's rewritten uri is a changed value.
+    if params.get("ignore-link-uris").and_then(Value::as_bool) == Some(true)
+        && evidence.rewrites_links
+    {
         for value in [&mut expected, &mut actual].into_iter().flatten() {
             strip_link_uris(value);
         }
@@ -176,7 +181,8 @@ pub(super) fn relayed_unchanged(
             name,
             format!("the client's {member} differs from what the upstream sent"),
         )
-        .compared(expected, actual);
+        .compared(expected, actual)
+        .value_differs();
     }
     let form = match (&expected, &actual) {
         (Some(sent), Some(got)) => form_changes(evidence.rules, sent, got),
@@ -229,6 +235,7 @@ pub(super) fn relayed_verbatim(
             format!("the client's {member} differs from the upstream's in value, not only in form"),
         )
         .compared(expected, actual)
+        .value_differs()
     } else if changes.is_empty() {
         Verdict::pass(
             name,
@@ -240,6 +247,7 @@ pub(super) fn relayed_verbatim(
             format!("the same value, written otherwise: {}", changes.join("; ")),
         )
         .compared(expected, actual)
+        .form_differs()
     }
 }
 
@@ -327,6 +335,19 @@ pub(super) fn protocol_error(
         .get("code")
         .and_then(Value::as_i64)
         .or_else(|| upstream.and_then(|e| e.get("code")).and_then(Value::as_i64));
+    if want_code.is_none() {
+        // With no upstream error to hold the code to and none named, any error would pass,
+        // an internal error from a crash among them.
+        return Verdict::fail(
+            name,
+            format!(
+                "the target answered JSON-RPC error {} with no upstream error to relay, and the case names no `code` to hold it to: the case is wrong",
+                error
+                    .get("code")
+                    .map_or("without a code".into(), Value::to_string)
+            ),
+        );
+    }
     let got_code = error.get("code").and_then(Value::as_i64);
     // Every member that differs is named: a code and a message lost together are one finding,
     // said whole, not the first of two.
@@ -464,6 +485,7 @@ pub(super) fn kept(name: &str, params: &Map<String, Value>, evidence: &Evidence<
         Verdict::fail(name, message)
             .compared(sent.cloned(), got.cloned())
             .at(pointer)
+            .value_differs()
     }
 }
 
@@ -512,15 +534,84 @@ pub(super) fn block_problem(block: &Value) -> Option<String> {
             let uri = resource.get("uri").is_some_and(Value::is_string);
             let text = resource.get("text").is_some_and(Value::is_string);
             let blob = resource.get("blob").is_some_and(Value::is_string);
-            return (!(uri && (text ^ blob)))
-                .then(|| "an embedded resource needs `uri` and one of `text` or `blob`".into());
+            if !(uri && (text ^ blob)) {
+                return Some("an embedded resource needs `uri` and one of `text` or `blob`".into());
+            }
+            &[]
         }
         other => return Some(format!("unknown block type `{other}`")),
     };
-    required
-        .iter()
-        .find(|member| !has_str(member))
-        .map(|member| format!("a `{kind}` block without a string `{member}`"))
+    if let Some(member) = required.iter().find(|member| !has_str(member)) {
+        return Some(format!("a `{kind}` block without a string `{member}`"));
+    }
+    optional_problem(block, kind)
+}
+
+/// An optional member, the kind of value it takes in words, and the test of that kind.
+type OptionalMember = (&'static str, &'static str, fn(&Value) -> bool);
+
+/// The kind of JSON value each optional member of a content block takes, where the schema
+/// gives one: a member that is present must be of that kind, never `null` (absence is how a
+/// block leaves an optional member out).
+const OPTIONAL_MEMBERS: &[OptionalMember] = &[
+    ("annotations", "an object", Value::is_object),
+    ("_meta", "an object", Value::is_object),
+    ("title", "a string", Value::is_string),
+    ("description", "a string", Value::is_string),
+    ("mimeType", "a string", Value::is_string),
+    ("size", "an integer", |v| v.is_u64() || v.is_i64()),
+    ("icons", "an array", Value::is_array),
+];
+
+/// What is wrong with the optional members of a block (and of its annotations and embedded
+/// resource), if anything.
+fn optional_problem(block: &Value, kind: &str) -> Option<String> {
+    let of_kind = |object: &Value, members: &[&str], whose: &str| {
+        OPTIONAL_MEMBERS
+            .iter()
+            .filter(|(member, _, _)| members.contains(member))
+            .find_map(|(member, want, is)| {
+                let value = object.get(*member)?;
+                (!is(value)).then(|| format!("{whose} `{member}` is {value}, not {want}"))
+            })
+    };
+    let members: &[&str] = match kind {
+        "resource_link" => &[
+            "annotations",
+            "_meta",
+            "title",
+            "description",
+            "mimeType",
+            "size",
+            "icons",
+        ],
+        _ => &["annotations", "_meta"],
+    };
+    if let Some(problem) = of_kind(block, members, &format!("a `{kind}` block's")) {
+        return Some(problem);
+    }
+    if let Some(annotations) = block.get("annotations") {
+        let audience_ok = annotations.get("audience").is_none_or(|a| {
+            a.as_array().is_some_and(|roles| {
+                roles
+                    .iter()
+                    .all(|r| matches!(r.as_str(), Some("user" | "assistant")))
+            })
+        });
+        let priority_ok = annotations
+            .get("priority")
+            .is_none_or(|p| p.as_f64().is_some_and(|p| (0.0..=1.0).contains(&p)));
+        let modified_ok = annotations.get("lastModified").is_none_or(Value::is_string);
+        if !(audience_ok && priority_ok && modified_ok) {
+            return Some(format!(
+                "a `{kind}` block's annotations are not valid (audience of \"user\" and \"assistant\", priority from 0 to 1, lastModified a string): {annotations}"
+            ));
+        }
+    }
+    if let Some(resource) = block.get("resource") {
+        return of_kind(resource, &["mimeType", "_meta"], "an embedded resource's");
+    }
+    None
 }
 
 pub(super) fn content_valid(
@@ -530,7 +621,13 @@ pub(super) fn content_valid(
 ) -> Verdict {
     let may_refuse = params.get("or-refused").and_then(Value::as_bool) == Some(true);
     if may_refuse && evidence.view.error.is_some() {
-        return Verdict::pass(name, "refused with a JSON-RPC error: no content to judge");
+        return match session_survived(evidence) {
+            Ok(next) => Verdict::pass(
+                name,
+                format!("refused with a JSON-RPC error: no content to judge; {next}"),
+            ),
+            Err(why) => broken_not_refused(name, &why),
+        };
     }
     let result = match result_of(name, evidence) {
         Ok(result) => result,
@@ -675,6 +772,7 @@ pub(super) fn request_meta_kept(name: &str, evidence: &Evidence<'_>) -> Verdict 
         format!("the upstream's request _meta {}", what.join("; ")),
     )
     .compared(Some(Value::Object(sent.clone())), got.cloned())
+    .at("/params/_meta")
 }
 
 pub(super) fn max_bytes(
@@ -884,6 +982,44 @@ pub(super) fn not_a_success(name: &str, evidence: &Evidence<'_>) -> Verdict {
     }
 }
 
+pub(super) fn failed_in_band(name: &str, evidence: &Evidence<'_>) -> Verdict {
+    match (
+        evidence.exchange,
+        &evidence.view.error,
+        &evidence.view.result,
+    ) {
+        (Exchange::Reply(_), Some(error), _) => Verdict::pass(
+            name,
+            format!(
+                "the failure came back in band, as JSON-RPC error {}",
+                error
+                    .get("code")
+                    .map_or("without a code".into(), Value::to_string)
+            ),
+        ),
+        (Exchange::Reply(_), None, Some(result))
+            if result.get("isError") == Some(&Value::Bool(true)) =>
+        {
+            Verdict::pass(name, "the failure came back in band, as an isError result")
+        }
+        (Exchange::Reply(_), _, _) => Verdict::fail(
+            name,
+            "the client got an answer that is no failure, where the upstream gave none",
+        ),
+        (Exchange::Timeout, _, _) => Verdict::fail(
+            name,
+            "no answer within the case's time: the target left its client to wait on its own timeout (a profile states a longer one of the target's as `[claims] call_timeout_ms`)",
+        ),
+        (other, _, _) => Verdict::fail(
+            name,
+            format!(
+                "the call ended as `{}`, not a failure the client can read",
+                other.kind()
+            ),
+        ),
+    }
+}
+
 pub(super) fn answered_as(
     name: &str,
     params: &Map<String, Value>,
@@ -950,13 +1086,19 @@ pub(super) fn progress(
     };
     let meta = call.params.as_ref().and_then(|p| p.get("_meta"));
     if meta.and_then(|m| m.get("progressToken")).is_none() {
+        let sent = evidence
+            .request
+            .and_then(|r| r.pointer("/params/_meta"))
+            .cloned();
         return Verdict::fail(
             name,
             format!(
                 "the upstream's request carried no progressToken, so it could send no progress: the target dropped the caller's (the request's _meta upstream: {})",
                 meta.map_or("absent".to_string(), Value::to_string)
             ),
-        );
+        )
+        .compared(sent, meta.cloned())
+        .at("/params/_meta");
     }
     let sent = evidence
         .upstream
@@ -1000,7 +1142,13 @@ pub(super) fn text_bytes(
     };
     let bound = evidence.read_bound.unwrap_or_default();
     if may_refuse && evidence.view.error.is_some() {
-        return Verdict::pass(name, "refused with a JSON-RPC error, not cut silently");
+        return match session_survived(evidence) {
+            Ok(next) => Verdict::pass(
+                name,
+                format!("refused with a JSON-RPC error, not cut silently; {next}"),
+            ),
+            Err(why) => broken_not_refused(name, &why),
+        };
     }
     let result = match result_of(name, evidence) {
         Ok(result) => read_result(result),
@@ -1009,10 +1157,15 @@ pub(super) fn text_bytes(
     let got: usize = texts(&result).iter().map(|t| t.len()).sum();
     let refused = result.get("isError") == Some(&Value::Bool(true)) && got > 0;
     if may_refuse && refused {
-        Verdict::pass(
-            name,
-            format!("refused in band with a reason ({got} bytes of error text), not cut silently"),
-        )
+        match session_survived(evidence) {
+            Ok(next) => Verdict::pass(
+                name,
+                format!(
+                    "refused in band with a reason ({got} bytes of error text), not cut silently; {next}"
+                ),
+            ),
+            Err(why) => broken_not_refused(name, &why),
+        }
     } else if got == want && must_refuse {
         Verdict::fail(
             name,
@@ -1021,7 +1174,24 @@ pub(super) fn text_bytes(
             ),
         )
     } else if got == want {
-        Verdict::pass(name, format!("{got} bytes of text"))
+        // The length alone passes any rewrite that keeps it: the text is held to the
+        // upstream's, by digest where the answer was too large to log whole.
+        let client: Vec<String> = texts(&result).iter().map(|t| sha256_hex(t)).collect();
+        match upstream_text_digests(evidence) {
+            Some(sent) if sent != client => Verdict::fail(
+                name,
+                format!(
+                    "{got} bytes of text, as many as the upstream sent, but not its text: the sha256 of the text blocks differ"
+                ),
+            )
+            .compared(Some(Value::from(sent)), Some(Value::from(client)))
+            .value_differs(),
+            Some(_) => Verdict::pass(
+                name,
+                format!("{got} bytes of text, the upstream's (sha256 alike)"),
+            ),
+            None => Verdict::pass(name, format!("{got} bytes of text")),
+        }
     } else if must_refuse {
         Verdict::fail(
             name,
@@ -1034,6 +1204,79 @@ pub(super) fn text_bytes(
         Verdict::fail(name, format!("{got} bytes of text, expected {want}"))
             .compared(Some(Value::from(want)), Some(Value::from(got)))
     }
+}
+
+/// The sha256 (lower-case hex) of a text.
+pub(super) fn sha256_hex(text: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// The sha256 of each text block the upstream answered with: from its answer where the log
+/// kept it whole, else as the canary recorded them for an answer too large to log.
+fn upstream_text_digests(evidence: &Evidence<'_>) -> Option<Vec<String>> {
+    if let Some(result) = evidence.upstream_answer().and_then(|m| m.get("result")) {
+        let result = read_result(result);
+        return Some(texts(&result).iter().map(|t| sha256_hex(t)).collect());
+    }
+    evidence
+        .upstream
+        .iter()
+        .find(|o| o.direction == Direction::Out && o.method.as_deref() == Some("tools/call"))
+        .and_then(|o| o.text_sha256.clone())
+}
+
+/// The step of the call a case makes after one its target may refuse, to see that the
+/// refusal left the client's session working.
+pub const NEXT_CALL_STEP: &str = "next-call";
+
+/// Whether the call the runner made after this one went through: answered with a result that
+/// carries the next call's own nonce, as the upstream's echo does. A refusal after which the
+/// session answers nothing (its upstream connection closed under it) is a broken session,
+/// not a refusal.
+fn session_survived(evidence: &Evidence<'_>) -> Result<String, String> {
+    let Some(next) = evidence.steps(NEXT_CALL_STEP).into_iter().next() else {
+        return Err("no call was made after it to show the session still works".into());
+    };
+    let nonce = find_member(&next.request, relaycheck_model::NONCE_ARG)
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    match (&next.view.result, &next.exchange) {
+        (Some(result), _)
+            if result.get("isError") != Some(&Value::Bool(true))
+                && !nonce.is_empty()
+                && strings_of(result).contains(nonce) =>
+        {
+            Ok("the next call on the session was answered".into())
+        }
+        (_, exchange) => Err(format!(
+            "the next call on the session got {}",
+            crate::exchange::summary(exchange)
+        )),
+    }
+}
+
+/// The first value of a member named `key`, at any depth.
+fn find_member<'v>(value: &'v Value, key: &str) -> Option<&'v Value> {
+    match value {
+        Value::Object(fields) => fields
+            .get(key)
+            .or_else(|| fields.values().find_map(|v| find_member(v, key))),
+        Value::Array(items) => items.iter().find_map(|v| find_member(v, key)),
+        _ => None,
+    }
+}
+
+fn broken_not_refused(name: &str, why: &str) -> Verdict {
+    Verdict::fail(
+        name,
+        format!(
+            "a refusal must leave the session working, but {why}: a broken session, not a refusal"
+        ),
+    )
 }
 
 pub(super) fn mentions(
@@ -1141,6 +1384,17 @@ pub(super) fn audit_record(
         .flatten()
         .filter_map(Value::as_str)
         .collect();
+    // Records are found by the nonce in the call's arguments, and a record of the arguments
+    // holds every value in them: a mention found there says nothing of the outcome.
+    let argument_text = evidence.arguments.to_string();
+    if let Some(echoed) = wanted.iter().find(|w| argument_text.contains(*w)) {
+        return Verdict::fail(
+            name,
+            format!(
+                "`{echoed}` is in the call's own arguments, so a record of the arguments mentions it whatever the outcome: the case is wrong"
+            ),
+        );
+    }
     let mut records: Vec<String> = channels
         .iter()
         .flat_map(|(_, lines)| lines.holding(nonce))
@@ -1189,7 +1443,7 @@ pub(super) fn audit_record(
     let weaker = weaker.map(|w| format!("; {w}")).unwrap_or_default();
     match records
         .iter()
-        .find(|line| wanted.iter().all(|w| line.contains(w)))
+        .find(|line| wanted.iter().all(|w| mentioned(line, w)))
     {
         Some(_) => Verdict::pass(
             name,
@@ -1203,6 +1457,17 @@ pub(super) fn audit_record(
             ),
         ),
     }
+}
+
+/// Whether `line` mentions `word` as a word of its own: a number is not found inside a longer
+/// one (`4217` in a timestamp's `.421735` or a duration's `14217`), nor a word inside another.
+fn mentioned(line: &str, word: &str) -> bool {
+    let joins = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '.');
+    line.match_indices(word).any(|(at, _)| {
+        let before = line[..at].chars().next_back();
+        let after = line[at + word.len()..].chars().next();
+        !joins(before) && !joins(after)
+    })
 }
 
 /// The names a record of this call may give its tool: the upstream tool's, and the north

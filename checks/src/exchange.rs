@@ -79,6 +79,18 @@ pub fn describe(method: &str, exchange: &Exchange) -> String {
     }
 }
 
+/// What an exchange came to, in a few words and a preview: the answer, or why there was none.
+pub fn summary(exchange: &Exchange) -> String {
+    match exchange {
+        Exchange::Reply(reply) => format!("the answer {}", preview(&reply.raw)),
+        Exchange::Malformed { raw, problem } => {
+            format!("a malformed answer ({problem}): {}", preview(raw))
+        }
+        Exchange::Closed { detail } => format!("no answer: {detail}"),
+        Exchange::Timeout => "no answer in time".into(),
+    }
+}
+
 /// The first few hundred bytes of a raw answer, for messages.
 pub fn preview(raw: &[u8]) -> String {
     const LIMIT: usize = 300;

@@ -200,12 +200,30 @@ fn upstream_refusal(evidence: &Evidence<'_>, step: &super::FollowUp) -> String {
     }
 }
 
-/// Links are a gateway's to resolve only where it rewrote them: a URI the upstream wrote is the
-/// upstream's, and MCP asks no relay to serve it (resource links need not even be listed).
-pub(super) fn links_resolve(name: &str, evidence: &Evidence<'_>) -> Verdict {
+/// A link a gateway rewrote is its own to resolve. One it handed out as the upstream wrote it
+/// is read through it too, where it serves resources at all (`as-written`): its client can
+/// read resources only through it, so a link it cannot resolve points nowhere.
+pub(super) fn links_resolve(
+    name: &str,
+    params: &serde_json::Map<String, Value>,
+    evidence: &Evidence<'_>,
+) -> Verdict {
+    let as_written = params.get("as-written").and_then(Value::as_bool) == Some(true);
     let reads = evidence.steps("resources/read");
     if reads.is_empty() {
         return Verdict::fail(name, "the client's result handed out no links to read");
+    }
+    if as_written
+        && let Some(handshake) = &evidence.handshake
+        && handshake
+            .result
+            .pointer("/capabilities/resources")
+            .is_none()
+    {
+        return Verdict::not_applicable(
+            name,
+            "the target declares no resources capability: its client reads no resources through it",
+        );
     }
     let mut upstream_uris = Vec::new();
     if let Some(sent) = upstream_result(evidence) {
@@ -220,12 +238,16 @@ pub(super) fn links_resolve(name: &str, evidence: &Evidence<'_>) -> Verdict {
     };
     let reads: Vec<&super::FollowUp> = reads
         .into_iter()
-        .filter(|read| !upstream_uris.contains(&uri_of(read)))
+        .filter(|read| upstream_uris.contains(&uri_of(read)) == as_written)
         .collect();
     if reads.is_empty() {
         return Verdict::not_applicable(
             name,
-            "the target hands out the upstream's own link URIs, not rewritten: resolving them is the upstream's",
+            if as_written {
+                "the target rewrote every link it handed out: links-resolve judges those"
+            } else {
+                "the target hands out the upstream's own link URIs, not rewritten: resolving them is the upstream's (the case on links as written judges them)"
+            },
         );
     }
     let mut broken = Vec::new();

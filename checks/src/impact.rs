@@ -257,7 +257,9 @@ impl Answer {
 
 /// The form a task handle takes in `shape`; `None` where the shape has no tasks.
 fn task_form(shape: Shape) -> Option<HandleForm> {
-    (shape != Shape::V2025_06_18).then(|| HandleForm::for_shape(shape))
+    shape
+        .has(relaycheck_model::shape::Feature::Tasks)
+        .then(|| HandleForm::for_shape(shape))
 }
 
 fn keys(value: &Value) -> BTreeSet<String> {
@@ -284,6 +286,7 @@ mod tests {
             defaults: Vec::new(),
             own_meta: Vec::new(),
             unordered: Vec::new(),
+            undefined: Vec::new(),
         }
     }
 

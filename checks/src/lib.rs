@@ -43,6 +43,9 @@ pub use equal::{
     Equivalence, first_difference, form_changes, in_name_order, pointer_token, rules, same,
     same_number, same_opt,
 };
+pub use eval::NEXT_CALL_STEP;
+#[cfg(test)]
+use eval::sha256_hex as eval_sha256;
 pub use follow::collect_links;
 pub use notify::{ACKNOWLEDGED, BEFORE_CHANGE, SUBSCRIBE_LISTING_STEP, SUBSCRIBE_STEP, UPDATED};
 pub use relay::{
@@ -109,9 +112,17 @@ pub struct Evidence<'a> {
     pub handshake: Option<Handshake<'a>>,
     /// What the target answered for each capability it declared and the case used.
     pub capability_probes: &'a [CapabilityProbe],
+    /// What the target answered for each capability its upstream declared, used through it
+    /// whether the target declares it or not.
+    pub upstream_capability_probes: &'a [CapabilityProbe],
+    /// How many `initialize` requests the upstream got from the target's start to the end of
+    /// the call, on a target of the case's own.
+    pub initializes_since_start: Option<usize>,
     /// How many `initialize` requests the upstream got during the call, when the case counts
     /// them (after a first call of the same client session).
     pub upstream_initializes: Option<usize>,
+    /// Whether the target's front gave no session id, so each of its requests stands alone.
+    pub front_sessionless: bool,
     /// The same call made at the same time by a second client session (or a second call of
     /// this one), when the case asks.
     pub other_session: Option<&'a OtherCall>,
@@ -125,6 +136,9 @@ pub struct Evidence<'a> {
     pub served_listing: ServedListing,
     /// The target's read bound, as its profile declares it (`[claims] read_bound_bytes`).
     pub read_bound: Option<u64>,
+    /// Whether the profile declares that the target rewrites the links it hands out into its
+    /// own namespace (`[claims] rewrites_links`): only then may a link's uri differ.
+    pub rewrites_links: bool,
     /// For a call the runner cancelled once the upstream had it: the request ids the upstream
     /// was told were cancelled. `None` when the runner did not cancel the call.
     pub upstream_cancellations: Option<&'a [Value]>,
@@ -190,6 +204,14 @@ pub struct Reach {
     pub meant_for: Option<String>,
     /// The labels of every upstream that received the call.
     pub reached: Vec<String>,
+}
+
+/// Whether a case's checks want the call after its own, on the same session: a check that
+/// accepts a refusal (`or-refused`) holds it to leaving the session working.
+pub fn wants_next_call(expect: &[Expectation]) -> bool {
+    expect
+        .iter()
+        .any(|e| e.params.get("or-refused").and_then(Value::as_bool) == Some(true))
 }
 
 impl Evidence<'_> {

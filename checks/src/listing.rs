@@ -367,13 +367,17 @@ pub(super) fn listing_relayed(
         .unwrap_or_default();
     let mut problems = Vec::new();
     let mut first_compared = None;
+    let listed_names: Vec<&str> = listed
+        .iter()
+        .filter_map(|l| l.get("name").and_then(Value::as_str))
+        .collect();
     for item in &declared {
         let item_name = item.get("name").and_then(Value::as_str).unwrap_or_default();
-        let routed = relaycheck_model::route::north_name(evidence.route, item_name);
-        let Some(got) = listed.iter().find(|l| {
-            l.get("name")
-                .and_then(Value::as_str)
-                .is_some_and(|n| n == item_name || n == routed)
+        let found = relaycheck_model::route::listed_name(evidence.route, item_name, &listed_names);
+        let Some(got) = found.and_then(|found| {
+            listed
+                .iter()
+                .find(|l| l.get("name").and_then(Value::as_str) == Some(found))
         }) else {
             problems.push(format!("`{item_name}` is not listed"));
             continue;

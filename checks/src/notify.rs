@@ -362,16 +362,7 @@ fn is_added(item: &Value, list: ListKind, nonce: &str, evidence: &Evidence<'_>) 
         .get("description")
         .and_then(Value::as_str)
         .is_some_and(|d| d.contains(nonce));
-    let named = match list {
-        ListKind::Tools => {
-            name == relaycheck_model::route::north_name(evidence.route, &added) || name == added
-        }
-        _ => {
-            name == added
-                || name.ends_with(&format!("_{added}"))
-                || name.ends_with(&format!(".{added}"))
-        }
-    };
+    let named = relaycheck_model::route::listed_name(evidence.route, &added, &[name]).is_some();
     let at_uri = list == ListKind::Resources
         && item.get("uri").and_then(Value::as_str) == Some(&ListKind::added_uri(nonce));
     named || described || at_uri

@@ -141,6 +141,140 @@ pub(super) fn capabilities_honoured(name: &str, evidence: &Evidence<'_>) -> Verd
     )
 }
 
+/// Each capability the upstream declares (of those relaycheck uses) reaches the target's own
+/// `initialize`: a client told of none never asks for what the upstream offers, and a relay
+/// that refuses those requests too has lost the feature outright.
+pub(super) fn capabilities_relayed(name: &str, evidence: &Evidence<'_>) -> Verdict {
+    let Some(handshake) = evidence.handshake else {
+        return Verdict::not_applicable(
+            name,
+            "the shape has no handshake (discover-capabilities-relayed judges the stateless wire)",
+        );
+    };
+    let Some(upstream) = evidence
+        .upstream_handshakes
+        .and_then(|h| h.latest_answer())
+        .and_then(|answer| answer.get("capabilities"))
+        .and_then(Value::as_object)
+    else {
+        return Verdict::not_applicable(name, "the upstream's `initialize` answer was not read");
+    };
+    let declared = handshake
+        .result
+        .get("capabilities")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let mut lost = Vec::new();
+    for (capability, method) in PROBED_CAPABILITIES {
+        if !upstream.contains_key(*capability) || declared.contains_key(*capability) {
+            continue;
+        }
+        let probe = evidence
+            .upstream_capability_probes
+            .iter()
+            .find(|p| p.capability == *capability);
+        lost.push(match probe.and_then(|p| p.refused.as_ref()) {
+            Some(refusal) => format!(
+                "the upstream declares `{capability}`; the target leaves it out of its `initialize` and answers `{method}` with {refusal}"
+            ),
+            None => format!(
+                "the upstream declares `{capability}`; the target serves `{method}` but leaves `{capability}` out of its `initialize`, so a client never asks"
+            ),
+        });
+    }
+    let relayed: Vec<&str> = PROBED_CAPABILITIES
+        .iter()
+        .map(|(capability, _)| *capability)
+        .filter(|c| upstream.contains_key(*c))
+        .collect();
+    if lost.is_empty() {
+        return Verdict::pass(
+            name,
+            if relayed.is_empty() {
+                "the upstream declares none of the capabilities relaycheck uses beyond tools".into()
+            } else {
+                format!(
+                    "each of `{}` the upstream declares is declared",
+                    relayed.join("`, `")
+                )
+            },
+        );
+    }
+    let subset = |caps: &Map<String, Value>| {
+        Value::Object(
+            caps.iter()
+                .filter(|(key, _)| PROBED_CAPABILITIES.iter().any(|(c, _)| c == key))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        )
+    };
+    Verdict::fail(name, lost.join("; ")).compared(Some(subset(upstream)), Some(subset(&declared)))
+}
+
+/// The target names itself to its client in `initialize`, as every revision's InitializeResult
+/// requires (`serverInfo`: a name and a version); whose identity it gives is the gateway's
+/// choice, reported.
+pub(super) fn server_info_named(name: &str, evidence: &Evidence<'_>) -> Verdict {
+    let Some(handshake) = evidence.handshake else {
+        return Verdict::not_applicable(name, "the shape has no handshake");
+    };
+    let info = handshake.result.get("serverInfo");
+    let named = info.and_then(|i| i.get("name")).and_then(Value::as_str);
+    let version = info.and_then(|i| i.get("version")).and_then(Value::as_str);
+    let (Some(named), Some(version)) = (named, version) else {
+        return Verdict::fail(
+            name,
+            "the `initialize` answer carries no serverInfo with a string name and version",
+        )
+        .compared(None, info.cloned());
+    };
+    let upstream = evidence
+        .upstream_handshakes
+        .and_then(|h| h.latest_answer())
+        .and_then(|answer| answer.get("serverInfo"));
+    let up_name = upstream.and_then(|i| i.get("name")).and_then(Value::as_str);
+    let up_version = upstream
+        .and_then(|i| i.get("version"))
+        .and_then(Value::as_str);
+    let whose = match (up_name, up_version) {
+        (Some(n), Some(v)) if n == named && v == version => "its upstream's, relayed".to_string(),
+        (Some(n), _) if n == named => {
+            format!("its upstream's name with a version of its own ({version})")
+        }
+        (Some(n), _) => format!("its own (the upstream names itself `{n}`)"),
+        _ => "its own".to_string(),
+    };
+    Verdict::pass(name, format!("serverInfo `{named}` {version}: {whose}"))
+}
+
+/// A target opens its upstream once for the runner's one client session: a second
+/// `initialize` (at start-up, or per call) is an upstream session no client asked for.
+pub(super) fn upstream_initialized_once(name: &str, evidence: &Evidence<'_>) -> Verdict {
+    if evidence.handshake.is_none() {
+        return Verdict::not_applicable(
+            name,
+            "the runner opened no client session (the shape has no handshake)",
+        );
+    }
+    let Some(opened) = evidence.initializes_since_start else {
+        return Verdict::not_applicable(name, "the upstream's initializes were not counted");
+    };
+    match opened {
+        0 | 1 => Verdict::pass(
+            name,
+            format!("{opened} upstream `initialize` since the target started, for 1 client session"),
+        ),
+        more => Verdict::fail(
+            name,
+            format!(
+                "the upstream got {more} `initialize` requests from the target's start to the end of the call, for the runner's 1 client session: upstream sessions no client asked for"
+            ),
+        )
+        .compared(Some(Value::from(1)), Some(Value::from(more))),
+    }
+}
+
 /// The capabilities a client declares so that an upstream may ask it for something. The
 /// runner declares none of them; a gateway that declares one upstream tells the upstream its
 /// client can serve requests the client never agreed to.
@@ -243,16 +377,21 @@ pub(super) fn upstream_session_kept(name: &str, evidence: &Evidence<'_>) -> Verd
     if evidence.upstream_calls().is_empty() {
         return super::eval::missing_upstream(name, evidence);
     }
+    let earlier = if evidence.front_sessionless {
+        "an earlier call (the target's front gives no session id, so each of its requests stands alone)"
+    } else {
+        "an earlier call of the same client session"
+    };
     if count == 0 {
         Verdict::pass(
             name,
-            "the call went over the upstream session the first call had opened",
+            format!("the call went over the upstream session {earlier} had opened"),
         )
     } else {
         Verdict::fail(
             name,
             format!(
-                "the upstream got {count} `initialize` request(s) for this one call, after an earlier call of the same client session: the gateway opens an upstream session per call, so upstream session state is lost between calls"
+                "the upstream got {count} `initialize` request(s) for this one call, after {earlier}: the gateway opens an upstream session per call, so upstream session state is lost between calls"
             ),
         )
     }
@@ -293,14 +432,40 @@ pub(super) fn sent_once(
         .get("slack_bytes")
         .and_then(Value::as_u64)
         .unwrap_or(0) as usize;
+    // A result relayed whole arrives at about its own size: far less means the client got
+    // a part of it, or something else in its place.
+    let least = params
+        .get("min_percent")
+        .and_then(Value::as_u64)
+        .unwrap_or(90) as usize;
     let bound = upstream * percent / 100 + slack;
+    let floor = (upstream * least / 100).saturating_sub(slack);
     let factor = north as f64 / upstream.max(1) as f64;
     let what = format!(
-        "the client got {north} bytes for the upstream's {upstream}: {factor:.2}x (bound {}.{:02}x plus {slack} bytes)",
+        "the client got {north} bytes for the upstream's {upstream}: {factor:.2}x (bounds {}.{:02}x less {slack} bytes to {}.{:02}x plus {slack} bytes)",
+        least / 100,
+        least % 100,
         percent / 100,
         percent % 100
     );
-    if north <= bound {
+    let upstream_failed = answer.message.as_ref().is_some_and(|m| {
+        m.get("error").is_some() || m.pointer("/result/isError") == Some(&Value::Bool(true))
+    });
+    let client_failed = reply.message.get("error").is_some()
+        || evidence.view.result.as_ref().and_then(|r| r.get("isError")) == Some(&Value::Bool(true));
+    if client_failed && !upstream_failed {
+        Verdict::fail(
+            name,
+            format!("{what}; the upstream's result reached the client as a failure"),
+        )
+    } else if north < floor {
+        Verdict::fail(
+            name,
+            format!(
+                "{what}; the client got less than {least}% of the result: not the result, relayed once"
+            ),
+        )
+    } else if north <= bound {
         Verdict::pass(name, what)
     } else {
         Verdict::fail(

@@ -39,6 +39,9 @@ fn rules_for(shape: Shape) -> super::Equivalence {
             .map(|u| u["member"].as_str().unwrap().to_string())
             .collect(),
         other_defaults: Vec::new(),
+        other_own_meta: Vec::new(),
+        undefined: Vec::new(),
+        ignored: Vec::new(),
     }
 }
 
@@ -58,6 +61,7 @@ fn observation(direction: Direction, params: Option<Value>, message: Option<Valu
         message,
         bytes: None,
         sha256: None,
+        text_sha256: None,
         fault: None,
         before_initialize: false,
     }
@@ -82,10 +86,14 @@ struct Fixture {
     record_matches: BTreeMap<String, relaycheck_model::route::RecordMatch>,
     handshake: Option<(String, Value)>,
     probes: Vec<super::CapabilityProbe>,
+    upstream_probes: Vec<super::CapabilityProbe>,
+    since_start: Option<usize>,
     initializes: Option<usize>,
+    sessionless: bool,
     handshakes: Option<crate::upstream::UpstreamHandshakes>,
     listings: Option<crate::upstream::UpstreamListings>,
     read_bound: Option<u64>,
+    rewrites_links: bool,
     cancellations: Option<Vec<Value>>,
     other: Option<super::OtherCall>,
     request: Option<Value>,
@@ -130,10 +138,14 @@ impl Fixture {
             record_matches: BTreeMap::new(),
             handshake: None,
             probes: Vec::new(),
+            upstream_probes: Vec::new(),
+            since_start: None,
             initializes: None,
+            sessionless: false,
             handshakes: None,
             listings: None,
             read_bound: None,
+            rewrites_links: false,
             cancellations: None,
             other: None,
             request: None,
@@ -251,11 +263,15 @@ impl Fixture {
                     .as_ref()
                     .map(|(asked, result)| super::Handshake { asked, result }),
                 capability_probes: &self.probes,
+                upstream_capability_probes: &self.upstream_probes,
+                initializes_since_start: self.since_start,
                 upstream_initializes: self.initializes,
+                front_sessionless: self.sessionless,
                 other_session: self.other.as_ref(),
                 upstream_handshakes: self.handshakes.as_ref(),
                 upstream_listings: self.listings.as_ref(),
                 read_bound: self.read_bound,
+                rewrites_links: self.rewrites_links,
                 served_listing: relaycheck_canary::listings::items,
                 upstream_cancellations: self.cancellations.as_deref(),
                 request: self.request.as_ref(),
@@ -312,8 +328,20 @@ fn relayed_unchanged_sees_any_difference_but_ignored_ones() {
         "relayed-unchanged",
         json!({}),
     );
+    // A rewritten uri is forgiven only where the profile says the target projects links.
+    let mut projecting = Fixture::results(link.clone(), rewritten.clone());
+    let verdict = fails(
+        &projecting,
+        "relayed-unchanged",
+        json!({"ignore-link-uris": true}),
+    );
+    assert_eq!(
+        verdict.differs,
+        Some(relaycheck_model::verdict::Difference::Value)
+    );
+    projecting.rewrites_links = true;
     passes(
-        &Fixture::results(link, rewritten),
+        &projecting,
         "relayed-unchanged",
         json!({"ignore-link-uris": true}),
     );
@@ -431,6 +459,29 @@ fn is_error_reads_absent_as_false() {
         json!({"content": [], "isError": true}),
     );
     passes(&err, "is-error", json!({"value": true}));
+}
+
+/// With no upstream error to relay and no code named, any error would pass (a crash's
+/// internal error among them): the check refuses to judge; with the code named, it holds.
+#[test]
+fn a_gateways_own_error_is_held_to_the_code_the_case_names() {
+    let crash = json!({"jsonrpc": "2.0", "id": 9,
+        "error": {"code": -32603, "message": "key is not defined"}});
+    let mut own = Fixture::new(json!({}), crash);
+    own.upstream.clear();
+    let verdict = fails(&own, "protocol-error", json!({}));
+    assert!(
+        verdict.message.contains("the case is wrong"),
+        "{}",
+        verdict.message
+    );
+    fails(&own, "protocol-error", json!({"code": -32602}));
+    let mut unknown = Fixture::new(
+        json!({}),
+        json!({"jsonrpc": "2.0", "id": 9, "error": {"code": -32602, "message": "Unknown tool: x"}}),
+    );
+    unknown.upstream.clear();
+    passes(&unknown, "protocol-error", json!({"code": -32602}));
 }
 
 #[test]
@@ -613,7 +664,10 @@ fn upstream_called_and_arguments_kept_read_the_south_side() {
 
 #[test]
 fn max_bytes_and_text_bytes_count_bytes() {
-    let fixture = Fixture::results(json!({}), json!({"content": [text("héllo")]}));
+    let fixture = Fixture::results(
+        json!({"content": [text("héllo")]}),
+        json!({"content": [text("héllo")]}),
+    );
     passes(&fixture, "text-bytes", json!({"bytes": 6}));
     fails(&fixture, "text-bytes", json!({"bytes": 5}));
     passes(&fixture, "max-bytes", json!({"bytes": 10_000}));
@@ -761,11 +815,121 @@ fn no_secret_can_look_in_side_channels_only() {
     );
 }
 
+/// The call after the case's own, as the runner makes it: `echo` under a nonce of its own,
+/// answered with `answer` (a whole JSON-RPC message, or none).
+fn next_call(fixture: &mut Fixture, answer: Option<Value>) {
+    let request = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"nonce": "rc-next"}}});
+    let (exchange, view) = match answer {
+        Some(message) => (
+            Exchange::Reply(Reply {
+                raw: serde_json::to_vec(&message).unwrap(),
+                message: message.clone(),
+                ..Reply::default()
+            }),
+            View::of(&message, &relaycheck_model::route::Route::default()),
+        ),
+        None => (Exchange::Timeout, View::default()),
+    };
+    fixture.follow_ups.push(super::FollowUp {
+        step: super::NEXT_CALL_STEP.into(),
+        request,
+        exchange,
+        view,
+    });
+}
+
+/// A refusal passes only when the session answers the next call: an error after which the
+/// session is dead ("Connection closed", then nothing) is a broken session.
+#[test]
+fn a_refusal_must_leave_the_session_working() {
+    let params = json!({"bytes": 10_485_760, "or-refused": true});
+    let closed = json!({"jsonrpc": "2.0", "id": 9,
+        "error": {"code": -32603, "message": "Connection closed"}});
+    let mut dead = Fixture::new(json!({"jsonrpc": "2.0", "id": 1, "result": {}}), closed);
+    let verdict = fails(&dead, "text-bytes", params.clone());
+    assert!(
+        verdict.message.contains("no call was made after it"),
+        "{}",
+        verdict.message
+    );
+    fails(&dead, "content-valid", json!({"or-refused": true}));
+    next_call(&mut dead, None);
+    let verdict = fails(&dead, "text-bytes", params.clone());
+    assert!(
+        verdict.message.contains("a broken session, not a refusal"),
+        "{}",
+        verdict.message
+    );
+    fails(&dead, "content-valid", json!({"or-refused": true}));
+    let mut not_connected = dead.clone();
+    not_connected.follow_ups.clear();
+    next_call(
+        &mut not_connected,
+        Some(
+            json!({"jsonrpc": "2.0", "id": 7, "error": {"code": -32603, "message": "Not connected"}}),
+        ),
+    );
+    fails(&not_connected, "text-bytes", params.clone());
+    // An answer that is not the echo of the next call's own nonce proves nothing either.
+    let mut other = dead.clone();
+    other.follow_ups.clear();
+    next_call(
+        &mut other,
+        Some(json!({"jsonrpc": "2.0", "id": 7, "result": {"content": [text("cached")]}})),
+    );
+    fails(&other, "text-bytes", params.clone());
+    let mut alive = dead;
+    alive.follow_ups.clear();
+    next_call(
+        &mut alive,
+        Some(json!({"jsonrpc": "2.0", "id": 7,
+            "result": {"content": [text("{\"nonce\":\"rc-next\"}")]}})),
+    );
+    passes(&alive, "text-bytes", params);
+    passes(&alive, "content-valid", json!({"or-refused": true}));
+}
+
+/// Text as long as the upstream's but not its text fails, whether the upstream's answer was
+/// logged whole or, too large, as the digests of its text blocks.
+#[test]
+fn text_bytes_holds_the_text_to_the_upstreams_not_only_its_length() {
+    let sent = "abc-def-".repeat(1000);
+    let same_length = sent.replace('-', "_");
+    let logged = Fixture::results(
+        json!({"content": [text(&sent)]}),
+        json!({"content": [text(&same_length)]}),
+    );
+    let verdict = fails(&logged, "text-bytes", json!({"bytes": sent.len()}));
+    assert!(verdict.message.contains("sha256"), "{}", verdict.message);
+    passes(
+        &Fixture::results(
+            json!({"content": [text(&sent)]}),
+            json!({"content": [text(&sent)]}),
+        ),
+        "text-bytes",
+        json!({"bytes": sent.len()}),
+    );
+    let mut streamed = logged.clone();
+    streamed.upstream[1].message = None;
+    streamed.upstream[1].bytes = Some(sent.len() as u64 + 60);
+    streamed.upstream[1].text_sha256 = Some(vec![super::eval_sha256(&sent)]);
+    fails(&streamed, "text-bytes", json!({"bytes": sent.len()}));
+    let mut whole = Fixture::results(json!({}), json!({"content": [text(&sent)]}));
+    whole.upstream = streamed.upstream.clone();
+    passes(&whole, "text-bytes", json!({"bytes": sent.len()}));
+}
+
 #[test]
 fn text_bytes_or_refused_accepts_an_in_band_refusal() {
-    let refused = Fixture::results(
+    let mut refused = Fixture::results(
         json!({}),
         json!({"content": [text("over the limit of 2000000 bytes")], "isError": true}),
+    );
+    next_call(
+        &mut refused,
+        Some(json!({"jsonrpc": "2.0", "id": 7,
+            "result": {"content": [text("{\"nonce\":\"rc-next\"}")]}})),
     );
     passes(
         &refused,
@@ -781,7 +945,10 @@ fn text_bytes_or_refused_accepts_an_in_band_refusal() {
     );
     // A declared read bound decides: under it only the whole result passes, past it only a
     // refusal, and a whole result past it names the bound that was not enforced.
-    let whole = Fixture::results(json!({}), json!({"content": [text("xxxx")]}));
+    let whole = Fixture::results(
+        json!({"content": [text("xxxx")]}),
+        json!({"content": [text("xxxx")]}),
+    );
     let with_bound = |mut fixture: Fixture, bound: u64| {
         fixture.read_bound = Some(bound);
         fixture
@@ -1230,6 +1397,22 @@ fn task_and_link_checks_follow_up() {
     );
     let verdict = kept.check("links-resolve", json!({}));
     assert!(!verdict.applicable, "{}", verdict.message);
+    // ... and the case on links as written judges them: a read the run made is never
+    // discarded, unless the target serves no resources.
+    let verdict = fails(&kept, "links-resolve", json!({"as-written": true}));
+    assert!(
+        verdict.message.contains("do not resolve"),
+        "{}",
+        verdict.message
+    );
+    kept.handshake = Some(("2025-06-18".into(), json!({"capabilities": {"tools": {}}})));
+    let verdict = kept.check("links-resolve", json!({"as-written": true}));
+    assert!(!verdict.applicable, "{}", verdict.message);
+    kept.handshake = Some((
+        "2025-06-18".into(),
+        json!({"capabilities": {"resources": {}}}),
+    ));
+    fails(&kept, "links-resolve", json!({"as-written": true}));
 }
 
 #[test]
@@ -1260,6 +1443,44 @@ fn mirror_consistent_finds_a_disagreeing_text() {
         json!({"content": [text("{\"a\":1,\"b\":2}")], "structuredContent": {"a": 1}}),
     );
     fails(&cut, "mirror-consistent", json!({}));
+}
+
+/// A mention found in the call's own arguments proves nothing of the outcome: a record of the
+/// arguments holds it whatever happened.
+#[test]
+fn an_audit_mention_from_the_arguments_proves_nothing() {
+    let mut fixture = Fixture::new(
+        json!({"jsonrpc": "2.0", "id": 1, "error": {"code": 4217, "message": "rate limited"}}),
+        json!({"jsonrpc": "2.0", "id": 9, "result": {"content": [text("tool_error: rate limited")], "isError": true}}),
+    );
+    fixture.arguments = json!({"nonce": "n", "code": 4217, "message": "rate limited"});
+    fixture.side.insert(
+        "events".into(),
+        vec![r#"{"event":"requested","arguments":{"nonce":"n","code":4217}}"#.into()],
+    );
+    let verdict = fails(&fixture, "audit-record", json!({"mentions": ["4217"]}));
+    assert!(
+        verdict.message.contains("the case is wrong"),
+        "{}",
+        verdict.message
+    );
+    fixture.arguments = json!({"nonce": "n"});
+    fixture.side.insert(
+        "events".into(),
+        vec![r#"{"event":"requested","arguments":{"nonce":"n"}}"#.into()],
+    );
+    fails(&fixture, "audit-record", json!({"mentions": ["4217"]}));
+    // Inside a longer number, the code is not mentioned.
+    fixture.side.insert(
+        "events".into(),
+        vec![r#"{"event":"failed","nonce":"n","at":"04:02:27.421735","took":14217}"#.into()],
+    );
+    fails(&fixture, "audit-record", json!({"mentions": ["4217"]}));
+    fixture.side.insert(
+        "events".into(),
+        vec![r#"{"event":"failed","nonce":"n","error_code":4217}"#.into()],
+    );
+    passes(&fixture, "audit-record", json!({"mentions": ["4217"]}));
 }
 
 #[test]
@@ -1771,6 +1992,17 @@ fn upstream_session_kept_counts_initialize_requests_of_the_call() {
     );
     fixture.initializes = None;
     assert!(!fixture.check("upstream-session-kept", json!({})).applicable);
+    // A front with no session id is judged the same way, from the upstream's side.
+    fixture.sessionless = true;
+    fixture.initializes = Some(1);
+    let verdict = fails(&fixture, "upstream-session-kept", json!({}));
+    assert!(
+        verdict.message.contains("no session id"),
+        "{}",
+        verdict.message
+    );
+    fixture.initializes = Some(0);
+    passes(&fixture, "upstream-session-kept", json!({}));
 }
 
 #[test]
@@ -1791,6 +2023,7 @@ fn upstream_initialized_first_names_the_requests_sent_before_the_handshake() {
     fixture.handshakes = Some(crate::upstream::UpstreamHandshakes {
         before_initialize: vec![early.clone(), early],
         client_capabilities: vec![json!({})],
+        server_answers: Vec::new(),
     });
     let verdict = fails(&fixture, "upstream-initialized-first", json!({}));
     assert!(
@@ -1818,6 +2051,7 @@ fn client_capabilities_kept_names_each_capability_the_gateway_added() {
     fixture.handshakes = Some(crate::upstream::UpstreamHandshakes {
         before_initialize: vec![],
         client_capabilities: vec![json!({}), Value::Null, json!({"experimental": {}})],
+        server_answers: Vec::new(),
     });
     passes(&fixture, "client-capabilities-kept", json!({}));
     fixture.handshakes = Some(crate::upstream::UpstreamHandshakes {
@@ -1826,6 +2060,7 @@ fn client_capabilities_kept_names_each_capability_the_gateway_added() {
             json!({}),
             json!({"sampling": {}, "roots": {"listChanged": true}}),
         ],
+        server_answers: Vec::new(),
     });
     let verdict = fails(&fixture, "client-capabilities-kept", json!({}));
     assert!(
@@ -1860,11 +2095,133 @@ fn sent_once_bounds_the_client_bytes_by_the_upstream_bytes() {
         .unwrap()
         .push(text(&upstream["structuredContent"].to_string()));
     let verdict = fails(
-        &Fixture::results(upstream, twice),
+        &Fixture::results(upstream.clone(), twice),
         "sent-once",
         json!({"percent": 150}),
     );
     assert!(verdict.message.contains("1.98x"), "{}", verdict.message);
+    // Far less than the result is not the result relayed once: a summary in its place fails,
+    // as does a failure where the upstream succeeded.
+    let summary_only = json!({"content": [text("summary")]});
+    let verdict = fails(
+        &Fixture::results(upstream.clone(), summary_only),
+        "sent-once",
+        json!({"percent": 150, "slack_bytes": 20}),
+    );
+    assert!(
+        verdict.message.contains("less than 90%"),
+        "{}",
+        verdict.message
+    );
+    let mut failed = upstream.clone();
+    failed["isError"] = json!(true);
+    let verdict = fails(
+        &Fixture::results(upstream.clone(), failed),
+        "sent-once",
+        json!({"percent": 150}),
+    );
+    assert!(
+        verdict.message.contains("as a failure"),
+        "{}",
+        verdict.message
+    );
+    let wrapped = json!({"jsonrpc": "2.0", "id": 9,
+        "error": {"code": -32603, "message": "x".repeat(4000)}});
+    fails(
+        &Fixture::new(
+            json!({"jsonrpc": "2.0", "id": 1, "result": upstream}),
+            wrapped,
+        ),
+        "sent-once",
+        json!({"percent": 150}),
+    );
+}
+
+/// An answer with no failure in band fails, whatever ended the call otherwise: no answer, a
+/// closed stream, a success invented for a hung upstream.
+#[test]
+fn failed_in_band_wants_a_failure_the_client_can_read() {
+    let mut hung = Fixture::results(json!({}), json!({}));
+    hung.upstream.truncate(1);
+    hung.exchange = Exchange::Timeout;
+    hung.view = View::default();
+    let verdict = fails(&hung, "failed-in-band", json!({}));
+    assert!(
+        verdict.message.contains("call_timeout_ms"),
+        "{}",
+        verdict.message
+    );
+    hung.exchange = Exchange::Closed {
+        detail: "the stream ended".into(),
+    };
+    fails(&hung, "failed-in-band", json!({}));
+    let mut invented = Fixture::results(json!({}), json!({"content": []}));
+    invented.upstream.truncate(1);
+    fails(&invented, "failed-in-band", json!({}));
+    let mut timed_out = Fixture::new(
+        json!({}),
+        json!({"jsonrpc": "2.0", "id": 9, "error": {"code": -32001, "message": "Request timed out"}}),
+    );
+    timed_out.upstream.truncate(1);
+    passes(&timed_out, "failed-in-band", json!({}));
+    let mut as_result = Fixture::results(
+        json!({}),
+        json!({"content": [text("the upstream did not answer")], "isError": true}),
+    );
+    as_result.upstream.truncate(1);
+    passes(&as_result, "failed-in-band", json!({}));
+}
+
+/// An optional member of a block is absent or of its kind: `null` is neither.
+#[test]
+fn content_valid_refuses_optional_members_set_to_null() {
+    for block in [
+        json!({"type": "text", "text": "a", "annotations": null}),
+        json!({"type": "text", "text": "a", "_meta": null}),
+        json!({"type": "resource_link", "uri": "file:///x", "name": "x", "title": null}),
+        json!({"type": "resource_link", "uri": "file:///x", "name": "x", "size": null}),
+        json!({"type": "resource_link", "uri": "file:///x", "name": "x", "size": "12"}),
+        json!({"type": "resource", "resource": {"uri": "u", "text": "t", "mimeType": null}}),
+        json!({"type": "text", "text": "a", "annotations": {"priority": 2}}),
+        json!({"type": "text", "text": "a", "annotations": {"audience": ["robot"]}}),
+    ] {
+        fails(
+            &Fixture::results(json!({}), json!({"content": [block]})),
+            "content-valid",
+            json!({}),
+        );
+    }
+    for block in [
+        json!({"type": "text", "text": "a", "_meta": {"k": null}}),
+        json!({"type": "text", "text": "a", "annotations": {"audience": ["user"], "priority": 0}}),
+        json!({"type": "resource_link", "uri": "file:///x", "name": "x", "size": 12}),
+    ] {
+        passes(
+            &Fixture::results(json!({}), json!({"content": [block]})),
+            "content-valid",
+            json!({}),
+        );
+    }
+}
+
+/// In a 2025 shape, `io.modelcontextprotocol/serverInfo` in a result's `_meta` is a key like
+/// any other: dropped, it changes the value. From 2026-07-28 it names the answering server,
+/// which a gateway is, so there a change is form.
+#[test]
+fn server_info_is_the_answering_servers_only_from_2026() {
+    let sent = json!({"content": [text("a")], "_meta": {
+        "io.modelcontextprotocol/serverInfo": {"name": "billing", "version": "1"},
+        "com.example/r": "r"}});
+    let got = json!({"content": [text("a")], "_meta": {"com.example/r": "r"}});
+    for shape in [Shape::V2025_06_18, Shape::V2025_11_25] {
+        let mut fixture = Fixture::results(sent.clone(), got.clone());
+        fixture.shape = shape;
+        fails(&fixture, "relayed-unchanged", json!({}));
+        fails(&fixture, "kept", json!({"pointer": "/_meta"}));
+    }
+    let mut modern = Fixture::results(sent, got);
+    modern.shape = Shape::V2026_07_28;
+    passes(&modern, "relayed-unchanged", json!({}));
 }
 
 #[test]
@@ -2150,6 +2507,7 @@ fn client_request_relayed_wants_the_request_and_the_answer_both_ways_unchanged()
     unasked.handshakes = Some(crate::upstream::UpstreamHandshakes {
         before_initialize: Vec::new(),
         client_capabilities: vec![json!({})],
+        server_answers: Vec::new(),
     });
     let verdict = unasked.check("client-request-relayed", json!({}));
     assert!(
@@ -2174,6 +2532,7 @@ fn client_request_relayed_wants_the_request_and_the_answer_both_ways_unchanged()
     entitled.handshakes = Some(crate::upstream::UpstreamHandshakes {
         before_initialize: Vec::new(),
         client_capabilities: vec![json!({"elicitation": {}})],
+        server_answers: Vec::new(),
     });
     let verdict = fails(&entitled, "client-request-relayed", json!({}));
     assert!(
@@ -4495,5 +4854,111 @@ fn no_upstream_answer_says_what_the_client_got() {
             .contains("the upstream got the call and logged no answer to it"),
         "{}",
         verdict.message
+    );
+}
+
+fn probe(capability: &str, method: &str, refused: Option<&str>) -> super::CapabilityProbe {
+    super::CapabilityProbe {
+        capability: capability.into(),
+        method: method.into(),
+        refused: refused.map(str::to_string),
+    }
+}
+
+fn upstream_said(answer: Value) -> crate::upstream::UpstreamHandshakes {
+    crate::upstream::UpstreamHandshakes {
+        server_answers: vec![answer],
+        ..Default::default()
+    }
+}
+
+/// A capability the upstream declares and the target leaves out fails, refused or not; one the
+/// target declares passes; without a handshake there is nothing to judge.
+#[test]
+fn capabilities_relayed_holds_the_target_to_what_its_upstream_declares() {
+    let mut fixture = Fixture::results(json!({}), json!({}));
+    assert!(!fixture.check("capabilities-relayed", json!({})).applicable);
+    fixture.handshake = Some((
+        "2025-06-18".into(),
+        json!({"capabilities": {"tools": {}, "prompts": {}}}),
+    ));
+    fixture.handshakes = Some(upstream_said(json!({"capabilities":
+        {"tools": {}, "prompts": {}, "completions": {}, "logging": {}}})));
+    fixture.upstream_probes = vec![
+        probe("prompts", "prompts/list", None),
+        probe(
+            "completions",
+            "completion/complete",
+            Some("-32601 Method not found"),
+        ),
+        probe("logging", "logging/setLevel", None),
+    ];
+    let verdict = fails(&fixture, "capabilities-relayed", json!({}));
+    assert!(
+        verdict.message.contains("`completions`")
+            && verdict.message.contains("-32601")
+            && verdict
+                .message
+                .contains("serves `logging/setLevel` but leaves `logging` out"),
+        "{}",
+        verdict.message
+    );
+    fixture.handshake = Some((
+        "2025-06-18".into(),
+        json!({"capabilities": {"tools": {}, "prompts": {}, "completions": {}, "logging": {}}}),
+    ));
+    passes(&fixture, "capabilities-relayed", json!({}));
+}
+
+#[test]
+fn server_info_named_wants_a_name_and_a_version_and_says_whose() {
+    let mut fixture = Fixture::results(json!({}), json!({}));
+    fixture.handshake = Some(("2025-06-18".into(), json!({"capabilities": {}})));
+    fails(&fixture, "server-info-named", json!({}));
+    fixture.handshake = Some(("2025-06-18".into(), json!({"serverInfo": {"name": "gw"}})));
+    fails(&fixture, "server-info-named", json!({}));
+    fixture.handshakes = Some(upstream_said(
+        json!({"serverInfo": {"name": "canary", "version": "1"}}),
+    ));
+    fixture.handshake = Some((
+        "2025-06-18".into(),
+        json!({"serverInfo": {"name": "canary", "version": "1"}}),
+    ));
+    let verdict = fixture.check("server-info-named", json!({}));
+    assert!(
+        verdict.passed && verdict.message.contains("relayed"),
+        "{}",
+        verdict.message
+    );
+    fixture.handshake = Some((
+        "2025-06-18".into(),
+        json!({"serverInfo": {"name": "gw", "version": "2"}}),
+    ));
+    let verdict = fixture.check("server-info-named", json!({}));
+    assert!(
+        verdict.passed && verdict.message.contains("its own"),
+        "{}",
+        verdict.message
+    );
+}
+
+#[test]
+fn upstream_initialized_once_counts_from_the_start() {
+    let mut fixture = Fixture::results(json!({}), json!({}));
+    fixture.handshake = Some(("2025-06-18".into(), json!({})));
+    fixture.since_start = Some(1);
+    passes(&fixture, "upstream-initialized-once", json!({}));
+    fixture.since_start = Some(2);
+    let verdict = fails(&fixture, "upstream-initialized-once", json!({}));
+    assert!(
+        verdict.message.contains("2 `initialize`"),
+        "{}",
+        verdict.message
+    );
+    fixture.handshake = None;
+    assert!(
+        !fixture
+            .check("upstream-initialized-once", json!({}))
+            .applicable
     );
 }

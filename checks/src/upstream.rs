@@ -16,6 +16,16 @@ pub struct UpstreamHandshakes {
     /// The client capabilities of each upstream `initialize`, in order (`null` where the
     /// request had none).
     pub client_capabilities: Vec<Value>,
+    /// The result of each `initialize` answer the upstream gave, in order: its capabilities
+    /// and its `serverInfo`, what the target was told of its upstream.
+    pub server_answers: Vec<Value>,
+}
+
+impl UpstreamHandshakes {
+    /// What the upstream said of itself in its latest `initialize` answer.
+    pub fn latest_answer(&self) -> Option<&Value> {
+        self.server_answers.last()
+    }
 }
 
 /// What the upstream listed of its tools over the whole run so far, page by page, and how the

@@ -272,3 +272,149 @@ fn docs_conformance_md_is_current() {
         "docs/conformance.md is out of date: run `{COMMAND}`"
     );
 }
+
+/// One real defect of a published target, as `reports/defects.yaml` states it: written by hand
+/// from the evidence and the target's source, never from relaycheck's causes.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Defect {
+    id: String,
+    what: String,
+    /// Where the defect is shown outside relaycheck (a source file, a baseline reason).
+    reference: String,
+    /// The failing results it explains: case-id globs, each optionally `@shape`.
+    results: Vec<String>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Defects {
+    /// The defects of each published run, by its folder under reports/.
+    targets: std::collections::BTreeMap<String, Vec<Defect>>,
+}
+
+/// How many causes relaycheck lists per real defect, over every published real-gateway run, at
+/// most: one defect read as several causes sends a vendor to fix what is one thing.
+const MOST_CAUSES_PER_DEFECT: f64 = 1.3;
+
+/// Causes listed against real defects: every failing result of a published real-gateway run
+/// belongs to exactly one defect of `reports/defects.yaml`, no cause is shared by two defects
+/// (so a merge of everything into one cause cannot pass), and the causes come to at most
+/// [`MOST_CAUSES_PER_DEFECT`] per defect. The table is `reports/causes-vs-defects.md`, rendered
+/// here and compared with what is committed.
+#[test]
+fn causes_count_real_defects() {
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::fmt::Write as _;
+    let path = repo().join("reports/defects.yaml");
+    let defects: Defects = yaml_serde::from_str(&std::fs::read_to_string(&path).unwrap())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let failing = |outcome: Outcome| outcome.is_failure() || outcome == Outcome::ExpectedFail;
+    let mut table = String::from(
+        "# Causes listed against real defects\n\n\
+         For each published run of a real gateway: the failing results, the causes relaycheck \
+         lists for them (summary.md `## Failures by cause`) and the real defects behind them, \
+         as `reports/defects.yaml` states each by hand from the evidence and the gateway's \
+         source. A cause never spans two defects; the aim is at most 1.3 causes per defect.\n\n\
+         Made by `cargo test --test published causes_count_real_defects` \
+         (`RELAYCHECK_RENDER_PUBLISHED=write` writes it).\n\n\
+         | run | failing results | causes | defects | causes per defect |\n|---|---:|---:|---:|---:|\n",
+    );
+    let mut details = String::new();
+    let (mut all_causes, mut all_defects) = (0usize, 0usize);
+    for (target, list) in &defects.targets {
+        let results_path = repo().join("reports").join(target).join("results.jsonl");
+        let back = jsonl::read(&results_path)
+            .unwrap_or_else(|e| panic!("{}: {e}", results_path.display()));
+        let matches = |pattern: &str, result: &relaycheck::result::CaseResult| {
+            let (case, shape) = match pattern.split_once('@') {
+                Some((case, shape)) => (case, Some(shape)),
+                None => (pattern, None),
+            };
+            relaycheck::glob::matches(case, &result.case)
+                && shape.is_none_or(|s| s == result.shape.as_str())
+        };
+        let mut causes_of: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+        let mut defect_of_cause: BTreeMap<String, &str> = BTreeMap::new();
+        let mut count = 0;
+        for result in back.results.iter().filter(|r| failing(r.outcome)) {
+            count += 1;
+            let owners: Vec<&Defect> = list
+                .iter()
+                .filter(|d| d.results.iter().any(|p| matches(p, result)))
+                .collect();
+            let [owner] = owners.as_slice() else {
+                panic!(
+                    "{target}: the failing result {} [{}] belongs to {} defect(s) of reports/defects.yaml, not one",
+                    result.case,
+                    result.shape,
+                    owners.len()
+                );
+            };
+            let cause = result.cause.clone().unwrap_or_else(|| "(no cause)".into());
+            if let Some(other) = defect_of_cause.insert(cause.clone(), &owner.id)
+                && other != owner.id
+            {
+                panic!(
+                    "{target}: the cause `{cause}` spans two defects, `{other}` and `{}`",
+                    owner.id
+                );
+            }
+            causes_of.entry(&owner.id).or_default().insert(cause);
+        }
+        for defect in list {
+            assert!(
+                causes_of.contains_key(defect.id.as_str()),
+                "{target}: defect `{}` explains no failing result of the run (stale)",
+                defect.id
+            );
+        }
+        let causes: usize = causes_of.values().map(BTreeSet::len).sum();
+        all_causes += causes;
+        all_defects += list.len();
+        let _ = writeln!(
+            table,
+            "| {target} | {count} | {causes} | {} | {:.2} |",
+            list.len(),
+            causes as f64 / list.len().max(1) as f64
+        );
+        let _ = writeln!(
+            details,
+            "\n## {target}\n\n| defect | what | causes |\n|---|---|---|"
+        );
+        for defect in list {
+            let listed: Vec<String> = causes_of[defect.id.as_str()]
+                .iter()
+                .map(|c| format!("`{}`", c.replace('|', "\\|").replace('`', "'")))
+                .collect();
+            let _ = writeln!(
+                details,
+                "| {} | {} ({}) | {} |",
+                defect.id,
+                defect.what.replace('|', "\\|"),
+                defect.reference.replace('|', "\\|"),
+                listed.join("<br>")
+            );
+        }
+    }
+    let ratio = all_causes as f64 / all_defects.max(1) as f64;
+    let _ = writeln!(
+        table,
+        "| **all** | | **{all_causes}** | **{all_defects}** | **{ratio:.2}** |"
+    );
+    table.push_str(&details);
+    eprintln!("causes per real defect: {all_causes} / {all_defects} = {ratio:.2}");
+    let committed_path = repo().join("reports/causes-vs-defects.md");
+    if std::env::var("RELAYCHECK_RENDER_PUBLISHED").as_deref() == Ok("write") {
+        std::fs::write(&committed_path, &table).unwrap();
+    }
+    let committed = std::fs::read_to_string(&committed_path).unwrap_or_default();
+    assert!(
+        committed == table,
+        "reports/causes-vs-defects.md is not what the published runs give today: RELAYCHECK_RENDER_PUBLISHED=write cargo test --test published"
+    );
+    assert!(
+        ratio <= MOST_CAUSES_PER_DEFECT,
+        "{all_causes} causes for {all_defects} real defects: {ratio:.2} per defect, more than {MOST_CAUSES_PER_DEFECT}"
+    );
+}

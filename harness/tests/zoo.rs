@@ -113,6 +113,20 @@ impl Run {
     fn message(&self, index: usize) -> &str {
         self.results[index]["message"].as_str().unwrap()
     }
+
+    fn in_shape(&self, shape: &str) -> Vec<&Value> {
+        self.results
+            .iter()
+            .filter(|r| r["shape"] == shape)
+            .collect()
+    }
+}
+
+fn outcomes_of(results: &[&Value]) -> Vec<String> {
+    results
+        .iter()
+        .map(|r| r["outcome"].as_str().unwrap().to_string())
+        .collect()
 }
 
 /// Runs relaycheck against the broken gateway started with `gateway_args`, on `cases`, one
@@ -311,7 +325,7 @@ fn a_gateway_that_refuses_a_shape_gets_one_line_for_it_and_no_failure() {
         .collect();
     assert_eq!(
         shapes.into_iter().collect::<Vec<_>>(),
-        ["2025-06-18", "2025-11-25", "2026-07-28"],
+        ["2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"],
         "--shape all runs the released revisions"
     );
     assert_eq!(got.code, 0, "{}", got.stderr);
@@ -322,7 +336,7 @@ fn a_gateway_that_refuses_a_shape_gets_one_line_for_it_and_no_failure() {
         );
         let message = result["message"].as_str().unwrap();
         match shape {
-            "2025-06-18" => assert_eq!(outcome, "pass", "{message}"),
+            "2025-03-26" | "2025-06-18" => assert_eq!(outcome, "pass", "{message}"),
             refused => {
                 assert_eq!(outcome, "not-applicable", "{refused}: {message}");
                 assert!(
@@ -355,34 +369,306 @@ fn a_gateway_that_refuses_a_shape_gets_one_line_for_it_and_no_failure() {
     assert_clean(&got);
 }
 
-/// A gateway that answers the 2026-07-28 envelope as a server of an older revision does (no
-/// `resultType`, the envelope's `_meta` ignored): the shape is one it does not speak, said once,
-/// unless its profile claims the shape.
+/// A gateway whose `server/discover` says it speaks 2026-07-28 (it relays its upstream's) and
+/// whose results then lack `resultType`, as an older revision's do: it speaks the revision by
+/// its own word, so its cases are judged and fail, never written off as not applicable.
 #[test]
-fn a_gateway_that_answers_the_envelope_as_an_older_revision_does_not_speak_it() {
+fn a_gateway_that_answers_discover_is_judged_in_the_revision() {
     let _serial = serial();
     let got = run_with(
         "old-revision",
         &relaying("old-revision", &[]),
+        &["protocol-envelope/result-type-complete-present"],
+        &["--shape", "2026-07-28"],
+    );
+    assert_eq!(got.code, 1, "{}", got.stderr);
+    assert!(!got.results.is_empty(), "{}", got.stderr);
+    for result in &got.results {
+        let message = result["message"].as_str().unwrap();
+        assert_eq!(result["outcome"], "fail", "{message}");
+        assert!(message.contains("resultType"), "{message}");
+    }
+    assert_clean(&got);
+}
+
+/// A relay that reads numbers as doubles rounds integers beyond 2^53: the case that holds it
+/// to them observes (RFC 8259 lets a parser limit precision), so the run passes, and the
+/// changed values are shown all the same, on the console, in summary.md and in report.html
+/// (the run judges no must case: `--allow-empty` lets it pass).
+#[test]
+fn a_changed_value_at_observe_is_shown_everywhere() {
+    let _serial = serial();
+    let got = run_with(
+        "doubles",
+        &relaying("doubles", &[]),
+        &["structured-content/large-integers-exact"],
+        &["--allow-empty"],
+    );
+    assert_eq!(got.code, 0, "{}", got.stderr);
+    assert_eq!(got.outcomes(), ["observed"], "{}", got.stderr);
+    assert!(
+        got.stderr.contains("OBSERVED CHANGES: 1 result(s)"),
+        "{}",
+        got.stderr
+    );
+    assert!(got.stderr.contains("9007199254740993"), "{}", got.stderr);
+    assert!(
+        got.summary.contains("## Observed changes"),
+        "{}",
+        got.summary
+    );
+    assert!(
+        got.summary.contains("observed: 1 (1 changed a value)"),
+        "{}",
+        got.summary
+    );
+    let html = std::fs::read_to_string(got.dir.join("out/report.html")).unwrap();
+    assert!(html.contains("<h2>Observed changes (1)</h2>"), "{html}");
+    assert_clean(&got);
+
+    // Relayed unchanged, the same case lists no change.
+    let got = run_with(
+        "relay",
+        &relaying("unsolicited", &[]),
+        &["structured-content/large-integers-exact"],
+        &["--allow-empty"],
+    );
+    assert!(
+        !got.summary.contains("## Observed changes"),
+        "{}",
+        got.summary
+    );
+    assert!(!got.stderr.contains("OBSERVED CHANGES"), "{}", got.stderr);
+    assert_clean(&got);
+}
+
+/// Appends `[claims] shapes` to a zoo profile: the shapes its gateway says it speaks.
+fn claiming(path: PathBuf, shapes: &[&str]) -> PathBuf {
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str(&format!("[claims]\nshapes = {shapes:?}\n"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A gateway that speaks 2025-03-26 alone answers every newer revision with its own: each is
+/// a shape it does not speak, said once, and since no must result was judged the run fails
+/// with "nothing was tested", unless the user accepts an empty run.
+#[test]
+fn a_run_that_judged_nothing_fails_unless_allowed() {
+    let _serial = serial();
+    let shapes = [
+        "--shape",
+        "2025-06-18",
+        "--shape",
+        "2025-11-25",
+        "--shape",
+        "2026-07-28",
+    ];
+    let gateway = relaying("speak-only", &["2025-03-26"]);
+    let got = run_with("speak-only", &gateway, &TWO_CASES, &shapes);
+    assert_eq!(got.code, 1, "{}", got.stderr);
+    assert!(
+        got.results.iter().all(|r| r["outcome"] == "not-applicable"),
+        "{:?}",
+        got.outcomes()
+    );
+    assert!(
+        got.stderr
+            .contains("nothing was tested: none of the 6 must result(s) was judged"),
+        "{}",
+        got.stderr
+    );
+    assert!(
+        got.summary.contains("**nothing was tested"),
+        "{}",
+        got.summary
+    );
+    let refusals: Vec<&str> = got
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("not-applicable: the target does not speak"))
+        .collect();
+    assert_eq!(refusals.len(), 3, "{refusals:?}");
+    assert!(
+        refusals[2].contains("method not found"),
+        "server/discover answered -32601: {refusals:?}"
+    );
+    assert_clean(&got);
+
+    let mut allowed = shapes.to_vec();
+    allowed.push("--allow-empty");
+    let got = run_with("speak-only", &gateway, &TWO_CASES, &allowed);
+    assert_eq!(got.code, 0, "{}", got.stderr);
+    assert_clean(&got);
+
+    // Every released revision, 2025-03-26 among them: the one it speaks is tested whole.
+    let got = run_with("speak-only", &gateway, &TWO_CASES, &["--shape", "all"]);
+    assert_eq!(got.code, 0, "{}", got.stderr);
+    let older = got.in_shape("2025-03-26");
+    assert_eq!(outcomes_of(&older), ["pass", "pass"], "{}", got.stderr);
+    assert!(!got.stderr.contains("nothing was tested"), "{}", got.stderr);
+    assert_clean(&got);
+}
+
+/// An internal error to every 2026-07-28 request is no sign of another revision: on a shape
+/// the profile claims, every case of it is a setup failure quoting the answer. Unclaimed, on
+/// stdio, it is what a dual-era client reads as a handshake-only server.
+#[test]
+fn an_internal_error_on_a_claimed_revision_is_a_setup_failure() {
+    let _serial = serial();
+    let gateway = relaying("internal-error-modern", &[]);
+    let got = run_profile(
+        "internal-error-modern",
+        |d| {
+            claiming(
+                zoo_profile("internal-error-modern", &gateway, d),
+                &["2026-07-28"],
+            )
+        },
         &TWO_CASES,
         &["--shape", "2026-07-28"],
     );
+    assert_eq!(got.code, 1, "{}", got.stderr);
+    let modern = got.in_shape("2026-07-28");
+    assert_eq!(
+        outcomes_of(&modern),
+        ["setup-fail", "setup-fail"],
+        "{}",
+        got.stderr
+    );
+    let message = modern[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("-32603") && message.contains("no sign of another revision"),
+        "{message}"
+    );
+    assert!(
+        message.contains("the profile claims 2026-07-28"),
+        "{message}"
+    );
+    assert_clean(&got);
+
+    let got = run_with(
+        "internal-error-modern",
+        &gateway,
+        &TWO_CASES,
+        &["--shape", "2026-07-28", "--allow-empty"],
+    );
     assert_eq!(got.code, 0, "{}", got.stderr);
-    let stateless: Vec<&Value> = got
-        .results
-        .iter()
-        .filter(|r| r["shape"] == "2026-07-28")
-        .collect();
-    assert!(!stateless.is_empty(), "{}", got.stderr);
-    for result in stateless {
-        let message = result["message"].as_str().unwrap();
-        assert_eq!(result["outcome"], "not-applicable", "{message}");
-        assert!(
-            message.starts_with("the target does not speak 2026-07-28: ")
-                && message.contains("as an older revision answers it"),
-            "{message}"
+    let modern = got.in_shape("2026-07-28");
+    assert_eq!(outcomes_of(&modern), ["not-applicable", "not-applicable"]);
+    let message = modern[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("dual-era client reads as a handshake-only server"),
+        "{message}"
+    );
+    assert_clean(&got);
+}
+
+/// An HTTP gateway that answers the claimed 2026-07-28 revision with 401: the profile's
+/// credentials or the gateway are at fault, not the revision; a setup failure.
+#[test]
+fn an_unauthorized_answer_on_a_claimed_revision_is_a_setup_failure() {
+    let _serial = serial();
+    let args: Vec<String> = ["http-unauthorized-modern", "{port}", "--", "{canary_url}"]
+        .map(String::from)
+        .to_vec();
+    let got = run_profile(
+        "http-unauthorized-modern",
+        |d| {
+            claiming(
+                http_zoo_profile("http-unauthorized-modern", &args, d),
+                &["2026-07-28"],
+            )
+        },
+        &TWO_CASES,
+        &["--shape", "2026-07-28"],
+    );
+    assert_eq!(got.code, 1, "{}", got.stderr);
+    let modern = got.in_shape("2026-07-28");
+    assert_eq!(
+        outcomes_of(&modern),
+        ["setup-fail", "setup-fail"],
+        "{}",
+        got.stderr
+    );
+    let message = modern[0]["message"].as_str().unwrap();
+    assert!(message.contains("HTTP 401"), "{message}");
+    assert_clean(&got);
+}
+
+/// A front that gives no session id still has its upstream sessions counted, from the
+/// upstream's side: calls over one upstream session pass, a fresh upstream session per call
+/// fails, where it used to be not applicable.
+#[test]
+fn a_sessionless_front_is_judged_on_upstream_sessions_per_call() {
+    let _serial = serial();
+    for (variant, outcome) in [(None, "pass"), (Some("per-call"), "fail")] {
+        let mut args = vec!["http-sessionless".to_string(), "{port}".to_string()];
+        args.extend(variant.map(String::from));
+        args.extend(["--".to_string(), "{canary_url}".to_string()]);
+        let got = run_profile(
+            "http-sessionless",
+            |d| http_zoo_profile("http-sessionless", &args, d),
+            &["sessions/upstream-session-kept"],
+            &["--shape", "2025-11-25"],
         );
+        let results = got.in_shape("2025-11-25");
+        assert_eq!(
+            outcomes_of(&results),
+            [outcome],
+            "{variant:?}: {}",
+            got.stderr
+        );
+        let message = results[0]["message"].as_str().unwrap();
+        let checks = results[0]["checks"].to_string();
+        assert!(
+            checks.contains("no session id"),
+            "{variant:?}: {message} {checks}"
+        );
+        assert_clean(&got);
     }
+}
+
+/// A gateway that answers `initialize` for 2025-06-18 with 2025-11-25 while its own
+/// unsupported-version error lists 2025-06-18: it claims the version by its own word, so the
+/// version echo fails, and the shape's other cases say they were not run and why.
+#[test]
+fn a_version_the_gateway_lists_and_does_not_negotiate_fails_its_echo() {
+    let _serial = serial();
+    let mut cases = TWO_CASES.to_vec();
+    cases.push("negotiation/version-echoed");
+    let got = run_with(
+        "downgrade-listed",
+        &relaying("downgrade-listed", &[]),
+        &cases,
+        &["--shape", "2025-06-18"],
+    );
+    assert_eq!(got.code, 1, "{}", got.stderr);
+    let asked = got.in_shape("2025-06-18");
+    assert_eq!(asked.len(), 3, "{}", got.stderr);
+    for result in asked {
+        let message = result["message"].as_str().unwrap();
+        if result["case"] == "negotiation/version-echoed" {
+            assert_eq!(result["outcome"], "fail", "{message}");
+            assert!(
+                message.contains("the target says it supports 2025-06-18")
+                    && message.contains("protocolVersion 2025-11-25"),
+                "{message}"
+            );
+        } else {
+            assert_eq!(result["outcome"], "not-applicable", "{message}");
+            assert!(
+                message.starts_with("not run: the target did not negotiate 2025-06-18: "),
+                "{message}"
+            );
+        }
+    }
+    assert!(
+        got.summary
+            .contains("## Shapes the target claims and did not negotiate"),
+        "{}",
+        got.summary
+    );
     assert_clean(&got);
 }
 

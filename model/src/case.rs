@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::outcome::Level;
 use crate::script::{Respond, ToolScript};
-use crate::shape::Shape;
+use crate::shape::{Feature, Shape};
 
 /// One case file: every case of one surface.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -75,11 +75,81 @@ fn default_routes() -> Vec<String> {
 }
 
 impl CaseSpec {
-    /// Whether the case runs in `shape`: its `shapes`, or every shape when it names none.
+    /// Whether the case runs in `shape`: its `shapes` (every shape when it names none), among
+    /// those that have every feature its stimulus and checks need ([`CaseSpec::needs`]).
     pub fn applies_to(&self, shape: Shape) -> bool {
         self.shapes
             .as_ref()
             .is_none_or(|shapes| shapes.contains(&shape))
+            && self.needs().iter().all(|feature| shape.has(*feature))
+    }
+
+    /// The shapes the case runs in, where that is fewer than every shape: its `shapes`, less
+    /// those without a feature it needs. `None` means all.
+    pub fn effective_shapes(&self) -> Option<Vec<Shape>> {
+        let shapes: Vec<Shape> = Shape::ALL
+            .into_iter()
+            .filter(|shape| self.applies_to(*shape))
+            .collect();
+        (shapes.len() < Shape::ALL.len()).then_some(shapes)
+    }
+
+    /// What later revisions added that the case's stimulus or checks need: a structured value,
+    /// an outputSchema, a resource link, `_meta` on a block, and so on. Read from the case as
+    /// written, so no case file has to say it twice.
+    pub fn needs(&self) -> Vec<Feature> {
+        let tool = serde_json::to_string(&self.tool).unwrap_or_default();
+        let checks = serde_json::to_string(&self.expect).unwrap_or_default();
+        let mut needs = Vec::new();
+        let structured_checks = [
+            "schema-valid",
+            "mirror-consistent",
+            "serialized-once",
+            "outputs-as-requested",
+        ];
+        let structured_canaries = ["meta", "structured_links"];
+        if tool.contains("\"structuredContent\"")
+            || checks.contains("\"/structuredContent")
+            || matches!(self.tool.respond, Some(Respond::Rows(_)))
+            || self
+                .tool
+                .canary
+                .as_deref()
+                .is_some_and(|c| structured_canaries.contains(&c))
+            || self
+                .expect
+                .iter()
+                .any(|e| structured_checks.contains(&e.check.as_str()))
+        {
+            needs.push(Feature::StructuredContent);
+        }
+        if self.tool.output_schema.is_some() || self.tool.output_variants.is_some() {
+            needs.push(Feature::OutputSchema);
+        }
+        if tool.contains("\"resource_link\"")
+            || self.tool.canary.as_deref() == Some("structured_links")
+            || self.expect.iter().any(|e| e.check.starts_with("links-"))
+        {
+            needs.push(Feature::ResourceLink);
+        }
+        if blocks_with_meta(self.tool.respond.as_ref())
+            || self.tool.canary.as_deref() == Some("meta")
+        {
+            needs.push(Feature::ContentMeta);
+        }
+        if tool.contains("\"lastModified\"") {
+            needs.push(Feature::AnnotationLastModified);
+        }
+        if tool.contains("elicitation/create") {
+            needs.push(Feature::Elicitation);
+        }
+        if checks.contains("\"completion/complete\"") && checks.contains("\"context\"") {
+            needs.push(Feature::CompletionContext);
+        }
+        if self.wants_task() {
+            needs.push(Feature::Tasks);
+        }
+        needs
     }
 
     /// The name the case's own tool gets in the canary's `tools/list`: the id with `/` and
@@ -106,7 +176,7 @@ impl CaseSpec {
             output_variants: self.tool.output_variants.clone(),
             meta: self.tool.meta.clone(),
             extra: self.tool.extra.clone(),
-            shapes: self.shapes.clone(),
+            shapes: self.effective_shapes(),
             respond,
         })
     }
@@ -118,6 +188,20 @@ impl CaseSpec {
         self.tool.canary.as_deref() == Some("task_handle")
             || matches!(self.tool.respond, Some(Respond::Task(_)))
     }
+}
+
+/// Whether a scripted result carries `_meta` on a content block or an embedded resource.
+fn blocks_with_meta(respond: Option<&Respond>) -> bool {
+    let result = match respond {
+        Some(Respond::Result(result) | Respond::RawResult(result)) => result,
+        _ => return false,
+    };
+    result
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|block| block.get("_meta").is_some() || block.pointer("/resource/_meta").is_some())
 }
 
 /// Maps a case id to a tool name: `flat-return/keeps-meta` becomes `flat_return__keeps_meta`.

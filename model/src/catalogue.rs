@@ -142,6 +142,20 @@ pub struct ShapeSpec {
     /// Array members of a result whose order the shape gives no meaning.
     #[serde(default)]
     pub unordered: Vec<Unordered>,
+    /// Result members a later revision defines and this one does not: a bridge from a later
+    /// revision may leave them out.
+    #[serde(default)]
+    pub undefined: Vec<Undefined>,
+}
+
+/// A result member the shape's revision does not define.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Undefined {
+    /// The top-level result member (`structuredContent`).
+    pub member: String,
+    /// Where the later revision adds it.
+    pub source: String,
 }
 
 /// A member whose absence the spec gives a meaning.

@@ -61,6 +61,10 @@ pub struct Observation {
     /// `out`: sha256 (hex) of what was sent, for bodies too large to log whole.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
+    /// `out`, for a result too large to log whole: the sha256 (hex) of each text block's text,
+    /// in order, so what a client got can be held to the content, not only its length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_sha256: Option<Vec<String>>,
     /// `out`: the fault acted out instead of a well-formed answer (`hang`, `close-mid-body`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<String>,

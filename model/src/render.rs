@@ -53,6 +53,12 @@ pub fn render_result(legacy: &Value, shape: Shape, requested: Option<&[Selector]
         return legacy.clone();
     };
     match shape {
+        // 2025-03-26 has no structured value: its text carries the result.
+        Shape::V2025_03_26 => {
+            let mut out = fields.clone();
+            out.shift_remove("structuredContent");
+            Value::Object(out)
+        }
         Shape::V2025_06_18 | Shape::V2025_11_25 => legacy.clone(),
         Shape::V2026_07_28 | Shape::Sep2200 => with_result_type(fields, "complete"),
         Shape::Sep3279 => render_outputs(fields, requested),

@@ -220,7 +220,7 @@ impl CaseEvent {
             source: case.spec.source.clone(),
             routes: case.spec.routes.clone(),
             untested_in_seed: case.spec.untested_in_seed.clone(),
-            shapes: case.spec.shapes.clone(),
+            shapes: case.spec.effective_shapes(),
             impact: Vec::new(),
         }
     }
@@ -353,6 +353,19 @@ impl CaseResult {
     pub fn fails_run(&self, strict: bool) -> bool {
         self.outcome.is_failure() && self.level.fails_run(strict)
     }
+
+    /// Whether one of its checks found the client holding another value than the upstream
+    /// sent: at `observe` such a result fails nothing, and is shown all the same.
+    pub fn changed_value(&self) -> bool {
+        self.checks.iter().any(|v| {
+            v.applicable && !v.passed && v.differs == Some(crate::verdict::Difference::Value)
+        })
+    }
+
+    /// An observed result that changed a value (see [`CaseResult::changed_value`]).
+    pub fn observed_change(&self) -> bool {
+        self.outcome == Outcome::Observed && self.changed_value()
+    }
 }
 
 /// The most lines, bytes per line and bytes in all of one message a report keeps: a message can
@@ -400,12 +413,28 @@ pub fn capped_line(line: &str, bytes: usize) -> String {
 /// once per shape what the target answered, from the results that carry it.
 pub const SHAPE_REFUSED: &str = "the target does not speak ";
 
+/// How the message of every result of a shape begins that the target claims (in the profile,
+/// or in its own list of the versions it supports) and yet did not negotiate: its cases were
+/// not run, and the case that checks the claim fails.
+pub const SHAPE_NOT_NEGOTIATED: &str = "not run: the target did not negotiate ";
+
 /// The shapes the target refused in these results, each with its answer, in shape order.
 pub fn refused_shapes(results: &[CaseResult]) -> Vec<(Shape, String)> {
+    shapes_said(results, SHAPE_REFUSED)
+}
+
+/// The shapes the target claims and did not negotiate, each with what it answered.
+pub fn unnegotiated_shapes(results: &[CaseResult]) -> Vec<(Shape, String)> {
+    shapes_said(results, SHAPE_NOT_NEGOTIATED)
+}
+
+/// The shapes whose not-applicable results begin with `prefix`, each with the rest of the
+/// first such message after the shape's name.
+fn shapes_said(results: &[CaseResult], prefix: &str) -> Vec<(Shape, String)> {
     let mut refused: std::collections::BTreeMap<Shape, String> = Default::default();
     for result in results {
         if result.outcome == Outcome::NotApplicable
-            && let Some(rest) = result.message.strip_prefix(SHAPE_REFUSED)
+            && let Some(rest) = result.message.strip_prefix(prefix)
         {
             refused.entry(result.shape).or_insert_with(|| {
                 rest.split_once(": ")
@@ -415,6 +444,50 @@ pub fn refused_shapes(results: &[CaseResult]) -> Vec<(Shape, String)> {
         }
     }
     refused.into_iter().collect()
+}
+
+/// Why a run tested nothing, when it did not: no `must` result was judged (passed, failed, or
+/// failed as its baseline expects), so an exit code of 0 would say a gateway passed cases that
+/// never ran. The reason names what kept the results from being judged, the commonest first.
+pub fn nothing_tested(results: &[CaseResult]) -> Option<String> {
+    let must = |r: &&CaseResult| r.level == Level::Must;
+    let judged = results.iter().filter(must).any(|r| {
+        matches!(
+            r.outcome,
+            Outcome::Pass | Outcome::Fail | Outcome::ExpectedFail
+        )
+    });
+    if judged {
+        return None;
+    }
+    let musts: Vec<&CaseResult> = results.iter().filter(must).collect();
+    if musts.is_empty() {
+        return Some(format!(
+            "nothing was tested: of {} result(s), none is of a must case",
+            results.len()
+        ));
+    }
+    let mut by_outcome: std::collections::BTreeMap<Outcome, usize> = Default::default();
+    let mut why: std::collections::BTreeMap<String, usize> = Default::default();
+    for result in &musts {
+        *by_outcome.entry(result.outcome).or_default() += 1;
+        let first_line = result.message.lines().next().unwrap_or("");
+        *why.entry(capped_line(first_line, 200)).or_default() += 1;
+    }
+    let outcomes: Vec<String> = by_outcome
+        .iter()
+        .map(|(outcome, count)| format!("{count} {outcome}"))
+        .collect();
+    let commonest = why
+        .iter()
+        .max_by_key(|(_, count)| **count)
+        .map(|(reason, _)| reason.clone())
+        .unwrap_or_default();
+    Some(format!(
+        "nothing was tested: none of the {} must result(s) was judged ({}); most often: {commonest}",
+        musts.len(),
+        outcomes.join(", ")
+    ))
 }
 
 /// The lines one start of a target wrote on its stdout that answered no call: not JSON-RPC,

@@ -251,6 +251,35 @@ pub fn north_name(route: &Route, tool: &str) -> String {
     fill_tool(route.tool.as_deref().unwrap_or("{tool}"), tool)
 }
 
+/// Which of the names a target lists is the upstream item `upstream`: the name as the upstream
+/// gave it, else the name the route's template makes of it, else the one listed name that ends
+/// in it after a separator a gateway puts between a prefix of its own and the name (`_`, `.`,
+/// `-`, `/`, `:`). Every check and every step that looks an upstream item up in a listing goes
+/// through here, so a renamed item is found alike wherever it is looked for; several names
+/// that end in it are no answer, since any pick would be a guess.
+pub fn listed_name<'a>(route: &Route, upstream: &str, listed: &[&'a str]) -> Option<&'a str> {
+    if let Some(name) = listed.iter().find(|name| **name == upstream) {
+        return Some(name);
+    }
+    let routed = north_name(route, upstream);
+    if let Some(name) = listed.iter().find(|name| **name == routed) {
+        return Some(name);
+    }
+    let prefixed: Vec<&'a str> = listed
+        .iter()
+        .copied()
+        .filter(|name| {
+            name.strip_suffix(upstream)
+                .and_then(|prefix| prefix.chars().last())
+                .is_some_and(|separator| matches!(separator, '_' | '.' | '-' | '/' | ':'))
+        })
+        .collect();
+    match prefixed.as_slice() {
+        [only] => Some(only),
+        _ => None,
+    }
+}
+
 /// The transforms a `{tool|...}` placeholder may chain, for the profile's error message.
 pub const TOOL_TRANSFORMS: &str =
     "slug, lower, upper, replace:FROM:TO (chained: `{tool|lower|replace:_:-}`)";
@@ -500,6 +529,44 @@ impl View {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_listed_name_is_found_as_written_by_template_or_by_a_prefix() {
+        let plain = Route::default();
+        let names = ["xcanary_brief", "canary_brief", "alpha_canary_brief"];
+        assert_eq!(
+            listed_name(&plain, "canary_brief", &names),
+            Some("canary_brief")
+        );
+        let templated = Route {
+            tool: Some("canary-{tool|slug}".into()),
+            ..Route::default()
+        };
+        let names = ["xcanary_brief", "canary-canary-brief"];
+        assert_eq!(
+            listed_name(&templated, "canary_brief", &names),
+            Some("canary-canary-brief")
+        );
+        // A name that only ends in it, with no separator, is another item.
+        assert_eq!(
+            listed_name(&plain, "canary_brief", &["xcanary_brief"]),
+            None
+        );
+        assert_eq!(
+            listed_name(&plain, "canary_brief", &["up.canary_brief"]),
+            Some("up.canary_brief")
+        );
+        // Two prefixed names: any pick would be a guess.
+        assert_eq!(
+            listed_name(
+                &plain,
+                "canary_brief",
+                &["a_canary_brief", "b_canary_brief"]
+            ),
+            None
+        );
+    }
+
     use super::*;
     use serde_json::json;
 

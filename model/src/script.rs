@@ -502,7 +502,7 @@ impl HandleForm {
     /// The handle form a shape uses when the script does not force one.
     pub fn for_shape(shape: Shape) -> HandleForm {
         match shape {
-            Shape::V2025_06_18 | Shape::V2025_11_25 => HandleForm::Nested,
+            Shape::V2025_03_26 | Shape::V2025_06_18 | Shape::V2025_11_25 => HandleForm::Nested,
             _ => HandleForm::Flat,
         }
     }

@@ -20,6 +20,10 @@ use std::str::FromStr;
     schemars::JsonSchema,
 )]
 pub enum Shape {
+    /// MCP 2025-03-26: the result before structuredContent, outputSchema and resource links;
+    /// `content` and `isError` alone.
+    #[serde(rename = "2025-03-26")]
+    V2025_03_26,
     /// MCP 2025-06-18: the legacy result form every other shape is rendered from.
     #[serde(rename = "2025-06-18")]
     V2025_06_18,
@@ -40,7 +44,8 @@ pub enum Shape {
 
 impl Shape {
     /// Every shape, in the order matrices and reports show them.
-    pub const ALL: [Shape; 5] = [
+    pub const ALL: [Shape; 6] = [
+        Shape::V2025_03_26,
         Shape::V2025_06_18,
         Shape::V2025_11_25,
         Shape::V2026_07_28,
@@ -49,7 +54,12 @@ impl Shape {
     ];
 
     /// The released revisions: what `--shape all` runs.
-    pub const RELEASED: [Shape; 3] = [Shape::V2025_06_18, Shape::V2025_11_25, Shape::V2026_07_28];
+    pub const RELEASED: [Shape; 4] = [
+        Shape::V2025_03_26,
+        Shape::V2025_06_18,
+        Shape::V2025_11_25,
+        Shape::V2026_07_28,
+    ];
 
     /// Drafts and closed proposals (`--shape proposals`): run only when named.
     pub const PROPOSALS: [Shape; 2] = [Shape::Sep2200, Shape::Sep3279];
@@ -62,6 +72,7 @@ impl Shape {
     /// The name cases, profiles, `--shape` and reports use.
     pub fn as_str(self) -> &'static str {
         match self {
+            Shape::V2025_03_26 => "2025-03-26",
             Shape::V2025_06_18 => "2025-06-18",
             Shape::V2025_11_25 => "2025-11-25",
             Shape::V2026_07_28 => "2026-07-28",
@@ -73,10 +84,21 @@ impl Shape {
     /// The protocol version a client speaking this shape puts on the wire.
     pub fn protocol_version(self) -> &'static str {
         match self {
+            Shape::V2025_03_26 => "2025-03-26",
             Shape::V2025_06_18 => "2025-06-18",
             Shape::V2025_11_25 => "2025-11-25",
             Shape::V2026_07_28 | Shape::Sep2200 => "2026-07-28",
             Shape::Sep3279 => "2026-12-01",
+        }
+    }
+
+    /// Whether the revision has `feature`: a case that needs one it lacks does not apply to
+    /// the shape, since its stimulus cannot be said there.
+    pub fn has(self, feature: Feature) -> bool {
+        match self {
+            Shape::V2025_03_26 => false,
+            Shape::V2025_06_18 => !matches!(feature, Feature::Tasks),
+            _ => true,
         }
     }
 
@@ -86,14 +108,53 @@ impl Shape {
         matches!(self, Shape::V2026_07_28 | Shape::Sep2200 | Shape::Sep3279)
     }
 
-    /// The shape a peer means by a negotiated protocol version; unknown versions read as the
-    /// oldest shape, which is what a server must fall back to.
+    /// The shape a peer means by a negotiated protocol version; an unknown version reads as
+    /// 2025-06-18, the legacy form every other shape is rendered from.
     pub fn from_protocol_version(version: &str) -> Shape {
         match version {
+            "2025-03-26" => Shape::V2025_03_26,
             "2025-11-25" => Shape::V2025_11_25,
             "2026-07-28" => Shape::V2026_07_28,
             "2026-12-01" => Shape::Sep3279,
             _ => Shape::V2025_06_18,
+        }
+    }
+}
+
+/// What a later revision added that a case may need: a case whose stimulus or checks need one
+/// applies only to the shapes that have it ([`Shape::has`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Feature {
+    /// `structuredContent` on a result (2025-06-18).
+    StructuredContent,
+    /// `outputSchema` on a tool (2025-06-18).
+    OutputSchema,
+    /// `resource_link` content blocks (2025-06-18).
+    ResourceLink,
+    /// `_meta` on content blocks and resources (2025-06-18).
+    ContentMeta,
+    /// `lastModified` in annotations (2025-06-18).
+    AnnotationLastModified,
+    /// `elicitation/create` (2025-06-18).
+    Elicitation,
+    /// A completion's `context` (2025-06-18).
+    CompletionContext,
+    /// Tasks (2025-11-25 core, 2026-07-28 an extension).
+    Tasks,
+}
+
+impl Feature {
+    /// The name a message gives it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Feature::StructuredContent => "structuredContent",
+            Feature::OutputSchema => "outputSchema",
+            Feature::ResourceLink => "resource_link content",
+            Feature::ContentMeta => "`_meta` on content blocks",
+            Feature::AnnotationLastModified => "`lastModified` annotations",
+            Feature::Elicitation => "elicitation",
+            Feature::CompletionContext => "a completion's `context`",
+            Feature::Tasks => "tasks",
         }
     }
 }
@@ -159,6 +220,10 @@ mod tests {
         assert_eq!(
             Shape::from_protocol_version("1999-01-01"),
             Shape::V2025_06_18
+        );
+        assert_eq!(
+            Shape::from_protocol_version("2025-03-26"),
+            Shape::V2025_03_26
         );
     }
 }

@@ -33,6 +33,24 @@ pub struct Verdict {
     /// JSON pointer); absent when they are the whole result or error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<String>,
+    /// For a check that held what the client got to what the upstream sent and found them
+    /// apart: whether a value changed or only its form. A changed value is shown wherever it
+    /// is found, at any level; a difference of form alone is information.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub differs: Option<Difference>,
+}
+
+/// What a comparison of the client's answer with the upstream's found apart.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Difference {
+    /// A value changed: a member dropped, added or rewritten, a number's value changed.
+    Value,
+    /// The same value, written otherwise (member order, a default spelled out, a number's
+    /// spelling).
+    Form,
 }
 
 /// A member that is there is `Some`, `null` included: a `null` the upstream sent is evidence,
@@ -68,6 +86,7 @@ impl Verdict {
             expected: None,
             actual: None,
             at: None,
+            differs: None,
         }
     }
 
@@ -81,6 +100,7 @@ impl Verdict {
             expected: None,
             actual: None,
             at: None,
+            differs: None,
         }
     }
 
@@ -94,6 +114,18 @@ impl Verdict {
     /// Says where in the result the compared values were read.
     pub fn at(mut self, pointer: &str) -> Verdict {
         self.at = Some(pointer.to_string());
+        self
+    }
+
+    /// Says the client's answer holds another value than the upstream's.
+    pub fn value_differs(mut self) -> Verdict {
+        self.differs = Some(Difference::Value);
+        self
+    }
+
+    /// Says the client's answer holds the upstream's value, written otherwise.
+    pub fn form_differs(mut self) -> Verdict {
+        self.differs = Some(Difference::Form);
         self
     }
 }

@@ -169,7 +169,7 @@ fn lint_sources(
         for problem in relaycheck_report::sources::lint_case_source(
             &case.spec.source,
             case.spec.level,
-            case.spec.shapes.as_deref(),
+            case.spec.effective_shapes().as_deref(),
             requirements,
         ) {
             errors.push(SpecError {
@@ -467,12 +467,6 @@ fn lint_case(case: &LoadedCase, known_surfaces: &[&str]) -> Vec<String> {
     }
     if spec.shapes.as_ref().is_some_and(Vec::is_empty) {
         problems.push("shapes is empty: leave it out to apply to every shape".into());
-    }
-    if spec.wants_task() && spec.applies_to(relaycheck_model::Shape::V2025_06_18) {
-        problems.push(
-            "a task case cannot run in 2025-06-18, which has no tasks: list its `shapes` without it"
-                .into(),
-        );
     }
     for (header, value) in &spec.tool.north_headers {
         let token = !header.is_empty()

@@ -645,12 +645,10 @@ async fn relay_request(
             .flatten()
             .filter_map(|p| p.get("name").and_then(Value::as_str))
             .collect();
-        // The upstream's own name, else one the gateway made of it (a prefix of its own).
-        let listed = names
-            .iter()
-            .find(|listed| **listed == upstream_name)
-            .or_else(|| names.iter().find(|listed| listed.ends_with(&upstream_name)))
-            .map(|name| name.to_string());
+        // Found as the listing check finds it: the upstream's own name, the route's, or one
+        // the gateway prefixed.
+        let listed = relaycheck_model::route::listed_name(&drive.route, &upstream_name, &names)
+            .map(str::to_string);
         let Some(listed) = listed else {
             return;
         };

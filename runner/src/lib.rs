@@ -13,6 +13,7 @@ pub mod catalogue;
 pub mod client;
 pub mod discover;
 pub mod drive;
+pub mod era;
 pub mod glob;
 pub mod init_target;
 pub mod notices;

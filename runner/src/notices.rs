@@ -88,13 +88,18 @@ fn listed_uri(items: &[Value], uri: &str, name: Option<&str>) -> Option<String> 
         return uri_of(item);
     }
     let name = name?;
+    let names: Vec<&str> = items
+        .iter()
+        .filter_map(|item| item.get("name").and_then(Value::as_str))
+        .collect();
+    let found = relaycheck_model::route::listed_name(
+        &relaycheck_model::route::Route::default(),
+        name,
+        &names,
+    )?;
     items
         .iter()
-        .find(|item| {
-            item.get("name").and_then(Value::as_str).is_some_and(|n| {
-                n == name || n.ends_with(&format!("_{name}")) || n.ends_with(&format!(".{name}"))
-            })
-        })
+        .find(|item| item.get("name").and_then(Value::as_str) == Some(found))
         .and_then(uri_of)
 }
 

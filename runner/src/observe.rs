@@ -232,6 +232,13 @@ impl ObservationLog {
                                 .unwrap_or(Value::Null),
                         );
                     }
+                    if observation.direction == Direction::Out
+                        && observation.method.as_deref() == Some("initialize")
+                        && let Some(result) =
+                            observation.message.as_ref().and_then(|m| m.get("result"))
+                    {
+                        index.handshakes.server_answers.push(result.clone());
+                    }
                     if observation.method.as_deref() == Some("tools/list") {
                         note_listing(&mut index.listings, &observation);
                     }

@@ -562,6 +562,16 @@ pub struct Claims {
     /// Without it, either identity passes and none is reported.
     #[serde(default)]
     pub server_info: Option<relaycheck_model::claims::ServerInfo>,
+    /// Whether the target rewrites the resource links it hands out into a namespace of its own
+    /// (link projection), so that reading one goes through it: only then may a relayed link's
+    /// `uri` differ from the upstream's. Without it, a changed `uri` is a changed value.
+    #[serde(default)]
+    pub rewrites_links: bool,
+    /// How long the target waits for an upstream's answer before it answers its client in band
+    /// (a JSON-RPC error or an isError result), when it has such a timeout and the profile
+    /// says so: a case on an upstream that never answers then waits that long and 5 s more.
+    #[serde(default)]
+    pub call_timeout_ms: Option<u64>,
 }
 
 /// The schema of a list of shape names, from [`Shape::ALL`] so it cannot drift.

@@ -14,6 +14,7 @@ pub use relaycheck_model::results::{StrayLines, TargetEvent};
 use relaycheck_model::{Outcome, Shape};
 
 use crate::catalogue::LoadedCase;
+use crate::era::Refusal;
 use crate::run::{RunPlan, drive_items, start_dir};
 use crate::target::{self, Launch};
 use relaycheck_model::results::CaseResult;
@@ -136,52 +137,86 @@ impl Starting {
 /// The shapes a run's targets refused, so the batches that start later do not start a target
 /// again only to hear the same answer.
 #[derive(Debug, Default)]
-pub(crate) struct Refused(std::sync::Mutex<std::collections::BTreeMap<Shape, String>>);
+pub(crate) struct Refused(std::sync::Mutex<std::collections::BTreeMap<Shape, Refusal>>);
 
 impl Refused {
-    fn get(&self, shape: Shape) -> Option<String> {
+    fn get(&self, shape: Shape) -> Option<Refusal> {
         let known = self.0.lock().unwrap_or_else(|p| p.into_inner());
         known.get(&shape).cloned()
     }
 
-    fn set(&self, shape: Shape, why: &str) {
+    fn set(&self, shape: Shape, refusal: &Refusal) {
         let mut known = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        known.entry(shape).or_insert_with(|| why.to_string());
+        known.entry(shape).or_insert_with(|| refusal.clone());
     }
 }
 
-/// Every item of a refused shape is not applicable, each saying what the target answered.
+/// The checks whose cases hold a target to the revision it claims: that it answers
+/// `initialize` with the version asked for, and `server/discover` naming it.
+const CLAIM_CHECKS: [&str; 2] = ["version-echoed", "discover-answered"];
+
+/// Every item of a refused shape is not applicable, each saying what the target answered;
+/// but where the shape is claimed (by the profile, or by the target's own list of the
+/// versions it supports), the cases that check the claim fail on the refusal.
 fn report_refused(
     profile: &crate::profile::Profile,
     shape: Shape,
-    why: &str,
+    refusal: &Refusal,
     items: Vec<(&LoadedCase, String)>,
     report: &mut dyn FnMut(CaseResult),
 ) {
-    let message = format!("{}{shape}: {why}", relaycheck_model::results::SHAPE_REFUSED);
-    // A version the profile names in `[claims] shapes` is one the target supports, so the
-    // lifecycle's rule holds: asked for it, the target answers with it. A shape no profile
-    // field claims is only one the target may not speak, never a failure.
-    let claimed = !shape.is_stateless() && profile.claims.shapes.contains(&shape);
+    let why = &refusal.why;
+    // A version the profile names in `[claims] shapes`, or the target lists as supported, is
+    // one the target speaks, so the lifecycle's rule holds: asked for it, the target answers
+    // with it. A shape nobody claims is only one the target may not speak, never a failure.
+    let claim = match &refusal.listed {
+        Some(listed) => Some(format!("the target says it supports {shape} ({listed})")),
+        None if profile.claims.shapes.contains(&shape) => {
+            Some(format!("the profile claims {shape} (`[claims] shapes`)"))
+        }
+        None => None,
+    };
+    let message = match &claim {
+        Some(claim) => format!(
+            "{}{shape}: {claim}, yet {why}",
+            relaycheck_model::results::SHAPE_NOT_NEGOTIATED
+        ),
+        None => format!("{}{shape}: {why}", relaycheck_model::results::SHAPE_REFUSED),
+    };
     for (case, route) in items {
-        let echoes = case.spec.expect.iter().any(|e| e.check == "version-echoed");
-        let result = if claimed && echoes {
-            let mut result = CaseResult::without_run(
+        let checks_claim = case
+            .spec
+            .expect
+            .iter()
+            .any(|e| CLAIM_CHECKS.contains(&e.check.as_str()));
+        let result = match &claim {
+            Some(claim) if checks_claim => {
+                let check = case
+                    .spec
+                    .expect
+                    .iter()
+                    .find(|e| CLAIM_CHECKS.contains(&e.check.as_str()))
+                    .map_or("version-echoed", |e| e.check.as_str());
+                let mut result = CaseResult::without_run(
+                    case,
+                    &route,
+                    shape,
+                    Outcome::Fail,
+                    format!("{check}: {claim}, yet {why}"),
+                );
+                result.checks.push(relaycheck_checks::Verdict::fail(
+                    check,
+                    format!("{claim}, yet {why}"),
+                ));
+                result
+            }
+            _ => CaseResult::without_run(
                 case,
                 &route,
                 shape,
-                Outcome::Fail,
-                format!(
-                    "version-echoed: the profile claims {shape} (`[claims] shapes`), yet {why}"
-                ),
-            );
-            result.checks.push(relaycheck_checks::Verdict::fail(
-                "version-echoed",
-                format!("the profile claims {shape}, yet {why}"),
-            ));
-            result
-        } else {
-            CaseResult::without_run(case, &route, shape, Outcome::NotApplicable, message.clone())
+                Outcome::NotApplicable,
+                message.clone(),
+            ),
         };
         report(result);
     }
@@ -204,8 +239,8 @@ pub(crate) async fn run_batch(
     // What the collateral of a broken target got before the restart, by case and route.
     let mut before: std::collections::HashMap<(String, String), String> = Default::default();
     loop {
-        if let Some(why) = refused.get(shape) {
-            report_refused(plan.profile, shape, &why, items, report);
+        if let Some(refusal) = refused.get(shape) {
+            report_refused(plan.profile, shape, &refusal, items, report);
             return;
         }
         let serves: Vec<&'static str> = items
@@ -269,12 +304,12 @@ pub(crate) async fn run_batch(
                 return;
             }
         };
-        if let Some(why) = target.session.refusal() {
-            refused.set(shape, &why);
+        if let Some(refusal) = target.session.refusal() {
+            refused.set(shape, &refusal);
             if let Ok(target) = Arc::try_unwrap(target) {
                 target.stop().await;
             }
-            report_refused(plan.profile, shape, &why, items, report);
+            report_refused(plan.profile, shape, &refusal, items, report);
             return;
         }
         let mut annotated = |mut result: CaseResult| {

@@ -454,7 +454,8 @@ where
         let timeout = profile
             .case_timeout_ms(&case.spec.id, case.spec.timeout_ms)
             .map(Duration::from_millis)
-            .unwrap_or(plan.case_timeout);
+            .unwrap_or(plan.case_timeout)
+            .max(in_band_patience(&profile, &case));
         let started = (index, route.clone());
         let run_case = run_case.clone();
         let task = tasks.spawn(async move {
@@ -487,6 +488,19 @@ where
         .collect();
     driven
 }
+
+/// How long a case that holds a target to failing in band waits: the target's own timeout, as
+/// its profile declares it, and a margin for the answer to arrive.
+fn in_band_patience(profile: &Profile, case: &LoadedCase) -> Duration {
+    let holds_in_band = case.spec.expect.iter().any(|e| e.check == "failed-in-band");
+    match profile.claims.call_timeout_ms {
+        Some(own) if holds_in_band => Duration::from_millis(own + IN_BAND_MARGIN_MS),
+        _ => Duration::ZERO,
+    }
+}
+
+/// What a case on failing in band allows past a target's declared timeout.
+const IN_BAND_MARGIN_MS: u64 = 5000;
 
 /// How many results in a row must fail alike without reaching the upstream before the
 /// target counts as broken (its upstream gone while its process lives).
@@ -672,6 +686,33 @@ async fn probe_capabilities(target: &Target, timeout: Duration) -> Vec<checks::C
     else {
         return Vec::new();
     };
+    probe_declared(target, declared, timeout).await
+}
+
+/// What the target answers when each capability its upstream declared is used through it,
+/// whether the target declares it or not.
+async fn probe_upstream_capabilities(
+    target: &Target,
+    log: &crate::observe::ObservationLog,
+    timeout: Duration,
+) -> Vec<checks::CapabilityProbe> {
+    let handshakes = log.handshakes();
+    let Some(declared) = handshakes
+        .latest_answer()
+        .and_then(|answer| answer.get("capabilities"))
+        .and_then(Value::as_object)
+    else {
+        return Vec::new();
+    };
+    probe_declared(target, declared, timeout).await
+}
+
+/// Each capability of `declared` that relaycheck probes, used once through the target.
+async fn probe_declared(
+    target: &Target,
+    declared: &Map<String, Value>,
+    timeout: Duration,
+) -> Vec<checks::CapabilityProbe> {
     let mut probes = Vec::new();
     for (capability, method) in checks::PROBED_CAPABILITIES {
         if !declared.contains_key(*capability) {
@@ -783,6 +824,76 @@ struct LeftBehind {
 }
 
 /// The tool named `name` in a `tools/list` result.
+/// The profile as it routes a call of the upstream tool `tool` through `route`: on an
+/// aggregating target `{upstream}` names the upstream the call is for, what the setup steps set
+/// (`{var:NAME}`) is filled in, and a route that finds north names in the target's listing
+/// has found this tool's. `Err` says why no name could be found.
+fn routed_for(
+    profile: &Profile,
+    case: Option<&LoadedCase>,
+    route: &str,
+    target: &Target,
+    tool: &str,
+) -> Result<Profile, String> {
+    let upstream = case.and_then(|c| c.spec.upstream.as_deref());
+    let mut routed = routed_for_upstream(profile, upstream, target);
+    if let Some(discover) = first_route_of(&routed, route).and_then(|r| r.discover) {
+        let description = crate::discover::upstream_description(case, tool);
+        let found =
+            crate::discover::north_name(discover, target.listing.as_ref(), tool, description)?;
+        if let Some(r) = first_route_mut(&mut routed, route) {
+            r.tool = Some(found);
+        }
+    }
+    Ok(routed)
+}
+
+/// The profile with its templates filled for calls meant for `upstream`.
+fn routed_for_upstream(profile: &Profile, upstream: Option<&str>, target: &Target) -> Profile {
+    profile
+        .for_upstream(upstream)
+        .with_setup_vars(&target.setup_vars)
+}
+
+/// The call after a case's own on the same session, through the same route: the named `echo`
+/// canary under a nonce of its own, whose answer carries that nonce back. Checks that accept a
+/// refusal hold it to leaving the session working ([`checks::NEXT_CALL_STEP`]).
+async fn next_call(
+    profile: &Profile,
+    case: &LoadedCase,
+    route: &str,
+    target: &Target,
+    timeout: Duration,
+) -> checks::FollowUp {
+    let nonce = fresh_nonce();
+    let mut arguments = Map::new();
+    arguments.insert(NONCE_ARG.into(), Value::String(nonce.clone()));
+    let mut extra = Map::new();
+    extra.insert("_meta".into(), serde_json::json!({"progressToken": nonce}));
+    let tool = "echo";
+    let routed = routed_for(profile, None, route, target, tool)
+        .unwrap_or_else(|_| routed_for_upstream(profile, case.spec.upstream.as_deref(), target));
+    let request = Request {
+        tool,
+        arguments: &arguments,
+        extra_params: &extra,
+        timeout,
+        listings: 0,
+        other_listings: &[],
+        relayed_requests: &[],
+        mirrors: None,
+        north_headers: &Map::new(),
+        steps: Default::default(),
+    };
+    let next = drive(&routed, route, &target.session, request).await;
+    checks::FollowUp {
+        step: checks::NEXT_CALL_STEP.into(),
+        request: next.request,
+        exchange: next.exchange,
+        view: next.view,
+    }
+}
+
 fn listed_tool<'a>(listing: Option<&'a Value>, name: &str) -> Option<&'a Value> {
     listing?
         .get("tools")?
@@ -846,42 +957,29 @@ pub async fn run_one(
             extra.insert("task".into(), serde_json::json!({"ttl": 60000}));
         } else {
             let why = if speaks == Shape::V2025_11_25 {
-                "the target's `initialize` declares no task-augmented tools/call (capabilities.tasks.requests.tools.call), so a client may not ask it for a task"
+                "the target's `initialize` declares no task-augmented tools/call (capabilities.tasks.requests.tools.call), so a client may not ask it for a task".to_string()
             } else {
-                "2025-06-18 has no tasks"
+                format!("{speaks} has no tasks")
             };
             return CaseResult::without_run(case, route, shape, Outcome::NotApplicable, why);
         }
     }
     extra.insert("_meta".into(), meta);
-    let tool_name = case.spec.tool_name();
-    // On an aggregating target, `{upstream}` in the route names the upstream the call is for;
-    // what the setup steps set (`{var:NAME}`) is filled in too.
-    let mut routed = profile
-        .for_upstream(case.spec.upstream.as_deref())
-        .with_setup_vars(&target.setup_vars);
-    let mut tool_name = tool_name;
+    let mut tool_name = case.spec.tool_name();
+    let found = if case.spec.tool.north_name.is_none() {
+        routed_for(profile, Some(case), route, target, &tool_name)
+    } else {
+        Ok(routed_for_upstream(
+            profile,
+            case.spec.upstream.as_deref(),
+            target,
+        ))
+    };
+    let mut routed = match found {
+        Ok(routed) => routed,
+        Err(why) => return CaseResult::without_run(case, route, shape, Outcome::Error, why),
+    };
     let first_kind = first_route_of(&routed, route).map(|r| (r.kind, r.discover));
-    if case.spec.tool.north_name.is_none()
-        && let Some((_, Some(discover))) = first_kind
-    {
-        let description = crate::discover::upstream_description(Some(case), &tool_name);
-        match crate::discover::north_name(
-            discover,
-            target.listing.as_ref(),
-            &tool_name,
-            description,
-        ) {
-            Ok(found) => {
-                if let Some(r) = first_route_mut(&mut routed, route) {
-                    r.tool = Some(found);
-                }
-            }
-            Err(why) => {
-                return CaseResult::without_run(case, route, shape, Outcome::Error, why);
-            }
-        }
-    }
     if let Some(north_name) = &case.spec.tool.north_name {
         let is_meta = first_kind.is_some_and(|(kind, _)| kind == crate::profile::RouteKind::Meta);
         match routed.routes.get_mut(route) {
@@ -1013,16 +1111,10 @@ pub async fn run_one(
         .unwrap_or(&target.observations);
     // A case that counts upstream sessions makes a first call of its own, so a gateway that
     // starts its upstream on first use is not counted as opening a session per call.
+    // A front that gives no session id makes its calls stand alone; they are counted the same
+    // way, from the upstream's side, since a fresh upstream session per call loses its state
+    // just the same.
     let counts_sessions = checks::gathers(&case.spec.expect, Gathers::UpstreamSessions);
-    if counts_sessions && target.session.sessionless() {
-        return CaseResult::without_run(
-            case,
-            route,
-            shape,
-            Outcome::NotApplicable,
-            "the target answered `initialize` over HTTP with no `Mcp-Session-Id`: each request stands alone, so no client session's calls could share an upstream session",
-        );
-    }
     let initializes_before = if counts_sessions {
         let first_nonce = fresh_nonce();
         let (first_arguments, first_extra) = same_call_with(&arguments, &extra, &first_nonce);
@@ -1049,6 +1141,12 @@ pub async fn run_one(
     } else {
         Vec::new()
     };
+    let upstream_capability_probes =
+        if checks::gathers(&case.spec.expect, Gathers::UpstreamCapabilityProbes) {
+            probe_upstream_capabilities(target, log, timeout).await
+        } else {
+            Vec::new()
+        };
     // A case that holds two calls apart makes the same call from a second client session at
     // the same time (from the same session, on a target that serves one client), with a nonce
     // and a progress token of its own.
@@ -1227,6 +1325,10 @@ pub async fn run_one(
     // A case whose upstream asks for input retries the call as a client would, answering with
     // the responses its script gives.
     let mut drive = drive;
+    if checks::wants_next_call(&case.spec.expect) {
+        let next = next_call(profile, case, route, target, timeout).await;
+        drive.follow_ups.push(next);
+    }
     if checks::gathers(&case.spec.expect, Gathers::InputRetry)
         && let Some(Respond::InputRequired(script)) = &case.spec.tool.respond
     {
@@ -1327,6 +1429,9 @@ pub async fn run_one(
         None => None,
     };
     let upstream_initializes = initializes_before.map(|before| log.initializes() - before);
+    // On a target of the case's own, everything its canary logged is since the target started.
+    let initializes_since_start = checks::gathers(&case.spec.expect, Gathers::HandshakesSinceStart)
+        .then(|| log.initializes());
     // Cloned from the index only for the cases that judge it: it grows with every upstream
     // session a gateway opens.
     let upstream_handshakes =
@@ -1381,11 +1486,15 @@ pub async fn run_one(
                 result,
             }),
         capability_probes: &capability_probes,
+        upstream_capability_probes: &upstream_capability_probes,
+        initializes_since_start,
         upstream_initializes,
+        front_sessionless: target.session.sessionless(),
         other_session: other_session.as_ref(),
         upstream_handshakes: upstream_handshakes.as_ref(),
         upstream_listings: upstream_listings.as_ref(),
         read_bound: profile.claims.read_bound_bytes,
+        rewrites_links: profile.claims.rewrites_links,
         served_listing: relaycheck_canary::listings::items,
         upstream_cancellations: upstream_cancellations.as_deref(),
         request: Some(&drive.request),
@@ -2037,6 +2146,7 @@ mod tests {
             message: None,
             bytes,
             sha256: None,
+            text_sha256: None,
             fault: None,
             before_initialize: false,
         };

@@ -9,6 +9,7 @@ use relaycheck_model::Shape;
 use serde_json::{Map, Value, json};
 
 use crate::client::Exchange;
+use crate::era::Refusal;
 use crate::transport::{Framing, Transport};
 
 /// The `clientInfo.name` the runner gives a target, in `initialize` and in the stateless
@@ -38,7 +39,7 @@ pub struct Session {
     /// The server's `initialize` result, for handshake shapes (its capabilities).
     initialized: Option<Value>,
     /// Why the target does not speak this session's shape, when its answers say so.
-    refusal: Mutex<Option<String>>,
+    refusal: Mutex<Option<Refusal>>,
 }
 
 /// A request as sent, and what came back.
@@ -117,12 +118,16 @@ impl Session {
                     Some(Value::String(version)) => version.clone(),
                     _ if version_refused(&reply.message) => {
                         // The lifecycle's answer to a version the server does not support is
-                        // another version; some servers answer an invalid-params error instead.
-                        session.refuse(format!(
-                            "`initialize` for {} was answered {}",
-                            shape.protocol_version(),
-                            preview(&reply.raw)
-                        ));
+                        // another version; some servers answer an invalid-params error instead,
+                        // which may list the versions they do support.
+                        let asked = shape.protocol_version();
+                        session.refuse(Refusal {
+                            why: format!(
+                                "`initialize` for {asked} was answered {}",
+                                preview(&reply.raw)
+                            ),
+                            listed: crate::era::lists(asked, "`initialize`", &call.exchange),
+                        });
                         return Ok(session);
                     }
                     _ => {
@@ -140,10 +145,10 @@ impl Session {
                 .and_then(|r| r.message.get("result"))
                 .cloned();
             if version != shape.protocol_version() {
-                session.refuse(format!(
+                session.refuse(Refusal::new(format!(
                     "it answered `initialize` for {} with protocolVersion {version}",
                     shape.protocol_version()
-                ));
+                )));
             }
             session.negotiated = Some(version);
             session
@@ -178,7 +183,7 @@ impl Session {
     }
 
     /// Why the target does not speak this session's shape, if its answers said so.
-    pub fn refusal(&self) -> Option<String> {
+    pub fn refusal(&self) -> Option<Refusal> {
         self.refusal
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -186,9 +191,41 @@ impl Session {
     }
 
     /// Records that the target does not speak this session's shape.
-    pub fn refuse(&self, why: String) {
+    pub fn refuse(&self, refusal: Refusal) {
         let mut slot = self.refusal.lock().unwrap_or_else(|p| p.into_inner());
-        slot.get_or_insert(why);
+        slot.get_or_insert(refusal);
+    }
+
+    /// Records where the target lists the version it refused as one it supports.
+    pub fn note_listed(&self, listed: String) {
+        let mut slot = self.refusal.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(refusal) = slot.as_mut() {
+            refusal.listed.get_or_insert(listed);
+        }
+    }
+
+    /// Asks the target which versions it supports, as a client of 2026-07-28 does:
+    /// `server/discover` with that revision's envelope, on a connection of its own where the
+    /// transport opens one (over stdio, on this one). A handshake-only target may answer with
+    /// an error or not at all; a modern one lists its versions, in a `DiscoverResult` or an
+    /// `UnsupportedProtocolVersionError`.
+    pub async fn discover_versions(&self, timeout: Duration) -> Exchange {
+        let modern = Shape::V2026_07_28;
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let request = json!({
+            "jsonrpc": "2.0", "id": id, "method": "server/discover",
+            "params": {"_meta": envelope(modern)}
+        });
+        let framing = Framing {
+            shape: modern,
+            negotiated: None,
+            identity: &[],
+            headers: &[],
+        };
+        match self.north.another(timeout).await {
+            Ok(Some(fresh)) => fresh.request(&request, framing, timeout).await,
+            _ => self.north.request(&request, framing, timeout).await,
+        }
     }
 
     /// Builds a request of this session's shape: stateless shapes carry the envelope in
@@ -196,15 +233,7 @@ impl Session {
     pub fn build(&self, method: &str, mut params: Value) -> Value {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         if self.shape.is_stateless() && method != "initialize" {
-            // No capabilities but those a request declares itself: a task case's call adds the
-            // tasks extension, so a plain call never invites a task.
-            let envelope = json!({
-                "io.modelcontextprotocol/protocolVersion": self.shape.protocol_version(),
-                "io.modelcontextprotocol/clientCapabilities": {},
-                "io.modelcontextprotocol/clientInfo": {
-                    "name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")
-                }
-            });
+            let envelope = envelope(self.shape);
             if !params.is_object() {
                 params = Value::Object(Map::new());
             }
@@ -373,6 +402,19 @@ impl Session {
     pub fn closed(&self) -> Option<String> {
         self.north.closed()
     }
+}
+
+/// The stateless envelope of `shape`'s requests, in their `_meta`. No capabilities but those a
+/// request declares itself: a task case's call adds the tasks extension, so a plain call never
+/// invites a task.
+fn envelope(shape: Shape) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": shape.protocol_version(),
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {
+            "name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")
+        }
+    })
 }
 
 /// Whether a JSON-RPC error answer says the request's protocol version is not spoken:

@@ -78,6 +78,33 @@ const CALL_ROUTES: [&str; 2] = ["flat", "batch"];
 /// The upstream tool the echo steps call: a named canary every canary serves.
 const ECHO: &str = "echo";
 
+/// A tool named as the catalogue names its tools (`<surface>__<behaviour>`, digits and dashes
+/// among them): a route template that mangles such names fails every case of a run, and shows
+/// here in seconds.
+const CATALOGUE_NAMED: &str = "relaycheck-smoke__name_check_3279";
+
+/// The smoke's canary script: one tool named as the catalogue's are, answering with its
+/// arguments.
+fn smoke_script() -> CanaryScript {
+    CanaryScript {
+        tools: vec![relaycheck_model::script::ToolScript {
+            name: CATALOGUE_NAMED.into(),
+            title: None,
+            description: Some(
+                "relaycheck smoke: a tool named as the catalogue names its tools".into(),
+            ),
+            input_schema: None,
+            output_schema: None,
+            output_variants: None,
+            meta: None,
+            extra: Map::new(),
+            shapes: None,
+            respond: relaycheck_model::script::Respond::Echo,
+        }],
+        list_page_size: None,
+    }
+}
+
 /// Runs the steps in order; never panics on a bad target, and stops the target it started.
 pub async fn smoke(smoke: &Smoke<'_>) -> Vec<Step> {
     let mut steps = Vec::new();
@@ -125,7 +152,7 @@ pub async fn smoke(smoke: &Smoke<'_>) -> Vec<Step> {
     let written = std::fs::create_dir_all(&smoke.workdir).and_then(|()| {
         std::fs::write(
             &script_path,
-            serde_json::to_vec(&CanaryScript::default()).unwrap_or_default(),
+            serde_json::to_vec(&smoke_script()).unwrap_or_default(),
         )
     });
     if let Err(err) = written {
@@ -217,9 +244,16 @@ pub async fn smoke(smoke: &Smoke<'_>) -> Vec<Step> {
             listing_ok = false;
         }
         Ok(names) => {
-            for route in &routes {
-                let tool = match discovered(&routed, route, ECHO, &target) {
-                    Ok(resolved) => north_tool(&resolved, route),
+            // A route that finds its names by description has no template to mangle a name.
+            let tools = routes.iter().flat_map(|route| {
+                let templated = !discovers(&routed, route);
+                std::iter::once((*route, ECHO))
+                    .chain(templated.then_some((*route, CATALOGUE_NAMED)))
+            });
+            for (route, upstream_tool) in tools {
+                let route = &route;
+                let tool = match discovered(&routed, route, upstream_tool, &target) {
+                    Ok(resolved) => north_tool(&resolved, route, upstream_tool),
                     Err(why) => {
                         listing_ok = false;
                         let field = format!("routes.{route}.discover");
@@ -234,11 +268,18 @@ pub async fn smoke(smoke: &Smoke<'_>) -> Vec<Step> {
                 };
                 if !names.contains(&tool) {
                     listing_ok = false;
+                    let whose = if upstream_tool == ECHO {
+                        String::new()
+                    } else {
+                        format!(
+                            " for the upstream tool `{upstream_tool}`, named as the catalogue names its tools (`__`, digits, dashes)"
+                        )
+                    };
                     let mut message = format!(
-                        "the route calls `{tool}`, which the target does not list; it lists: {}",
+                        "the route calls `{tool}`{whose}, which the target does not list; it lists: {}",
                         shorten(names)
                     );
-                    if let Some(template) = naming_template(names, ECHO) {
+                    if let Some(template) = naming_template(names, upstream_tool) {
                         let _ = write!(
                             message,
                             "; its names read as `{template}`: try routes.{route}.tool = \"{template}\""
@@ -263,10 +304,14 @@ pub async fn smoke(smoke: &Smoke<'_>) -> Vec<Step> {
     }
 
     for (index, route) in routes.iter().enumerate() {
-        // The echo through every call route; an error result through the first one.
+        // The echo through every call route; an error result, and a tool named as the
+        // catalogue names its tools, through the first one.
         let mut trials = vec![Trial::echo(route)];
         if index == 0 {
             trials.push(Trial::is_error(route));
+            if !discovers(&routed, route) {
+                trials.push(Trial::catalogue_named(route));
+            }
         }
         for trial in trials {
             let clock = Instant::now();
@@ -307,6 +352,14 @@ pub async fn smoke(smoke: &Smoke<'_>) -> Vec<Step> {
     }
     target.stop().await;
     steps
+}
+
+/// Whether `route` finds its north names in the target's listing (`discover`).
+fn discovers(profile: &Profile, route: &str) -> bool {
+    profile
+        .routes
+        .get(route)
+        .is_some_and(|r| r.discover.is_some())
 }
 
 /// `profile` with `route`'s north name for `tool` found in the target's listing, when the
@@ -607,9 +660,9 @@ fn naming_template(names: &BTreeSet<String>, tool: &str) -> Option<String> {
     best.map(|(_, template)| template)
 }
 
-/// The north tool a route calls for the upstream tool `echo`.
-fn north_tool(profile: &Profile, route: &str) -> String {
-    relaycheck_model::route::north_name(&profile.routes[route], ECHO)
+/// The north tool a route calls for the upstream tool `tool`.
+fn north_tool(profile: &Profile, route: &str, tool: &str) -> String {
+    relaycheck_model::route::north_name(&profile.routes[route], tool)
 }
 
 fn shorten(names: &BTreeSet<String>) -> String {
@@ -626,6 +679,29 @@ fn shorten(names: &BTreeSet<String>) -> String {
 }
 
 /// One trivial call: a named canary, its arguments, and the result it must reach the client as.
+/// The verdict on a trial whose call got no answer at all. The trial runs only on a route
+/// whose tool the target lists, and a name the target does not know is answered with an error,
+/// which is an answer: so silence is the gateway's, never the route's name.
+fn no_answer(
+    reached: bool,
+    exchange: &crate::client::Exchange,
+    north: Transport,
+) -> (Verdict, String) {
+    let what = crate::session::describe("tools/call", exchange);
+    let message = match (reached, exchange, north) {
+        (true, _, _) => {
+            format!("the canary got the call and answered, but the client got no answer: {what}")
+        }
+        (false, crate::client::Exchange::Timeout, Transport::Sse) => format!(
+            "the target took the call (its POST was accepted) but no answer came on the session's event stream, and the call never reached the canary: {what}"
+        ),
+        (false, _, _) => format!(
+            "the target lists the route's tool but gave the call no answer, and never passed it on to the canary: {what}"
+        ),
+    };
+    (Verdict::Gateway, message)
+}
+
 struct Trial {
     name: &'static str,
     tool: &'static str,
@@ -648,6 +724,24 @@ impl Trial {
         Trial {
             name: "echo",
             tool: ECHO,
+            arguments,
+            expected,
+        }
+    }
+
+    /// A tool named as the catalogue's are: the route's template must make a name the target
+    /// lists and answers, or every case of a run fails on the name.
+    fn catalogue_named(route: &str) -> Trial {
+        let mut arguments = Map::new();
+        arguments.insert(
+            "text".into(),
+            json!("relaycheck smoke: a catalogue-style name"),
+        );
+        arguments.insert(NONCE_ARG.into(), json!(nonce("catalogue-name", route)));
+        let expected = relaycheck_canary::named::echo_result(&Value::Object(arguments.clone()));
+        Trial {
+            name: "catalogue-name",
+            tool: CATALOGUE_NAMED,
             arguments,
             expected,
         }
@@ -714,19 +808,11 @@ async fn relay(
     let tool_field = format!("routes.{route}.tool");
     let args_field = format!("routes.{route}.arguments");
     let Some(reply) = driven.exchange.reply() else {
-        let what = crate::session::describe("tools/call", &driven.exchange);
-        return match received {
-            Some(_) => (
-                Verdict::Gateway,
-                format!(
-                    "the canary got the call and answered, but the client got no answer: {what}"
-                ),
-            ),
-            None => (
-                Verdict::Profile { field: tool_field },
-                format!("no answer, and the call never reached the canary: {what}"),
-            ),
-        };
+        return no_answer(
+            received.is_some(),
+            &driven.exchange,
+            profile.north.transport,
+        );
     };
     let templated = profile.routes[route].arguments.is_some();
     let Some(received) = received else {

@@ -320,7 +320,8 @@ impl Http {
                 headers.push(("mcp-name".into(), name));
             }
         } else {
-            if let Some(version) = framing.negotiated {
+            // The header came with 2025-06-18: a 2025-03-26 client sends none.
+            if let Some(version) = framing.negotiated.filter(|v| *v != "2025-03-26") {
                 headers.push(("mcp-protocol-version".into(), version.to_string()));
             }
             let slot = self.session_id.lock().unwrap_or_else(|p| p.into_inner());

@@ -167,7 +167,7 @@ fn require_catalogue(specs: Option<PathBuf>) -> anyhow::Result<Option<Catalogue>
 }
 
 /// The shapes to run: none given or `all` means the released revisions the profile claims
-/// (all three when it claims none); `proposals` the drafts and closed proposals (SEP-2200,
+/// (all four when it claims none); `proposals` the drafts and closed proposals (SEP-2200,
 /// SEP-3279); a shape named outright runs even when unclaimed, with a notice.
 fn parse_shapes(given: &[String], profile: &Profile) -> anyhow::Result<Vec<Shape>> {
     if given.is_empty() {

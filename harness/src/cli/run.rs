@@ -60,6 +60,10 @@ pub(super) struct Args {
     /// `should` failures fail the run too.
     #[arg(long)]
     strict: bool,
+    /// Exit 0 even when no `must` result was judged (every one not applicable, skipped or
+    /// not run): by default such a run fails, as nothing was tested.
+    #[arg(long)]
+    allow_empty: bool,
     /// Per-case timeout in milliseconds for cases without their own; default: the profile's
     /// `[timeouts] case_ms`, else 10000.
     #[arg(long)]
@@ -285,8 +289,18 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         .as_ref()
         .map(|b| b.stale(&results))
         .unwrap_or_default();
+    let fails_otherwise = baseline
+        .as_ref()
+        .map(|b| b.fails_otherwise(&results))
+        .unwrap_or_default();
     let failed = results.iter().any(|r| r.fails_run(args.strict));
-    let exit_code = if failed || !stale.is_empty() { 1 } else { 0 };
+    let empty = relaycheck_model::results::nothing_tested(&results).filter(|_| !args.allow_empty);
+    let exit_code = if failed || !stale.is_empty() || !fails_otherwise.is_empty() || empty.is_some()
+    {
+        1
+    } else {
+        0
+    };
 
     let mut stderr = std::io::stderr().lock();
     let rerun = |result: &CaseResult| console::rerun_command(&args.target, result, &info);
@@ -312,10 +326,24 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
                 .map(|_| &lister as &dyn Fn(usize) -> String),
         )
     );
+    let _ = write!(
+        stderr,
+        "{}",
+        console::observed_changes(&results, &catalogue.cases)
+    );
     for entry in &stale {
         let _ = writeln!(
             stderr,
             "STALE baseline entry `{entry}`: it passes now; remove it from the expected failures"
+        );
+    }
+    for entry in &fails_otherwise {
+        let _ = writeln!(
+            stderr,
+            "{}",
+            report::terminal_line(&format!(
+                "OUTDATED baseline entry `{entry}`: its case fails with another cause now (a new failure, above); list that cause or fix it"
+            ))
         );
     }
     for record in &stray_lines {
@@ -326,6 +354,13 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
             stderr,
             "not-applicable: the target does not speak {shape}: {}",
             report::terminal_line(&answer)
+        );
+    }
+    if let Some(why) = &empty {
+        let _ = writeln!(
+            stderr,
+            "{} (`--allow-empty` accepts such a run)",
+            report::terminal_line(why)
         );
     }
     drop(stderr);

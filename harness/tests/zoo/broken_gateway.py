@@ -49,6 +49,19 @@ Modes that relay to a real upstream take its argv after `--`:
             asking for one is answered with 2025-06-18 (the lifecycle's answer to a version the
             server does not support), and a stateless request carrying one in its `_meta`
             gets the 2026-07-28 UnsupportedProtocolVersion error (-32022)
+  speak-only VERSION -- CANARY...
+            relays, but speaks VERSION alone, as a handshake-only server of that revision:
+            `initialize` for any version is answered with VERSION, and `server/discover` (or
+            any request with the 2026-07-28 envelope) with method not found
+  downgrade-listed -- CANARY...
+            relays, but answers `initialize` for 2025-06-18 with 2025-11-25, while its answer
+            to a request with the 2026-07-28 envelope (-32022) lists 2025-06-18 as supported
+  internal-error-modern -- CANARY...
+            relays handshake requests, and answers every request with the 2026-07-28 envelope
+            with -32603 Internal error
+  doubles -- CANARY...
+            relays, reading every number of an answer as a JavaScript relay does, as a double:
+            integers beyond 2^53 come out rounded
   print-env FILE -- CANARY...
             writes its environment to FILE as a JSON object, then relays every call
   duplicate -- CANARY...
@@ -62,6 +75,12 @@ relay POSTs to the upstream URL after `--`:
             at call AFTER+1 it exits with code 3 unless MARKER exists, which it creates first
   http-crash-always PORT AFTER -- URL
             at call AFTER+1 it exits with code 3, in every life
+  http-unauthorized-modern PORT -- URL
+            relays, but answers every request with the 2026-07-28 envelope with HTTP 401
+  http-sessionless PORT [per-call] -- URL
+            gives its clients no session id and relays over one upstream session, opened by
+            the first `initialize`; with `per-call`, each tools/call opens an upstream session
+            of its own first
 Modes of an HTTP target that never gets going:
   http-never-ready PORT
             listens on PORT but never reads or answers: it never becomes ready
@@ -109,6 +128,7 @@ def serve_http():
         time.sleep(300)
         os._exit(0)
     crash_after = int(options[1]) if mode.startswith("http-crash") else None
+    per_call = mode == "http-sessionless" and "per-call" in options[1:]
     marker = options[2] if mode == "http-crash-once" else None
     upstream_url = upstream_argv[0] if upstream_argv else None
     state = {"calls": 0}
@@ -145,6 +165,10 @@ def serve_http():
                 is_call = json.loads(body or b"{}").get("method") == "tools/call"
             except (ValueError, AttributeError):
                 is_call = False
+            if mode == "http-unauthorized-modern" and modern_version(body):
+                self.answer(401, b'{"error": "unauthorized"}',
+                            [("Content-Type", "application/json")])
+                return
             if is_call and mode == "http-reset-first-call":
                 with lock:
                     state["calls"] += 1
@@ -165,17 +189,48 @@ def serve_http():
                         open(marker, "w").close()
                         os._exit(3)
             headers = {k: v for k, v in self.headers.items() if k.lower() in passed}
-            request = urllib.request.Request(
-                upstream_url, data=body if method == "POST" else None, headers=headers,
-                method=method)
+            if mode == "http-sessionless":
+                self.sessionless(method, body, headers, is_call)
+                return
+            status, data, kept = forward(method, body, headers)
+            self.answer(status, data, kept)
+
+        def sessionless(self, method, body, headers, is_call):
+            # The client was given no session id, so none it sends is relayed.
+            headers = {k.lower(): v for k, v in headers.items() if k.lower() != "mcp-session-id"}
             try:
-                response = urllib.request.urlopen(request, timeout=60)
-            except urllib.error.HTTPError as err:
-                response = err
-            with response:
-                data = response.read()
-                kept = [(k, v) for k, v in response.headers.items() if k.lower() in passed]
-                self.answer(response.status, data, kept)
+                message = json.loads(body or b"{}")
+            except ValueError:
+                message = {}
+            if message.get("method") == "initialize":
+                with lock:
+                    if "upstream" not in state:
+                        status, data, kept = forward(method, body, headers)
+                        state["initialize"] = body
+                        state["upstream"] = {k.lower(): v for k, v in kept}.get("mcp-session-id")
+                        state["answer"] = (status, data, kept)
+                    status, data, kept = state["answer"]
+                # Later clients get the first one's answer, under their own request id.
+                if message.get("id") is not None and data.lstrip().startswith(b"{"):
+                    answer = json.loads(data)
+                    answer["id"] = message["id"]
+                    data = json.dumps(answer).encode()
+                self.answer(status, data, without_session(kept))
+                return
+            session = state.get("upstream")
+            if per_call and is_call:
+                init = json.loads(state["initialize"])
+                init["id"] = "per-call-initialize"
+                _, _, kept = forward("POST", json.dumps(init).encode(), headers)
+                session = {k.lower(): v for k, v in kept}.get("mcp-session-id")
+                with_session = dict(headers, **{"mcp-session-id": session} if session else {})
+                forward("POST", json.dumps(
+                    {"jsonrpc": "2.0", "method": "notifications/initialized"}).encode(),
+                    with_session)
+            if session:
+                headers["mcp-session-id"] = session
+            status, data, kept = forward(method, body, headers)
+            self.answer(status, data, without_session(kept))
 
         def do_POST(self):
             self.relay("POST")
@@ -183,10 +238,36 @@ def serve_http():
         def do_DELETE(self):
             self.relay("DELETE")
 
+    def forward(method, body, headers):
+        request = urllib.request.Request(
+            upstream_url, data=body if method == "POST" else None, headers=headers,
+            method=method)
+        try:
+            response = urllib.request.urlopen(request, timeout=60)
+        except urllib.error.HTTPError as err:
+            response = err
+        with response:
+            data = response.read()
+            kept = [(k, v) for k, v in response.headers.items() if k.lower() in passed]
+            return response.status, data, kept
+
+    def without_session(headers):
+        return [(k, v) for k, v in headers if k.lower() != "mcp-session-id"]
+
     server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
     server.daemon_threads = True
     server.serve_forever()
     os._exit(0)
+
+
+def modern_version(body):
+    """The protocol version a request's 2026-07-28 envelope names, if it has one."""
+    try:
+        message = json.loads(body)
+        return ((message.get("params") or {}).get("_meta") or {}).get(
+            "io.modelcontextprotocol/protocolVersion")
+    except (ValueError, AttributeError):
+        return None
 
 
 if mode.startswith("http-"):
@@ -233,6 +314,9 @@ def relay():
                 if isinstance(answer.get("result"), dict):
                     answer["result"].pop("resultType", None)
                 line = (json.dumps(answer) + "\n").encode()
+            if mode == "doubles" and is_response:
+                answer = json.loads(line, parse_int=lambda digits: int(float(digits)))
+                line = (json.dumps(answer) + "\n").encode()
             if mode == "unsolicited" and is_response:
                 write_out(b"a log line on stdout, not JSON-RPC\n")
                 write_out(b'{"jsonrpc": "2.0", "id": "never-asked", "result": {}}\n')
@@ -274,6 +358,27 @@ def relay():
                 write_out((json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": {
                     "code": -32022, "message": "Unsupported protocol version",
                     "data": {"supported": ["2025-06-18"], "requested": asked}}}) + "\n").encode())
+                continue
+        if mode in ("speak-only", "downgrade-listed", "internal-error-modern") and isinstance(
+                message, dict):
+            params = message.get("params") or {}
+            if method == "initialize" and mode == "speak-only":
+                params["protocolVersion"] = options[0]
+                line = (json.dumps(message) + "\n").encode()
+            elif method == "initialize" and params.get("protocolVersion") == "2025-06-18":
+                params["protocolVersion"] = "2025-11-25"
+                line = (json.dumps(message) + "\n").encode()
+            elif modern_version(line) and "id" in message:
+                error = {
+                    "speak-only": {"code": -32601, "message": "Method not found"},
+                    "downgrade-listed": {
+                        "code": -32022, "message": "Unsupported protocol version",
+                        "data": {"supported": ["2025-06-18", "2025-11-25"],
+                                 "requested": modern_version(line)}},
+                    "internal-error-modern": {"code": -32603, "message": "Internal error"},
+                }[mode]
+                write_out((json.dumps({"jsonrpc": "2.0", "id": message["id"],
+                                       "error": error}) + "\n").encode())
                 continue
         if state["dead"] and isinstance(message, dict) and "id" in message:
             write_out((json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": {

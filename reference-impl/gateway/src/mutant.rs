@@ -64,6 +64,18 @@ pub enum Mutant {
     DefaultsWrittenOut,
     UnroutableAsToolResult,
     ErrorsHeldToSchema,
+    OversizedKillsSession,
+    UnroutableAsInternalError,
+    AuditErrorCodeDropped,
+    LargeTextTranscoded,
+    OptionalsWrittenNull,
+    StructuredShedWhenLarge,
+    LinksLeftUnprojected,
+    FaultsLeftHanging,
+    CapabilitiesDropped,
+    ServerInfoDropped,
+    UpstreamInitializedTwice,
+    TextResultSentTwice,
     RequestMetaDropped,
     NullArgumentsDropped,
     ProgressTokenNotMapped,
@@ -749,6 +761,78 @@ const TABLE: &[(Mutant, &str, &str, &str)] = &[
         "flat",
         "an isError result is validated against the tool's success outputSchema, and one that does not match is replaced by a schema-violation error",
     ),
+    (
+        Mutant::OversizedKillsSession,
+        "oversized-kills-session",
+        "upstream-read",
+        "an answer past the read bound is refused with -32603 \"Connection closed\" and its upstream is never asked again: every later call is answered -32603 \"Not connected\"",
+    ),
+    (
+        Mutant::UnroutableAsInternalError,
+        "unroutable-as-internal-error",
+        "flat",
+        "a tool name the gateway cannot route to an upstream is answered -32603 \"key is not defined\", as a crash in a JavaScript relay answers it",
+    ),
+    (
+        Mutant::AuditErrorCodeDropped,
+        "audit-error-code-dropped",
+        "audit",
+        "no record of a call that ended in a JSON-RPC error (its audit record, its request log line) carries the error's code",
+    ),
+    (
+        Mutant::LargeTextTranscoded,
+        "large-text-transcoded",
+        "flat",
+        "a text block over 1 MiB is rewritten to the same length (each `-` becomes `_`), as a lossy re-encoding does",
+    ),
+    (
+        Mutant::OptionalsWrittenNull,
+        "optionals-written-null",
+        "flat",
+        "a content block without annotations is relayed with `annotations: null`, as a typed model that writes absent options out does",
+    ),
+    (
+        Mutant::StructuredShedWhenLarge,
+        "structured-shed-when-large",
+        "flat",
+        "a result over 16 KiB loses its structuredContent, and the client gets only its summary text",
+    ),
+    (
+        Mutant::LinksLeftUnprojected,
+        "links-left-unprojected",
+        "links",
+        "result links are handed out as the upstream wrote them, while resources/read resolves only the gateway's own relay URIs",
+    ),
+    (
+        Mutant::CapabilitiesDropped,
+        "capabilities-dropped",
+        "initialize",
+        "`initialize` declares tools alone, and prompts/list, resources/list, resources/templates/list, completion/complete and logging/setLevel are answered as unknown methods, whatever the upstream offers",
+    ),
+    (
+        Mutant::ServerInfoDropped,
+        "server-info-dropped",
+        "initialize",
+        "`initialize` is answered with no serverInfo",
+    ),
+    (
+        Mutant::UpstreamInitializedTwice,
+        "upstream-initialized-twice",
+        "upstream-initialize",
+        "each upstream is initialized twice when the gateway starts: an upstream session no client asked for",
+    ),
+    (
+        Mutant::TextResultSentTwice,
+        "text-result-sent-twice",
+        "flat",
+        "a text-only result over 16 KiB also carries its text as structuredContent, sending it twice",
+    ),
+    (
+        Mutant::FaultsLeftHanging,
+        "faults-left-hanging",
+        "flat",
+        "the gateway sets no timeout on its upstream's calls: an upstream that never answers leaves the client waiting",
+    ),
 ];
 
 impl Mutant {
@@ -828,9 +912,9 @@ mod tests {
             assert_eq!(m.name().parse::<Mutant>(), Ok(m));
             assert!(!m.defect().is_empty());
         }
-        assert_eq!(Mutant::all().count(), 105);
+        assert_eq!(Mutant::all().count(), 117);
         let err = "nope".parse::<Mutant>().unwrap_err().to_string();
         assert!(err.contains("meta-cut-apart"), "{err}");
-        assert_eq!(Mutant::listing().lines().count(), 105);
+        assert_eq!(Mutant::listing().lines().count(), 117);
     }
 }

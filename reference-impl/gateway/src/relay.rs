@@ -98,6 +98,8 @@ pub async fn call(
     }
     let timeout = if gw.mutation.is(Mutant::UpstreamGarbageAsSuccess) {
         gw.timeout().min(GARBAGE_PATIENCE)
+    } else if gw.mutation.is(Mutant::FaultsLeftHanging) {
+        HANGING_PATIENCE
     } else {
         gw.timeout()
     };
@@ -123,6 +125,14 @@ pub async fn call(
         ending,
         duration_ms: started.elapsed().as_millis() as u64,
     }
+}
+
+/// How long the `faults-left-hanging` mutant waits on an upstream: longer than any client.
+const HANGING_PATIENCE: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// The key under which the `oversized-kills-session` mutant remembers an upstream it gave up.
+fn given_up(upstream: &str) -> String {
+    format!("given-up/{upstream}")
 }
 
 /// Reads an ending the way every route must, consuming it.
@@ -203,7 +213,9 @@ pub fn process(
             if let Some(state) = state {
                 result["requestState"] = state;
             }
-            links::rewrite(&mut result, &called.server, mutation);
+            if !mutation.is(Mutant::LinksLeftUnprojected) {
+                links::rewrite(&mut result, &called.server, mutation);
+            }
             // An answer that asks for input is not the tool's output: the outputSchema holds
             // the result the retry ends with.
             let violation = if mutation.is(Mutant::SchemaNotValidated)
@@ -433,7 +445,9 @@ pub fn audit(gw: &Gateway, caller: &Caller, called: &Called, facts: &Facts, resu
             called.nonce.as_deref().map(Cow::Borrowed)
         },
         status: Cow::Borrowed(facts.status),
-        error_code: facts.error_code,
+        error_code: facts
+            .error_code
+            .filter(|_| !gw.mutation.is(Mutant::AuditErrorCodeDropped)),
         reason: facts.reason.as_deref().map(Cow::Borrowed),
         duration_ms: called.duration_ms,
         result_bytes,
@@ -517,7 +531,16 @@ pub async fn flat(
     {
         return Answer::Relayed(answered);
     }
+    if gw.mutation.is(Mutant::OversizedKillsSession) && gw.answered(&given_up(&up.name)).is_some() {
+        return crate::gateway::rpc_error(-32603, "Not connected");
+    }
     let mut called = call(gw, caller, up, tool, upstream.clone()).await;
+    if gw.mutation.is(Mutant::OversizedKillsSession)
+        && matches!(called.ending, Ending::Oversized { .. })
+    {
+        gw.remember(given_up(&up.name), Value::Bool(true));
+        return crate::gateway::rpc_error(-32603, "Connection closed");
+    }
     if gw.mutation.is(Mutant::InputRequestsAnswered)
         && let Some(again) = declined(&called.ending, &upstream)
     {
@@ -563,6 +586,12 @@ pub fn error_mutants(error: &mut Value, mutation: Mutation) {
     }
 }
 
+/// Past this, the `large-text-transcoded` mutant rewrites a text block.
+const LARGE_TEXT_BYTES: usize = 1024 * 1024;
+
+/// Past this, the `structured-shed-when-large` mutant drops structuredContent.
+const SHED_BYTES: usize = 16 * 1024;
+
 fn flat_mutants(result: &mut Value, called: &Called, mutation: Mutation) {
     if mutation.is(Mutant::ResultSentTwice)
         && let Some(structured) = result.get("structuredContent").map(Value::to_string)
@@ -572,6 +601,37 @@ fn flat_mutants(result: &mut Value, called: &Called, mutation: Mutation) {
     }
     if mutation.is(Mutant::UnknownFieldsDropped) {
         *result = typed_round_trip(result);
+    }
+    if mutation.is(Mutant::LargeTextTranscoded) {
+        for blocks in content_arrays(result) {
+            for block in blocks.iter_mut() {
+                if let Some(Value::String(text)) = block.get_mut("text")
+                    && text.len() > LARGE_TEXT_BYTES
+                {
+                    *text = text.replace('-', "_");
+                }
+            }
+        }
+    }
+    if mutation.is(Mutant::OptionalsWrittenNull) {
+        for blocks in content_arrays(result) {
+            for block in blocks.iter_mut().filter_map(Value::as_object_mut) {
+                block.entry("annotations").or_insert(Value::Null);
+            }
+        }
+    }
+    if mutation.is(Mutant::TextResultSentTwice)
+        && result.get("structuredContent").is_none()
+        && result.to_string().len() > SHED_BYTES
+    {
+        let text = first_text(result);
+        result["structuredContent"] = json!({"result": text});
+    }
+    if mutation.is(Mutant::StructuredShedWhenLarge)
+        && result.to_string().len() > SHED_BYTES
+        && let Some(map) = result.as_object_mut()
+    {
+        map.shift_remove("structuredContent");
     }
     if mutation.is(Mutant::MetaMerged) {
         if !result.get("_meta").is_some_and(Value::is_object) {

@@ -39,7 +39,10 @@ pub async fn read(gw: &Gateway, caller: &Caller, params: &Value) -> Answer {
         return rpc_error(-32602, "Invalid params: missing string `uri`");
     };
     let not_found = || rpc_error(-32602, format!("Resource not found: {uri}"));
-    if gw.mutation.is(Mutant::LinksUnresolvable) {
+    if gw.mutation.is(Mutant::LinksUnresolvable)
+        || (gw.mutation.is(Mutant::LinksLeftUnprojected)
+            && crate::links::parse_relay_uri(uri).is_none())
+    {
         return not_found();
     }
     let Some((up, original)) = forward::resource_owner(gw, caller, uri).await else {

@@ -357,7 +357,7 @@ pub async fn handle(
             .map(Cow::Borrowed),
         nonce: nonce.map(Cow::Borrowed),
         outcome,
-        error_code,
+        error_code: error_code.filter(|_| !gw.mutation.is(Mutant::AuditErrorCodeDropped)),
         error,
     };
     gw.audit.log(&log, gw.mutation);
@@ -406,14 +406,32 @@ async fn dispatch(
             if gw.mutation.is(Mutant::CapabilityInvented) {
                 capabilities["completions"] = json!({});
             }
+            if gw.mutation.is(Mutant::CapabilitiesDropped) {
+                capabilities = json!({"tools": {"listChanged": false}});
+            }
             if version == "2025-11-25" {
                 capabilities["tasks"] = json!({"cancel": {}, "requests": {"tools": {"call": {}}}});
             }
-            Answer::Relayed(json!({
+            let mut answer = json!({
                 "protocolVersion": version,
                 "capabilities": capabilities,
                 "serverInfo": server_info(),
-            }))
+            });
+            if gw.mutation.is(Mutant::ServerInfoDropped)
+                && let Some(fields) = answer.as_object_mut()
+            {
+                fields.shift_remove("serverInfo");
+            }
+            Answer::Relayed(answer)
+        }
+        "prompts/list"
+        | "resources/list"
+        | "resources/templates/list"
+        | "completion/complete"
+        | "logging/setLevel"
+            if gw.mutation.is(Mutant::CapabilitiesDropped) && !caller.stateless =>
+        {
+            rpc_error(-32601, format!("Method not found: {method}"))
         }
         "ping" => Answer::Own(json!({})),
         "server/discover" if gw.mutation.is(Mutant::DiscoverNotServed) => {
@@ -516,6 +534,9 @@ async fn call(gw: &Arc<Gateway>, params: &Value, caller: &Caller) -> Answer {
                     return Answer::Own(crate::relay::error_result(&format!(
                         "Unknown tool: {name}"
                     )));
+                }
+                if gw.mutation.is(Mutant::UnroutableAsInternalError) {
+                    return rpc_error(-32603, "key is not defined");
                 }
                 rpc_error(-32602, format!("Unknown tool: {name}"))
             };

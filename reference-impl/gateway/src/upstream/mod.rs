@@ -172,6 +172,9 @@ impl Upstream {
             h.set_protocol_version(&up.negotiated);
         }
         up.notify("notifications/initialized", json!({})).await;
+        if mutation.is(Mutant::UpstreamInitializedTwice) {
+            up.initialize_again(timeout).await;
+        }
         Ok(up)
     }
 
