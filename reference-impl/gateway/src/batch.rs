@@ -293,7 +293,7 @@ fn pack(gw: &Gateway, caller: &Caller, index: usize, packed: Packed, share: usiz
         if cut && mutation.is(Mutant::MirrorLeftStale) {
             // The structured value is cut; the text blocks stay the upstream's, mirror and all.
             let mut view = cut_view(&full, &envelope);
-            let legacy = relaycheck_model::render::read_result(&full);
+            let legacy = crate::wire::outputs_as_legacy(&full);
             view["content"] = legacy.get("content").cloned().unwrap_or(json!([]));
             return view;
         }

@@ -225,11 +225,9 @@ mod tests {
     fn caller(identity: &str, version: &str) -> Caller {
         Caller {
             identity: Identity::new(identity),
-            shape: relaycheck_model::Shape::from_protocol_version(version),
             version: version.to_string(),
             stateless: true,
             meta: None,
-            requested: None,
             transport: "http",
             progress: None,
             cancel: None,

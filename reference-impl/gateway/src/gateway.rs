@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use relaycheck_model::Shape;
 use relaycheck_reference::{Identity, Store};
 use serde_json::Value;
 use tokio::sync::Mutex;
@@ -34,15 +33,12 @@ pub const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 #[derive(Debug, Clone)]
 pub struct Caller {
     pub identity: Identity,
-    pub shape: Shape,
     pub version: String,
     /// The request carried the 2026-07-28 stateless envelope.
     pub stateless: bool,
     /// The request's `params._meta`, passed on upstream so the upstream answers in the
     /// client's shape.
     pub meta: Option<Value>,
-    /// SEP-3279 `requestedOutputs`, for rendering the gateway's own results.
-    pub requested: Option<Vec<relaycheck_model::render::Selector>>,
     pub transport: &'static str,
     /// Where progress notifications for this request go, when its transport can carry them.
     pub progress: Option<Sink>,
@@ -173,7 +169,7 @@ impl Gateway {
         }
         // The gateway promises its clients a list's change where an upstream promises it.
         notices.declare(
-            relaycheck_model::script::ListKind::ALL
+            crate::wire::ListKind::ALL
                 .into_iter()
                 .filter(|list| upstreams.iter().any(|up| up.declares_list_changed(*list))),
         );

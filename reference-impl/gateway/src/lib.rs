@@ -44,3 +44,4 @@ pub mod secrets;
 pub mod tasks;
 pub mod tasks_relay;
 pub mod upstream;
+pub mod wire;

@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use relaycheck_model::script::ListKind;
+use crate::wire::ListKind;
 use serde_json::{Map, Value, json};
 
 use crate::gateway::{Caller, Gateway};

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
-use relaycheck_model::script::ListKind;
+use crate::wire::ListKind;
 use serde_json::{Map, Value, json};
 
 use crate::client_requests::{Back, ClientLink};

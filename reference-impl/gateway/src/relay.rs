@@ -6,8 +6,6 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use relaycheck_model::NONCE_ARG;
-use relaycheck_model::render::{read_result, read_task_handle};
 use relaycheck_reference::redact::Tally;
 use relaycheck_reference::{CallEnd, Context, TransportKind, normalize_owned};
 use serde::{Deserialize, Serialize};
@@ -18,6 +16,7 @@ use crate::gateway::{Answer, Caller, Gateway};
 use crate::mutant::{Mutant, Mutation};
 use crate::schema_pin::Pin;
 use crate::upstream::{Ending, Upstream};
+use crate::wire::{CALL_NONCE_ARG, outputs_as_legacy, task_handle};
 use crate::{links, progress, secrets, tasks};
 
 /// One upstream `tools/call`, as it ended.
@@ -84,7 +83,7 @@ pub async fn call(
 ) -> Called {
     let nonce = params
         .get("arguments")
-        .and_then(|a| a.get(NONCE_ARG))
+        .and_then(|a| a.get(CALL_NONCE_ARG))
         .and_then(Value::as_str)
         .map(str::to_string);
     // The caller's progress token goes upstream as one of the gateway's, mapped back on the
@@ -174,7 +173,7 @@ pub fn process(
                 );
                 return (Outcome::Failed { text }, facts);
             };
-            if let Some((form, upstream_id)) = read_task_handle(&result) {
+            if let Some((form, upstream_id)) = task_handle(&result) {
                 if mutation.is(Mutant::TaskHandleReadAsResult) {
                     // A CallToolResult model reads a handle as a result without content.
                     let mut read = json!({"content": []});
@@ -658,7 +657,7 @@ fn flat_mutants(result: &mut Value, called: &Called, mutation: Mutation) {
     }
     if mutation.is(Mutant::OutputsFlattened) && result.get("outputs").is_some() {
         // The legacy reading of the outputs, with resultType and the rest kept.
-        let legacy = read_result(result);
+        let legacy = outputs_as_legacy(result);
         if let (Some(map), Value::Object(legacy)) = (result.as_object_mut(), legacy) {
             map.shift_remove("outputs");
             for k in ["content", "structuredContent"] {

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use relaycheck_model::script::HandleForm;
+use crate::wire::HandleForm;
 use relaycheck_reference::Identity;
 use serde_json::{Value, json};
 

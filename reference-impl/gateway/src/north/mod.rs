@@ -10,8 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use relaycheck_model::Shape;
-use relaycheck_model::render::Selector;
+use crate::wire::{CALL_NONCE_ARG, ListKind};
 use relaycheck_reference::Identity;
 use serde_json::{Map, Value, json};
 
@@ -219,11 +218,9 @@ pub fn caller_of(
     };
     Caller {
         identity: identity.clone(),
-        shape: Shape::from_protocol_version(&version),
         version,
         stateless,
         meta,
-        requested: params.and_then(Selector::read_requested),
         transport,
         progress: None,
         cancel: None,
@@ -317,7 +314,7 @@ pub async fn handle(
     let duration_ms = started.elapsed().as_millis() as u64;
     let nonce = params
         .and_then(|p| p.get("arguments"))
-        .and_then(|a| a.get(relaycheck_model::NONCE_ARG))
+        .and_then(|a| a.get(CALL_NONCE_ARG))
         .and_then(Value::as_str)
         .filter(|_| !gw.mutation.is(Mutant::AuditWithoutCallId));
     if gw.mutation.is(Mutant::ArgumentsLoggedRaw)
@@ -396,7 +393,7 @@ async fn dispatch(
             }
             forward::declare(gw, &mut capabilities);
             // A list's changes are told where an upstream tells them (`crate::notices`).
-            for list in relaycheck_model::script::ListKind::ALL {
+            for list in ListKind::ALL {
                 if gw.notices.declares(list) && capabilities[list.as_str()].is_object() {
                     capabilities[list.as_str()]["listChanged"] = json!(true);
                 }
@@ -447,7 +444,7 @@ async fn dispatch(
             }
             forward::declare(gw, &mut capabilities);
             // A list's changes reach a listen stream where an upstream tells them.
-            for list in relaycheck_model::script::ListKind::ALL {
+            for list in ListKind::ALL {
                 if gw.notices.declares(list) && capabilities[list.as_str()].is_object() {
                     capabilities[list.as_str()]["listChanged"] = json!(true);
                 }

@@ -373,7 +373,7 @@ impl Upstream {
     }
 
     /// Whether the upstream promised to say when `list` changes (`listChanged: true`).
-    pub fn declares_list_changed(&self, list: relaycheck_model::script::ListKind) -> bool {
+    pub fn declares_list_changed(&self, list: crate::wire::ListKind) -> bool {
         self.capabilities
             .get(list.as_str())
             .and_then(|c| c.get("listChanged"))
