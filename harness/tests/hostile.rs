@@ -713,25 +713,38 @@ fn an_error_shows_the_controls_it_quotes_as_escapes() {
     assert!(ran.stderr.contains("\\x1b[2J\\rkey"), "{}", ran.stderr);
 }
 
-/// The secrets a profile supplies (URL userinfo and `api_key`, an authorization header, a
-/// `start.env` token) reach no file under `--out` and no console line, though the run's
-/// setup failure quotes the URL and the target's stderr (written before its `LISTENING` line,
-/// so before the runner's first request fails) echoes the header and the token.
+/// The secrets a profile supplies (URL userinfo, `api_key`, `sig` and a token in the URL's path,
+/// an authorization header, a `start.env` token, and a database URL's password and a generated
+/// token under names that do not look secret) reach no file under `--out` and no console line,
+/// plain or base64-encoded, though the run's setup failure quotes the URL and the target's
+/// stderr (written before its `LISTENING` line, so before the runner's first request fails)
+/// echoes the header, the tokens, the database URL and a token in base64.
 #[test]
 fn secrets_the_profile_supplies_are_masked_everywhere() {
     let dir = scratch("secrets");
     let profile = dir.join("leaky.toml");
     std::fs::write(
         &profile,
-        "name = \"leaky\"\ndescription = \"an HTTP target that never listens\"\n\
-         [start]\n\
-         command = [\"sh\", \"-c\", \"echo \\\"got $MY_TOKEN and $ECHOED\\\" >&2; echo LISTENING now; exec sleep 30\"]\n\
-         ready = \"listening-line\"\ntimeout_ms = 3000\n\
-         [start.env]\nMY_TOKEN = \"envsecret-999\"\nECHOED = \"Bearer tok-abcdef123\"\n\
-         [north]\ntransport = \"http\"\n\
-         url = \"http://user:hunter2pass@127.0.0.1:{port}/mcp?api_key=sk-live-123456\"\n\
-         headers = { authorization = \"Bearer tok-abcdef123\" }\n\
-         [canary]\ntransport = \"stdio\"\n[routes.flat]\ntool = \"{tool}\"\n",
+        r#"name = "leaky"
+description = "an HTTP target that never listens"
+[start]
+command = ["sh", "-c", "echo \"got $MY_TOKEN and $ECHOED\" >&2; echo \"db $DATABASE_URL pat $GH_PAT\" >&2; printf %s \"$GH_PAT\" | base64 >&2; echo LISTENING now; exec sleep 30"]
+ready = "listening-line"
+timeout_ms = 3000
+[start.env]
+MY_TOKEN = "envsecret-999"
+ECHOED = "Bearer tok-abcdef123"
+DATABASE_URL = "postgres://app:dbpass-9f8e7d@db.internal:5432/app"
+GH_PAT = "tok_R4nd0mT0k3nV4lu3F0rT3st1ng0nly1234"
+[north]
+transport = "http"
+url = "http://user:hunter2pass@127.0.0.1:{port}/hook/Zk3pQ9rT2vX8mN4bL6cJ1hG5/mcp?api_key=sk-live-123456&sig=s1gn4tur3v4lue"
+headers = { authorization = "Bearer tok-abcdef123" }
+[canary]
+transport = "stdio"
+[routes.flat]
+tool = "{tool}"
+"#,
     )
     .unwrap();
     let out = dir.join("out");
@@ -745,11 +758,21 @@ fn secrets_the_profile_supplies_are_masked_everywhere() {
     assert!(message.contains("http://***@127.0.0.1:"), "{message}");
     assert!(message.contains("api_key=***"), "{message}");
     assert!(message.contains("got *** and ***"), "{message}");
+    assert!(
+        message.contains("db postgres://***@db.internal"),
+        "{message}"
+    );
     let secrets = [
         "hunter2pass",
         "sk-live-123456",
         "tok-abcdef123",
         "envsecret-999",
+        "dbpass-9f8e7d",
+        "tok_R4nd0mT0k3nV4lu3F0rT3st1ng0nly1234",
+        // The same token in base64, as the target printed it.
+        "dG9rX1I0bmQwbVQwazNuVjRsdTNGMHJUM3N0MW5nMG5seTEyMzQ=",
+        "Zk3pQ9rT2vX8mN4bL6cJ1hG5",
+        "s1gn4tur3v4lue",
     ];
     let mut places = vec![
         ("stdout".to_string(), ran.stdout),

@@ -256,6 +256,80 @@ pub fn mask_text(text: &str, secrets: &[String]) -> String {
     mask_cut_secrets(&out, secrets)
 }
 
+/// The shortest encoded form of a secret masked: a shorter run of base64 or hex would match
+/// ordinary encoded text by chance.
+const MIN_ENCODED_BYTES: usize = 12;
+
+/// `secrets` and, beside each, the forms a target may show it in: base64 (standard and
+/// URL-safe, padded and not, and the characters that stand for it alone from each of the three
+/// byte offsets it can sit at inside a longer encoded text, as a password does inside a Basic
+/// credential), hex in either case, and percent-encoding. Longest first, as [`mask_text`]
+/// wants them. A target that echoes a credential encoded leaks it as surely as one that
+/// echoes it plain.
+pub fn with_encodings(secrets: &[String]) -> Vec<String> {
+    use base64::Engine;
+    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+    let mut out: Vec<String> = secrets.to_vec();
+    for secret in secrets {
+        let bytes = secret.as_bytes();
+        let mut forms = vec![
+            STANDARD.encode(bytes),
+            URL_SAFE.encode(bytes),
+            hex(bytes, false),
+            hex(bytes, true),
+            percent_encoded(secret),
+        ];
+        for offset in 0..3usize {
+            let mut shifted = vec![0u8; offset];
+            shifted.extend_from_slice(bytes);
+            // A character of base64 holds six bits: those wholly inside the secret's bits
+            // depend on nothing around it.
+            let first = (8 * offset).div_ceil(6);
+            let end = 8 * (offset + bytes.len()) / 6;
+            for engine in [&STANDARD_NO_PAD, &URL_SAFE_NO_PAD] {
+                let encoded = engine.encode(&shifted);
+                if let Some(core) = encoded.get(first..end) {
+                    forms.push(core.to_string());
+                }
+            }
+        }
+        out.extend(
+            forms
+                .into_iter()
+                .filter(|form| form.len() >= MIN_ENCODED_BYTES && form != secret),
+        );
+    }
+    out.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    out.dedup();
+    out
+}
+
+fn hex(bytes: &[u8], upper: bool) -> String {
+    let digits = if upper {
+        b"0123456789ABCDEF"
+    } else {
+        b"0123456789abcdef"
+    };
+    bytes
+        .iter()
+        .flat_map(|b| [digits[usize::from(b >> 4)], digits[usize::from(b & 15)]])
+        .map(char::from)
+        .collect()
+}
+
+/// Every byte but RFC 3986's unreserved characters as `%XX`.
+fn percent_encoded(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                char::from(b).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
 /// Where a preview ends a text with `…`, a secret it cut leaves its first bytes before it:
 /// those are masked too, from four bytes on.
 fn mask_cut_secrets(text: &str, secrets: &[String]) -> String {
@@ -539,6 +613,40 @@ mod tests {
         let all = serde_json::to_string(&event).unwrap();
         assert!(!all.contains("tok-abc"), "{all}");
         assert!(event.cause.ends_with("token ***"), "{}", event.cause);
+    }
+
+    #[test]
+    fn a_secret_is_masked_in_the_encodings_a_target_may_show_it_in() {
+        use base64::Engine;
+        use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+        let secret = "hunter2/is the+password";
+        let secrets = with_encodings(&[secret.to_string()]);
+        let hex: String = secret.bytes().map(|b| format!("{b:02x}")).collect();
+        let echoed = [
+            format!("auth {}", STANDARD.encode(secret)),
+            format!("token={}", URL_SAFE_NO_PAD.encode(secret)),
+            // Inside a Basic credential the password sits one, two or three bytes in.
+            format!("Basic {}", STANDARD.encode(format!("u:{secret}"))),
+            format!("Basic {}", STANDARD.encode(format!("ab:{secret}"))),
+            format!("Basic {}", STANDARD.encode(format!("abc:{secret}"))),
+            format!("digest {hex} and {}", hex.to_uppercase()),
+            "url ?p=hunter2%2Fis%20the%2Bpassword".to_string(),
+        ];
+        for text in echoed {
+            let masked = mask_text(&text, &secrets);
+            assert!(masked.contains(MASK), "{text} -> {masked}");
+            for shown in [&STANDARD.encode(secret)[..12], &hex[..12]] {
+                assert!(!masked.contains(shown), "{text} -> {masked}");
+            }
+        }
+        // Ordinary encoded text is left alone: no form is shorter than the floor.
+        let short = with_encodings(&["abcd".to_string()]);
+        assert!(
+            short.iter().all(|s| s == "abcd" || s.len() >= 12),
+            "{short:?}"
+        );
+        assert_eq!(mask_text("YWJj and 61626364", &short), "YWJj and 61626364");
+        assert!(secrets.windows(2).all(|w| w[0].len() >= w[1].len()));
     }
 
     #[test]

@@ -323,6 +323,11 @@ pub struct Start {
     /// in every report and console line, as those with secret-looking names are.
     #[serde(default)]
     pub secret_env: Vec<String>,
+    /// Names of `env` variables whose values are public: never masked. Every other value is
+    /// searched for what reads as a credential (a URL's userinfo and query values, a long
+    /// generated string), whatever its name.
+    #[serde(default)]
+    pub public_env: Vec<String>,
     /// A config file template, relative to the profile file; its placeholders are filled and
     /// the result written to `config_path` before start. Goes with `config_path`.
     #[serde(default)]
@@ -707,6 +712,18 @@ impl Profile {
                 return Err(invalid(
                     "start.secret_env",
                     &format!("names `{name}`, which `start.env` does not set"),
+                ));
+            }
+            if let Some(name) = start
+                .public_env
+                .iter()
+                .find(|n| !start.env.contains_key(*n) || start.secret_env.contains(*n))
+            {
+                return Err(invalid(
+                    "start.public_env",
+                    &format!(
+                        "names `{name}`, which `start.env` does not set or `start.secret_env` calls secret"
+                    ),
                 ));
             }
             if start.config_template.is_some() != start.config_path.is_some() {
@@ -1340,6 +1357,17 @@ const SECRET_PARAMETERS: &[&str] = &[
     "password",
     "auth",
     "signature",
+    "sig",
+    "session",
+    "sessionid",
+    "sid",
+    "code",
+    "jwt",
+    "pat",
+    "credential",
+    "credentials",
+    "pwd",
+    "pass",
 ];
 
 /// Headers whose values describe the request, never a credential: not masked, so a profile's
@@ -1400,12 +1428,17 @@ pub fn secret_header(name: &str) -> bool {
 
 impl Profile {
     /// The secrets this profile gives the target or sends it, longest first: what reports and
-    /// the console must show as `***` (see `report::mask`). They are the userinfo of
-    /// `north.url` (and its password alone) and its query values whose names look like secrets
-    /// (`SECRET_PARAMETERS`), each also percent-decoded; every value of `north.headers` and of
-    /// `north.identities.*` but those of `PLAIN_HEADERS`, and the credential after a scheme
-    /// word (`Bearer tok` gives `tok` too); and the `start.env` values listed in `start.secret_env` or whose names look like
-    /// secrets (`SECRET_ENV_WORDS`). Values shorter than [`MIN_SECRET_BYTES`] are left out.
+    /// the console must show as `***` (see `report::mask`). Every value the profile hands the
+    /// target is a candidate. From a URL (`north.url`, a setup request's, one in a `start.env`
+    /// value or a command argument): its userinfo and password, its query values whose names
+    /// look like secrets (`SECRET_PARAMETERS`), and its path segments and query values that read
+    /// as generated credentials, each also percent-decoded. Every value of `north.headers` and
+    /// of `north.identities.*` but those of `PLAIN_HEADERS`, and the credential after a scheme
+    /// word (`Bearer tok` gives `tok` too). The `start.env` values listed in
+    /// `start.secret_env` or whose names look like secrets (`SECRET_ENV_WORDS`), and in any
+    /// other value not listed in `start.public_env`, the words that read as generated
+    /// credentials. Each comes with its common encodings (`report::with_encodings`). Values
+    /// shorter than [`MIN_SECRET_BYTES`] are left out.
     pub fn secrets(&self) -> Vec<String> {
         let mut found = Vec::new();
         if let Some(url) = &self.north.url {
@@ -1430,12 +1463,22 @@ impl Profile {
                 // every `false` in every report.
                 let looks_secret = SECRET_ENV_WORDS.iter().any(|word| upper.contains(word))
                     && !plain_setting(value);
+                if start.public_env.contains(name) {
+                    continue;
+                }
                 if start.secret_env.contains(name) || looks_secret {
                     found.push(value.clone());
                 }
+                value_secrets(value, &mut found);
+            }
+            for argument in &start.command {
+                value_secrets(argument, &mut found);
             }
         }
         for step in &self.setup {
+            if let Some(http) = &step.http {
+                url_secrets(&http.url, &mut found);
+            }
             let headers = step.http.iter().flat_map(|http| http.headers.iter());
             for (name, value) in headers {
                 if secret_header(name) && !value.contains("{var:") {
@@ -1445,9 +1488,7 @@ impl Profile {
         }
         found.extend(runtime_secrets());
         found.retain(|secret| secret.len() >= MIN_SECRET_BYTES);
-        found.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-        found.dedup();
-        found
+        relaycheck_report::with_encodings(&found)
     }
 }
 
@@ -1458,7 +1499,66 @@ fn plain_setting(value: &str) -> bool {
         || (!value.is_empty() && value.chars().all(|c| c.is_ascii_digit()))
 }
 
-/// The secrets of a URL: its userinfo and password, and its secret-looking query values.
+/// The shortest word that can read as a generated credential: shorter random strings are
+/// rarely credentials, and longer ordinary words are rarely this varied.
+const GENERATED_MIN_BYTES: usize = 20;
+
+/// Whether `word` reads as a generated credential (a token, a key, a webhook path's secret)
+/// rather than a word, a path, an option or a template: long, made of the characters tokens
+/// use, letters and digits mixed, and varied (at least three bits of Shannon entropy per
+/// character; English words and repeated characters have less).
+fn looks_generated(word: &str) -> bool {
+    let token_byte = |b: u8| b.is_ascii_alphanumeric() || b"-_+/=.~".contains(&b);
+    if word.len() < GENERATED_MIN_BYTES
+        || !word.bytes().all(token_byte)
+        || word.starts_with(['/', '.', '~', '-'])
+        || word.contains("/.")
+        || word.contains("./")
+        || !word.bytes().any(|b| b.is_ascii_digit())
+        || !word.bytes().any(|b| b.is_ascii_alphabetic())
+    {
+        return false;
+    }
+    let mut counts = [0usize; 256];
+    for b in word.bytes() {
+        counts[usize::from(b)] += 1;
+    }
+    let len = word.len() as f64;
+    let bits: f64 = counts
+        .iter()
+        .filter(|&&n| n > 0)
+        .map(|&n| {
+            let p = n as f64 / len;
+            -p * p.log2()
+        })
+        .sum();
+    bits >= 3.0
+}
+
+/// The secrets of a value the profile hands the target: the secrets of every URL in it, and
+/// every word (or the value after an `=` in one, as in `--token=...`) that reads as a generated
+/// credential. A placeholder is no secret: words holding one are passed over.
+fn value_secrets(value: &str, found: &mut Vec<String>) {
+    for word in value.split(|c: char| c.is_whitespace() || ",;'\"<>()[]".contains(c)) {
+        if word.contains("://") {
+            url_secrets(word, found);
+            continue;
+        }
+        if word.contains('{') {
+            continue;
+        }
+        if looks_generated(word) {
+            found.push(word.to_string());
+        } else if let Some((_, after)) = word.split_once('=')
+            && looks_generated(after)
+        {
+            found.push(after.to_string());
+        }
+    }
+}
+
+/// The secrets of a URL: its userinfo and password, its secret-looking query values, and its
+/// path segments and query values that read as generated credentials.
 fn url_secrets(url: &str, found: &mut Vec<String>) {
     let mut push = |value: &str| {
         found.push(value.to_string());
@@ -1475,6 +1575,15 @@ fn url_secrets(url: &str, found: &mut Vec<String>) {
             push(password);
         }
     }
+    let path = rest[authority.len()..]
+        .split(['?', '#'])
+        .next()
+        .unwrap_or_default();
+    for segment in path.split('/') {
+        if looks_generated(&percent_decode(segment)) {
+            push(segment);
+        }
+    }
     let Some((_, query)) = rest.split_once('?') else {
         return;
     };
@@ -1488,7 +1597,7 @@ fn url_secrets(url: &str, found: &mut Vec<String>) {
             || name
                 .split(['-', '_', '.'])
                 .any(|part| SECRET_PARAMETERS.contains(&part));
-        if secret && !value.is_empty() {
+        if (secret || looks_generated(&percent_decode(value))) && !value.is_empty() {
             push(value);
         }
     }
@@ -2172,7 +2281,7 @@ mod tests {
             PLAIN_BUT_SECRET='listed-value'\nLOG_LEVEL='debug-verbose'\nSHORT_TOKEN='abc'\n\
             PASSWORD_CHANGE_ENFORCEMENT_ENABLED='false'\nTOKEN_EXPIRY='480'\n";
         let profile = Profile::parse(Path::new("t.toml"), text).unwrap();
-        let secrets = profile.secrets();
+        let plain = profile.secrets();
         for secret in [
             "user:hunter2pass",
             "hunter2pass",
@@ -2190,8 +2299,8 @@ mod tests {
             "listed-value",
         ] {
             assert!(
-                secrets.iter().any(|s| s == secret),
-                "{secret} not in {secrets:?}"
+                plain.iter().any(|s| s == secret),
+                "{secret} not in {plain:?}"
             );
         }
         // A switch or a number under a secret-looking name is a setting, not a secret.
@@ -2203,15 +2312,92 @@ mod tests {
             "false",
             "480",
         ] {
-            assert!(!secrets.iter().any(|s| s == not), "{not} in {secrets:?}");
+            assert!(!plain.iter().any(|s| s == not), "{not} in {plain:?}");
         }
         assert!(
-            secrets.windows(2).all(|w| w[0].len() >= w[1].len()),
-            "longest first: {secrets:?}"
+            plain.windows(2).all(|w| w[0].len() >= w[1].len()),
+            "longest first: {plain:?}"
         );
         let unknown = text.replace("secret_env=['PLAIN_BUT_SECRET']", "secret_env=['NOT_SET']");
         let err = Profile::parse(Path::new("t.toml"), &unknown).unwrap_err();
         assert_eq!(err.field(), Some("start.secret_env"), "{err}");
+    }
+
+    #[test]
+    fn credentials_under_plain_names_are_secrets_and_public_values_are_not() {
+        let text = "name='x'\ndescription='d'\ncanary={transport='stdio'}\n[routes.flat]\ntool='x'\n\
+            [north]\ntransport='http'\n\
+            url='http://127.0.0.1:{port}/hook/Zk3pQ9rT2vX8mN4bL6cJ1hG5/mcp?sig=s1gn4tur3v4lue&session=sess-77aa&page=2'\n\
+            [start]\ncommand=['gw', '--upstream=tok_9Rk2LmP4vN7sK1tY6wE3uJ8q', '--port', '{port}', '--config', '{workdir}/gateway-config-2025.json']\n\
+            ready='http'\nready_path='/health'\npublic_env=['BUILD_ID']\n\
+            [start.env]\nDATABASE_URL='postgres://app:dbpass-9f8e7d@db.internal:5432/app'\n\
+            SLACK_WEBHOOK_URL='https://hooks.example.test/services/T0AAAAAAA/B0BBBBBBB/Xq8Zr2LmP4vN7sK1tY6wE3uJ'\n\
+            SENTRY_DSN='https://0f1e2d3c4b5a69788796a5b4c3d2e1f0@o1.ingest.example.test/42'\n\
+            GH_PAT='tok_R4nd0mT0k3nV4lu3F0rT3st1ng0nly1234'\n\
+            BUILD_ID='AbC123dEf456GhI789jKl0MnO'\nNODE_OPTIONS='--max-old-space-size=4096'\n\
+            CACHE_DIR='/home/runner/.cache/relaycheck/node-modules-2025'\n";
+        let profile = Profile::parse(Path::new("t.toml"), text).unwrap();
+        let secrets = profile.secrets();
+        for secret in [
+            "app:dbpass-9f8e7d",
+            "dbpass-9f8e7d",
+            "Xq8Zr2LmP4vN7sK1tY6wE3uJ",
+            "0f1e2d3c4b5a69788796a5b4c3d2e1f0",
+            "tok_R4nd0mT0k3nV4lu3F0rT3st1ng0nly1234",
+            "tok_9Rk2LmP4vN7sK1tY6wE3uJ8q",
+            "Zk3pQ9rT2vX8mN4bL6cJ1hG5",
+            "s1gn4tur3v4lue",
+            "sess-77aa",
+        ] {
+            assert!(
+                secrets.iter().any(|s| s == secret),
+                "{secret} not in {secrets:?}"
+            );
+        }
+        // And their encodings: the password in base64, as a Basic credential would carry it.
+        assert!(
+            secrets.iter().any(|s| s == "ZGJwYXNzLTlmOGU3ZA=="),
+            "{secrets:?}"
+        );
+        // What is declared public, options, paths, ports and page numbers are not secrets.
+        for not in [
+            "AbC123dEf456GhI789jKl0MnO",
+            "--max-old-space-size=4096",
+            "4096",
+            "/home/runner/.cache/relaycheck/node-modules-2025",
+            "gateway-config-2025.json",
+            "5432",
+            "2",
+        ] {
+            assert!(!secrets.iter().any(|s| s == not), "{not} in {secrets:?}");
+        }
+        let both = text.replace(
+            "public_env=['BUILD_ID']",
+            "public_env=['BUILD_ID']\nsecret_env=['BUILD_ID']",
+        );
+        let err = Profile::parse(Path::new("t.toml"), &both).unwrap_err();
+        assert_eq!(err.field(), Some("start.public_env"), "{err}");
+    }
+
+    #[test]
+    fn generated_credentials_are_told_from_words_paths_and_options() {
+        for generated in [
+            "Xq8Zr2LmP4vN7sK1tY6wE3uJ",
+            "0f1e2d3c4b5a69788796a5b4c3d2e1f0",
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjMifQ.c2lnbmF0dXJlMTIz",
+        ] {
+            assert!(super::looks_generated(generated), "{generated}");
+        }
+        for word in [
+            "supergateway-4.0.0",
+            "streamableHttpTransport",
+            "--max-old-space-size=4096",
+            "/usr/lib/node_modules/pkg2/dist/index.js",
+            "aaaaaaaaaaaaaaaaaaaa1111",
+            "2026-07-28T12:00:00.000Z",
+        ] {
+            assert!(!super::looks_generated(word), "{word}");
+        }
     }
 
     #[test]
