@@ -1184,3 +1184,46 @@ fn a_notification_flood_for_a_call_keeps_a_bounded_number_and_says_so() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A gateway that answers every message with a 307 to the canary relays nothing: were the
+/// redirect followed, the canary's own answers would pass as the gateway's. relaycheck follows
+/// none; the run fails, saying where the target pointed.
+#[test]
+fn a_redirect_is_reported_and_never_followed() {
+    let dir = scratch("redirect");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/zoo/broken_gateway.py");
+    let command = [
+        "python3",
+        script.to_str().unwrap(),
+        "http-redirect",
+        "{port}",
+        "--",
+        "{canary_url}",
+    ];
+    let profile = dir.join("redirecting.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"redirecting\"\ndescription = \"every message redirected to the canary\"\n\
+             [start]\ncommand = {}\nready = \"http\"\nready_path = \"/health\"\ntimeout_ms = 5000\n\
+             [north]\ntransport = \"http\"\nurl = \"http://127.0.0.1:{{port}}/mcp\"\n\
+             headers = {{ authorization = \"Bearer redirected-credential-77\" }}\n\
+             [canary]\ntransport = \"http\"\n[routes.flat]\ntool = \"{{tool}}\"\n",
+            serde_json::to_string(&command).unwrap()
+        ),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let ran = run_one(&dir, &profile, "is-error/*", &out, &[]);
+    assert_eq!(ran.code, Some(1), "{}", ran.stderr);
+    let results = results_of(&out);
+    assert!(!results.is_empty(), "{}", ran.stderr);
+    for result in &results {
+        assert_ne!(result["outcome"], "pass", "{result}");
+        let message = result["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("redirected the request (HTTP 307 to `http://127.0.0.1:"),
+            "{message}"
+        );
+    }
+}

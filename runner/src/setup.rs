@@ -97,8 +97,7 @@ async fn request(
     vars: &Vars,
     timeout: Duration,
 ) -> Result<String, String> {
-    let client = reqwest::Client::builder()
-        .no_proxy()
+    let client = crate::client::target_client()
         .timeout(timeout)
         .build()
         .map_err(|err| err.to_string())?;

@@ -876,8 +876,21 @@ async fn wait_http_ready(
     paths: &[&str],
     timeout: Duration,
 ) -> Result<String, String> {
+    // A health path that moves within the target (`/health` to `/health/`) is followed; one
+    // that leaves it is not the target's readiness. The probe carries no credential.
     let client = reqwest::Client::builder()
         .no_proxy()
+        .redirect(reqwest::redirect::Policy::custom(|attempt| {
+            let same_origin = attempt
+                .previous()
+                .first()
+                .is_some_and(|first| first.origin() == attempt.url().origin());
+            if same_origin && attempt.previous().len() < 5 {
+                attempt.follow()
+            } else {
+                attempt.stop()
+            }
+        }))
         .build()
         .map_err(|err| err.to_string())?;
     let deadline = tokio::time::Instant::now() + timeout;

@@ -180,8 +180,10 @@ impl Drop for Running {
 
 /// Starts a bridge on a free loopback port, forwarding to `target` (an MCP endpoint URL).
 pub async fn start(target: &str, rewrite: Rewrite) -> Result<Running, String> {
+    // A redirect reaches the suite as the target's answer, never followed on its behalf.
     let client = reqwest::Client::builder()
         .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|err| format!("bridge client: {err}"))?;
     let state = Arc::new(Bridge {

@@ -188,6 +188,11 @@ def serve_http():
                     if not os.path.exists(marker):
                         open(marker, "w").close()
                         os._exit(3)
+            if mode == "http-redirect":
+                # Every message is sent on to the upstream by the client itself, if it follows:
+                # the gateway relays nothing.
+                self.answer(307, b"", [("Location", upstream_url)])
+                return
             headers = {k: v for k, v in self.headers.items() if k.lower() in passed}
             if mode == "http-sessionless":
                 self.sessionless(method, body, headers, is_call)

@@ -41,8 +41,7 @@ pub struct HttpClient {
 impl HttpClient {
     /// A client of `url`; it connects on the first post, never through a proxy.
     pub fn new(url: &str) -> Result<HttpClient, reqwest::Error> {
-        let http = reqwest::Client::builder()
-            .no_proxy()
+        let http = super::target_client()
             .pool_max_idle_per_host(16)
             // Below the 5 s keep-alive of common servers (uvicorn, which serves MCP Hangar): a
             // connection the server is closing just as it is reused fails the request before
@@ -221,6 +220,13 @@ impl HttpClient {
             Err(err) => return closed(format!("{POST_FAILED}{err}")),
         };
         let status = response.status().as_u16();
+        if (300..400).contains(&status) {
+            let location = response
+                .headers()
+                .get("location")
+                .and_then(|v| v.to_str().ok());
+            return closed(super::redirect_refused(status, location));
+        }
         if status == 429 {
             // Rate limiting is the target's policy, not a malformed answer: say so, with how
             // long it asked the client to wait.

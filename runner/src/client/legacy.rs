@@ -37,6 +37,16 @@ impl Poster {
         if status.is_success() {
             return Ok(());
         }
+        if status.is_redirection() {
+            let location = response
+                .headers()
+                .get("location")
+                .and_then(|v| v.to_str().ok());
+            return Err(std::io::Error::other(super::redirect_refused(
+                status.as_u16(),
+                location,
+            )));
+        }
         let body = tokio::time::timeout(Duration::from_secs(1), super::head_of(response))
             .await
             .unwrap_or_default();
@@ -57,8 +67,7 @@ pub async fn connect(
     headers: &[(String, String)],
     timeout: Duration,
 ) -> Result<StreamClient, String> {
-    let http = reqwest::Client::builder()
-        .no_proxy()
+    let http = super::target_client()
         .build()
         .map_err(|err| format!("HTTP client: {err}"))?;
     let mut request = http.get(url).header("accept", "text/event-stream");

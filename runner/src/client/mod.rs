@@ -218,6 +218,29 @@ pub fn response_problem(message: &Value, expected_id: &Value) -> Option<String> 
 
 /// The first bytes of an answer's body, enough to quote it: a target's body is never read
 /// whole where only a preview of it is shown.
+/// A client of a target that follows no redirect. A redirected call would carry the profile's
+/// credentials and the session to a server the profile never named, and the answer from there
+/// would be judged as the target's: a gateway that redirects every call to the canary would
+/// pass having relayed nothing. A 3xx is the target's answer, reported as one.
+pub fn target_client() -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+}
+
+/// What a client says of a 3xx answer: its status and where it pointed, which relaycheck did
+/// not follow.
+pub fn redirect_refused(status: u16, location: Option<&str>) -> String {
+    let to = location
+        .map(|l| format!(" to `{}`", l.chars().take(200).collect::<String>()))
+        .unwrap_or_default();
+    format!(
+        "the target redirected the request (HTTP {status}{to}); relaycheck follows no redirect, \
+         which would send the profile's credentials and session elsewhere and judge another \
+         server's answer as the target's: point the profile at the endpoint that answers"
+    )
+}
+
 pub(crate) async fn head_of(mut response: reqwest::Response) -> Vec<u8> {
     const HEAD: usize = 4096;
     let mut head = Vec::new();
