@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::http::{self, HttpOptions};
-use crate::{Canary, ObsLog, script, stdio};
+use crate::{Canary, ObsLog, script, socket, stdio};
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use relaycheck_model::Shape;
@@ -62,21 +62,42 @@ pub enum Transport {
         #[arg(long = "allow-host", env = "CANARY_ALLOW_HOST", value_delimiter = ',')]
         allow_host: Vec<String>,
     },
+    /// Stdio sessions over a Unix socket, one fresh canary each connection; prints
+    /// `LISTENING <socket>` once bound. What relaycheck runs behind a stdio gateway, which
+    /// spawns `relay` in its place.
+    Serve {
+        /// The socket to create (it must not exist).
+        #[arg(long)]
+        socket: PathBuf,
+    },
+    /// Relays stdin and stdout to a connection of a `serve` canary, and exits when the canary
+    /// ends the connection. Reads no script and writes no log: the canary it reaches does.
+    Relay {
+        /// The socket of the `serve` canary.
+        #[arg(long)]
+        socket: PathBuf,
+    },
 }
 
 /// Runs the canary until its transport ends; errors carry context for the person reading them.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
+    if let Transport::Relay { socket } = &cli.transport {
+        return socket::relay(socket).context("relay");
+    }
     let script = match &cli.script {
         Some(path) => script::load(path)?,
         None => CanaryScript::default(),
     };
     let log = Arc::new(ObsLog::open(cli.log.as_deref())?);
-    let canary = Arc::new(
-        Canary::new(script, cli.force_shape)
-            .speaking_only(cli.only_shape)
-            .with_fixtures(cli.fixtures)
-            .withholding(cli.withhold),
-    );
+    let fresh = move || {
+        Arc::new(
+            Canary::new(script.clone(), cli.force_shape)
+                .speaking_only(cli.only_shape)
+                .with_fixtures(cli.fixtures)
+                .withholding(cli.withhold.clone()),
+        )
+    };
+    let canary = fresh();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -85,6 +106,18 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     runtime.block_on(async move {
         match cli.transport {
             Transport::Stdio => stdio::run(canary, log).await.context("stdio transport"),
+            Transport::Serve { socket: path } => {
+                let listener = tokio::net::UnixListener::bind(&path)
+                    .with_context(|| format!("cannot listen on {}", path.display()))?;
+                let mut stdout = std::io::stdout();
+                writeln!(stdout, "LISTENING {}", path.display())
+                    .and_then(|()| stdout.flush())
+                    .context("cannot announce the socket")?;
+                socket::serve(listener, fresh, log, shutdown_signal())
+                    .await
+                    .context("socket server")
+            }
+            Transport::Relay { .. } => unreachable!("the relay returned above"),
             Transport::Http {
                 port,
                 sse,

@@ -2,12 +2,13 @@
 //! the observation log. Shared by stdio and HTTP so a case behaves the same on both.
 
 use std::io;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::io::{AsyncWriteExt, Stdout};
-use tokio::sync::{Mutex, mpsc, watch};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::sync::{Mutex, Notify, mpsc, watch};
 
 use crate::digest::{Background, Tally};
 use crate::obslog::{ObsLog, Sent};
@@ -29,9 +30,10 @@ pub type BodyItem = Result<Bytes, io::Error>;
 
 /// Where acted-out bytes go.
 pub enum Sink {
-    /// Process stdout, shared by every request of the connection: each message is written
-    /// whole under the lock, so concurrent answers never interleave within a line.
-    Stdout(Arc<Mutex<Stdout>>),
+    /// A line-delimited stream (the process's stdout, or a connection of the socket server),
+    /// shared by every request of the connection: each message is written whole under the
+    /// lock, so concurrent answers never interleave within a line.
+    Stream(StreamOut),
     /// An HTTP response body, fed through a small bounded channel so a large body is paced by
     /// the client, never buffered.
     Channel {
@@ -56,10 +58,39 @@ fn peer_gone() -> io::Error {
     io::Error::new(io::ErrorKind::BrokenPipe, "response body receiver dropped")
 }
 
+/// The writing half of a stdio connection, and how the connection ends when a fault ends it
+/// mid-message.
+#[derive(Clone)]
+pub struct StreamOut {
+    out: Arc<Mutex<Pin<Box<dyn AsyncWrite + Send>>>>,
+    /// Told when a fault ends the connection; `None` on the process's own stdout, which ends
+    /// only with the process.
+    ended: Option<Arc<Notify>>,
+}
+
+impl StreamOut {
+    /// The process's stdout: a fault that ends the stream ends the process.
+    pub fn process_stdout() -> StreamOut {
+        StreamOut {
+            out: Arc::new(Mutex::new(Box::pin(tokio::io::stdout()))),
+            ended: None,
+        }
+    }
+
+    /// One connection's writing half: a fault that ends the stream shuts it down and tells
+    /// `ended`, and the connection's reader stops.
+    pub fn connection(writer: impl AsyncWrite + Send + 'static, ended: Arc<Notify>) -> StreamOut {
+        StreamOut {
+            out: Arc::new(Mutex::new(Box::pin(writer))),
+            ended: Some(ended),
+        }
+    }
+}
+
 impl Sink {
     pub fn transport(&self) -> &'static str {
         match self {
-            Sink::Stdout(_) => "stdio",
+            Sink::Stream(_) => "stdio",
             Sink::Channel { .. } => "http",
             Sink::Events(_) => "sse",
         }
@@ -141,8 +172,8 @@ impl Sink {
         let mut chunks = chunks.peekable();
         let mut sent = 0u64;
         match self {
-            Sink::Stdout(out) => {
-                let mut out = out.lock().await;
+            Sink::Stream(stream) => {
+                let mut out = stream.out.lock().await;
                 while let Some(chunk) = chunks.next() {
                     seen(&chunk, chunks.peek().is_none()).await;
                     watched(out.write_all(&chunk), sent, &mut stalled).await?;
@@ -183,8 +214,8 @@ impl Sink {
     /// for the end of a message that has already been sent).
     pub async fn exact(&mut self, bytes: Bytes) -> io::Result<()> {
         match self {
-            Sink::Stdout(out) => {
-                let mut out = out.lock().await;
+            Sink::Stream(stream) => {
+                let mut out = stream.out.lock().await;
                 out.write_all(&bytes).await?;
                 if !bytes.ends_with(b"\n") {
                     out.write_all(b"\n").await?;
@@ -204,14 +235,25 @@ impl Sink {
     }
 
     /// Writes a prefix of a message, then ends the stream: stdio exits the process (the only
-    /// way to end a stdio stream), HTTP aborts the body so the connection closes mid-body.
+    /// way to end a stdio stream) or ends the socket connection (whose relay then exits, as
+    /// the process would have), HTTP aborts the body so the connection closes mid-body.
     pub async fn close_mid_body(&mut self, prefix: Bytes) -> io::Result<()> {
         match self {
-            Sink::Stdout(out) => {
-                let mut out = out.lock().await;
+            Sink::Stream(stream) => {
+                let mut out = stream.out.lock().await;
                 out.write_all(&prefix).await?;
                 out.flush().await?;
-                std::process::exit(0);
+                match &stream.ended {
+                    None => std::process::exit(0),
+                    Some(ended) => {
+                        let _ = out.shutdown().await;
+                        ended.notify_one();
+                        Err(io::Error::new(
+                            io::ErrorKind::ConnectionAborted,
+                            "close-mid-body",
+                        ))
+                    }
+                }
             }
             Sink::Channel { tx, framing, .. } => {
                 if *framing == Framing::Sse {

@@ -24,6 +24,7 @@ pub mod oversized;
 pub mod protocol;
 pub mod resources;
 pub mod script;
+pub mod socket;
 pub mod stdio;
 pub mod tasks;
 

@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use relaycheck_model::script::RpcError;
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::sync::Mutex;
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::sync::Notify;
 use tokio::task::JoinSet;
 
-use crate::emit::{Sink, act_out};
+use crate::emit::{Sink, StreamOut, act_out};
 use crate::protocol::{CallCtx, Reply, Session, error_response};
 use crate::{Canary, CanaryError, ObsLog};
 
@@ -21,14 +21,44 @@ const TRANSPORT: &str = "stdio";
 /// Serves stdin until it closes, then waits for answers still being written.
 pub async fn run(canary: Arc<Canary>, log: Arc<ObsLog>) -> Result<(), CanaryError> {
     widen_stdout_pipe();
-    let stdout = Arc::new(Mutex::new(tokio::io::stdout()));
+    serve_lines(
+        canary,
+        log,
+        tokio::io::stdin(),
+        StreamOut::process_stdout(),
+        None,
+    )
+    .await
+}
+
+/// Serves one line-delimited connection (stdin and stdout, or a socket connection) as one
+/// session: until its reader closes, then waits for answers still being written; or until
+/// `ended` is told that a fault ended the connection, and then at once.
+pub async fn serve_lines(
+    canary: Arc<Canary>,
+    log: Arc<ObsLog>,
+    reader: impl AsyncRead + Unpin,
+    out: StreamOut,
+    ended: Option<Arc<Notify>>,
+) -> Result<(), CanaryError> {
     let session = Session::default();
-    let mut stdin = BufReader::new(tokio::io::stdin());
+    let mut reader = BufReader::new(reader);
     let mut answers = JoinSet::new();
     let mut line = Vec::new();
     loop {
         line.clear();
-        let (ctx, reply) = match read_request_line(&mut stdin, &mut line).await? {
+        let read = match &ended {
+            Some(ended) => tokio::select! {
+                read = read_request_line(&mut reader, &mut line) => read?,
+                () = ended.notified() => {
+                    answers.abort_all();
+                    canary.listeners.close_all();
+                    return Ok(());
+                }
+            },
+            None => read_request_line(&mut reader, &mut line).await?,
+        };
+        let (ctx, reply) = match read {
             Line::End => break,
             Line::TooLong => parse_error(
                 &canary,
@@ -45,10 +75,10 @@ pub async fn run(canary: Arc<Canary>, log: Arc<ObsLog>) -> Result<(), CanaryErro
                 Err(err) => parse_error(&canary, &log, &err.to_string()),
             },
         };
-        let mut sink = Sink::Stdout(stdout.clone());
+        let mut sink = Sink::Stream(out.clone());
         let log = log.clone();
         answers.spawn(async move {
-            // A failed stdout write means the client is gone; stdin will close next.
+            // A failed write means the client is gone; the reader will close next.
             let _ = act_out(reply, &ctx, &mut sink, &log, None).await;
         });
         while answers.try_join_next().is_some() {}

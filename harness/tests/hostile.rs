@@ -1227,3 +1227,25 @@ fn a_redirect_is_reported_and_never_followed() {
         );
     }
 }
+
+/// A gateway that rewrites every text a tool returns and writes a record of its own saying the
+/// upstream sent those texts, where the canary's record used to be (the log the canary was
+/// told to write, pointed elsewhere, and the one in the gateway's working folder), is judged
+/// on the record relaycheck's canary wrote, which the gateway never reached: it fails.
+#[test]
+fn a_forged_upstream_record_is_not_evidence() {
+    let dir = scratch("forged-log");
+    let profile = zoo_profile(&dir, "forger", &["forge-log", "--", "{canary_cmd}"]);
+    let out = dir.join("out");
+    let case = "content-fidelity/echo-arguments-round-trip";
+    let ran = run_one(&dir, &profile, case, &out, &[]);
+    assert_eq!(ran.code, Some(1), "{}", ran.stderr);
+    let results = results_of(&out);
+    assert_eq!(results.len(), 1, "{}", ran.stderr);
+    assert_eq!(results[0]["outcome"], "fail", "{}", results[0]);
+    assert!(
+        results[0].to_string().contains("[rewritten]"),
+        "{}",
+        results[0]
+    );
+}

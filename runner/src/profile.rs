@@ -457,9 +457,9 @@ pub struct North {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CanarySide {
-    /// `stdio`: the target spawns the canary from `{canary_cmd}` (or `{canary_cmd_json}` in a
-    /// config template). `http`: the runner starts the canary on loopback and gives the target
-    /// `{canary_url}`.
+    /// `stdio`: the target spawns the canary's relay from `{canary_cmd}` (or
+    /// `{canary_cmd_json}` in a config template), which reaches a canary the runner started.
+    /// `http`: the runner starts the canary on loopback and gives the target `{canary_url}`.
     pub transport: Transport,
 }
 
@@ -1696,7 +1696,6 @@ pub const PLACEHOLDERS: &[(&str, &str)] = &[
         "canary_cmd_shell",
         "the canary's argv as one shell-quoted command line, for gateways that take a string",
     ),
-    ("canary_log", "the canary's observation log"),
     ("script", "the canary's script for this start"),
     ("shape", "the result shape of this start (e.g. 2025-11-25)"),
     (
@@ -1731,13 +1730,12 @@ pub const ROUTE_PLACEHOLDERS: &[(&str, &str)] = &[
 
 /// Placeholders that take an upstream label after a colon (`{canary_cmd_json:b}`), in
 /// profiles with `[canaries]`.
-pub const LABELLED_PLACEHOLDERS: [&str; 6] = [
+pub const LABELLED_PLACEHOLDERS: [&str; 5] = [
     "canary_cmd",
     "canary_cmd_json",
     "canary_cmd_shell",
     "canary_url",
     "canary_sse_url",
-    "canary_log",
 ];
 
 /// The `{name:label}` placeholders in a string.

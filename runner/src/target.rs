@@ -484,7 +484,10 @@ async fn spawn(launch: &Launch<'_>) -> Result<Spawned, String> {
         .workdir
         .canonicalize()
         .unwrap_or(launch.workdir.clone());
-    let canary_log = workdir.join("canary.jsonl");
+    // The canaries' records live where the target is told nothing of: a process the target
+    // starts could otherwise write the record a verdict rests on.
+    let evidence = evidence_dir(&workdir)?;
+    let canary_log = evidence.join("canary.jsonl");
     let start_timeout =
         Duration::from_millis(profile.start.as_ref().map_or(10_000, |s| s.timeout_ms));
 
@@ -500,7 +503,6 @@ async fn spawn(launch: &Launch<'_>) -> Result<Spawned, String> {
     let mut vars = Vars::default();
     vars.set("workdir", workdir.display().to_string());
     vars.set("script", launch.script_path.display().to_string());
-    vars.set("canary_log", canary_log.display().to_string());
     vars.set("shape", launch.shape.as_str());
     vars.set("protocol_version", launch.shape.protocol_version());
     vars.set("port", free_port()?.to_string());
@@ -521,25 +523,22 @@ async fn spawn(launch: &Launch<'_>) -> Result<Spawned, String> {
         let (log, suffix) = match label {
             None => (canary_log.clone(), String::new()),
             Some(label) => (
-                workdir.join(format!("canary-{label}.jsonl")),
+                evidence.join(format!("canary-{label}.jsonl")),
                 format!(":{label}"),
             ),
         };
         let mut argv = canary_base.clone();
         argv.extend(["--log".into(), log.display().to_string()]);
         if let Some(label) = label {
-            vars.set(format!("canary_log{suffix}"), log.display().to_string());
             upstream_logs.insert(label.to_string(), ObservationLog::new(&log));
         }
-        match profile.canary.transport {
+        let named = label.map(|l| format!("-{l}")).unwrap_or_default();
+        let stderr = evidence.join(format!("canary{named}.stderr.log"));
+        let argv = match profile.canary.transport {
             Transport::Http => {
                 argv.extend(["http".into(), "--port".into(), "0".into()]);
-                let stderr = workdir.join(format!(
-                    "canary{}.stderr.log",
-                    label.map(|l| format!("-{l}")).unwrap_or_default()
-                ));
                 let (child, url) =
-                    start_http_canary(&argv, &workdir, &stderr, start_timeout).await?;
+                    start_canary_server(&argv, &evidence, &stderr, start_timeout).await?;
                 // The same server serves the legacy HTTP+SSE transport beside /mcp.
                 let sse_url = match url.strip_suffix("/mcp") {
                     Some(base) => format!("{base}/sse"),
@@ -548,9 +547,36 @@ async fn spawn(launch: &Launch<'_>) -> Result<Spawned, String> {
                 vars.set(format!("canary_url{suffix}"), url);
                 vars.set(format!("canary_sse_url{suffix}"), sse_url);
                 canaries.push(child);
+                argv
             }
-            Transport::Stdio | Transport::Sse => argv.push("stdio".into()),
-        }
+            // The target spawns a relay to a canary the runner runs, never the canary itself
+            // (see relaycheck_canary::socket).
+            Transport::Stdio | Transport::Sse => {
+                let socket = evidence.join(format!("canary{named}.sock"));
+                if socket.as_os_str().len() > MAX_SOCKET_PATH {
+                    return Err(format!(
+                        "the canary's socket path {} is longer than a Unix socket allows: \
+                         set TMPDIR to a shorter folder",
+                        socket.display()
+                    ));
+                }
+                argv.extend([
+                    "serve".into(),
+                    "--socket".into(),
+                    socket.display().to_string(),
+                ]);
+                let (child, _) =
+                    start_canary_server(&argv, &evidence, &stderr, start_timeout).await?;
+                canaries.push(child);
+                let mut relay = launch.canary_cmd.to_vec();
+                relay.extend([
+                    "relay".into(),
+                    "--socket".into(),
+                    socket.display().to_string(),
+                ]);
+                relay
+            }
+        };
         vars.set(
             format!("canary_cmd_json{suffix}"),
             serde_json::to_string(&argv).unwrap_or_default(),
@@ -570,7 +596,7 @@ async fn spawn(launch: &Launch<'_>) -> Result<Spawned, String> {
                 vars.set_list(name, items);
             }
         }
-        canary_log = workdir.join(format!("canary-{first}.jsonl"));
+        canary_log = evidence.join(format!("canary-{first}.jsonl"));
     }
     vars.set_list(
         "mutant_args",
@@ -760,7 +786,29 @@ fn free_port() -> Result<u16, String> {
 /// Starts one HTTP canary and reads where it listens. The canary is relaycheck's own, never
 /// the target under test: one that ends before saying where it listens is started once more,
 /// and if the second ends the same way the error says how each ended, with its stderr.
-async fn start_http_canary(
+/// The longest socket path a Unix socket address holds (`sun_path` is 108 bytes on Linux, with
+/// its terminating NUL), with room to spare.
+const MAX_SOCKET_PATH: usize = 100;
+
+/// A folder of its own for what one start's canaries record, beside the target's work folder,
+/// named in nothing the target is given and open to its owner alone.
+fn evidence_dir(workdir: &Path) -> Result<PathBuf, String> {
+    use std::os::unix::fs::DirBuilderExt;
+    let parent = workdir.parent().unwrap_or(workdir);
+    for n in 0u32.. {
+        let dir = parent.join(format!(".e{n}"));
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(err) => return Err(format!("cannot create {}: {err}", dir.display())),
+        }
+    }
+    Err(format!("no free evidence folder in {}", parent.display()))
+}
+
+/// Starts a canary that announces where it listens (`LISTENING <url or socket>`): the HTTP
+/// canary, or the socket server behind a stdio target's relays.
+async fn start_canary_server(
     argv: &[String],
     workdir: &Path,
     stderr: &Path,
@@ -796,11 +844,11 @@ async fn start_http_canary(
                 ));
                 child.stop(Duration::from_millis(200)).await;
             }
-            Err(err) => return Err(format!("the HTTP canary did not start: {err}")),
+            Err(err) => return Err(format!("the canary did not start: {err}")),
         }
     }
     Err(format!(
-        "the HTTP canary did not start, twice: {}",
+        "the canary did not start, twice: {}",
         ended.join("; then ")
     ))
 }

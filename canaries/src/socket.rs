@@ -1,0 +1,89 @@
+//! The canary as relaycheck runs it behind a stdio gateway: one server that relaycheck starts,
+//! and a thin relay that the gateway starts in its place.
+//!
+//! A gateway that spawns its upstream chooses that process's arguments, environment and
+//! working folder; had it spawned the canary itself, it could point the canary's observation
+//! log elsewhere and write one of its own, and every verdict that reads the log would rest on
+//! what the judged party wrote. So the gateway spawns only a relay, which copies its stdin to
+//! a connection of the server's socket and the connection back to its stdout, and the server,
+//! started by relaycheck with a log the gateway is never told of, writes the record itself.
+//! A gateway that does not reach the server through a relay leaves no record: its upstream was
+//! never reached.
+//!
+//! Each connection is one stdio session of a fresh canary, as a process the gateway spawned
+//! would have been: no state crosses connections but the log. A fault that ends a stdio
+//! canary's stream ends the connection instead, and the relay then exits, as the process would
+//! have.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::sync::Arc;
+
+use tokio::net::UnixListener;
+use tokio::sync::Notify;
+
+use crate::emit::StreamOut;
+use crate::{Canary, CanaryError, ObsLog, stdio};
+
+/// Accepts connections on `listener` until `shutdown` resolves, serving each as one stdio
+/// session of a canary `fresh` makes for it.
+pub async fn serve(
+    listener: UnixListener,
+    fresh: impl Fn() -> Arc<Canary>,
+    log: Arc<ObsLog>,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<(), CanaryError> {
+    tokio::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => accepted?.0,
+            () = &mut shutdown => return Ok(()),
+        };
+        let canary = fresh();
+        let log = log.clone();
+        tokio::spawn(async move {
+            let (reader, writer) = stream.into_split();
+            let ended = Arc::new(Notify::new());
+            let out = StreamOut::connection(writer, ended.clone());
+            let _ = stdio::serve_lines(canary, log, reader, out, Some(ended)).await;
+        });
+    }
+}
+
+/// Copies stdin to a connection of the server at `socket` and the connection to stdout, until
+/// the server ends the connection; stdin's end is passed on as the end of what the server
+/// reads. Plain threads and blocking copies: the relay is on the path of every byte a case
+/// sends, and does nothing else.
+pub fn relay(socket: &Path) -> std::io::Result<()> {
+    let stream = UnixStream::connect(socket).map_err(|err| {
+        std::io::Error::new(
+            err.kind(),
+            format!("cannot reach the canary at {}: {err}", socket.display()),
+        )
+    })?;
+    let mut to_canary = stream.try_clone()?;
+    std::thread::spawn(move || {
+        let _ = copy_flushed(&mut std::io::stdin().lock(), &mut to_canary);
+        let _ = to_canary.shutdown(std::net::Shutdown::Write);
+    });
+    let mut from_canary = stream;
+    copy_flushed(&mut from_canary, &mut std::io::stdout().lock())?;
+    Ok(())
+}
+
+/// Copies until `from` ends, flushing after each read, so a message is passed on as soon as it
+/// arrives rather than when a buffer fills.
+fn copy_flushed(from: &mut impl Read, to: &mut impl Write) -> std::io::Result<()> {
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        let read = match from.read(&mut buffer) {
+            Ok(0) => return Ok(()),
+            Ok(read) => read,
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(err),
+        };
+        to.write_all(&buffer[..read])?;
+        to.flush()?;
+    }
+}
