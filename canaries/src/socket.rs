@@ -16,6 +16,7 @@
 //! have.
 
 use std::io::{Read, Write};
+use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::Arc;
@@ -45,6 +46,9 @@ pub async fn serve(
         tokio::spawn(async move {
             let (reader, writer) = stream.into_split();
             let ended = Arc::new(Notify::new());
+            // Answers leave in pieces of a few kibibytes; written to the socket one by one, a
+            // large answer cost the relay and its reader a wake-up each.
+            let writer = tokio::io::BufWriter::with_capacity(1 << 20, writer);
             let out = StreamOut::connection(writer, ended.clone());
             let _ = stdio::serve_lines(canary, log, reader, out, Some(ended)).await;
         });
@@ -67,15 +71,20 @@ pub fn relay(socket: &Path) -> std::io::Result<()> {
         let _ = copy_flushed(&mut std::io::stdin().lock(), &mut to_canary);
         let _ = to_canary.shutdown(std::net::Shutdown::Write);
     });
+    // The canary's side writes large answers in large pieces: a stdout pipe of the default
+    // size would make the relay and its reader take turns many times a piece.
+    crate::stdio::widen_stdout_pipe();
     let mut from_canary = stream;
-    copy_flushed(&mut from_canary, &mut std::io::stdout().lock())?;
+    // Stdout unbuffered by line: an answer of many mebibytes is one line.
+    let mut stdout = std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned()?);
+    copy_flushed(&mut from_canary, &mut stdout)?;
     Ok(())
 }
 
 /// Copies until `from` ends, flushing after each read, so a message is passed on as soon as it
 /// arrives rather than when a buffer fills.
 fn copy_flushed(from: &mut impl Read, to: &mut impl Write) -> std::io::Result<()> {
-    let mut buffer = vec![0u8; 64 * 1024];
+    let mut buffer = vec![0u8; 1 << 20];
     loop {
         let read = match from.read(&mut buffer) {
             Ok(0) => return Ok(()),

@@ -93,7 +93,7 @@ pub async fn serve_lines(
 /// the canary and its reader took turns sixteen times a write, and stdio was read well below
 /// the rate HTTP reached (reports/benchmarks.md). Best effort: stdout may not be a pipe,
 /// and the system may allow less than 1 MiB (`/proc/sys/fs/pipe-max-size`).
-fn widen_stdout_pipe() {
+pub(crate) fn widen_stdout_pipe() {
     #[cfg(target_os = "linux")]
     // SAFETY: F_SETPIPE_SZ takes an int argument and touches no memory of ours; on a
     // descriptor that is not a pipe, or a size over the limit, it fails and changes nothing.
