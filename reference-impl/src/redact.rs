@@ -2,7 +2,10 @@
 //!
 //! Whatever reaches context can reach the user, the logs and the next upstream, so this runs
 //! on the whole result (including `_meta` and what goes to the store), not just the part
-//! that survives the budget. One combined regex keeps it to a single scan per string.
+//! that survives the budget. One combined regex keeps the structural forms (key and value
+//! pairs, URLs, cards, the oldest token forms) to a single scan per string; the forms issuers
+//! give their credentials today, each behind a fixed prefix, are a second regex the engine
+//! skips through by those prefixes ([`ISSUED`]).
 
 use std::sync::OnceLock;
 
@@ -44,9 +47,12 @@ pub enum RedactionKind {
     Email,
     CardNumber,
     SecretField,
+    /// A credential in a form its issuer documents: a fixed prefix and a body of a known
+    /// alphabet and length (Stripe, Google, GitLab, npm, PyPI and the others of [`ISSUED`]).
+    ApiToken,
 }
 
-const KINDS: [RedactionKind; 13] = [
+const KINDS: [RedactionKind; 14] = [
     RedactionKind::AwsAccessKey,
     RedactionKind::AwsSecretKey,
     RedactionKind::GithubToken,
@@ -60,6 +66,7 @@ const KINDS: [RedactionKind; 13] = [
     RedactionKind::Email,
     RedactionKind::CardNumber,
     RedactionKind::SecretField,
+    RedactionKind::ApiToken,
 ];
 
 impl RedactionKind {
@@ -78,6 +85,7 @@ impl RedactionKind {
             RedactionKind::Email => "email",
             RedactionKind::CardNumber => "card_number",
             RedactionKind::SecretField => "secret_field",
+            RedactionKind::ApiToken => "api_token",
         }
     }
 
@@ -90,7 +98,7 @@ impl RedactionKind {
 
 /// Counts per kind; the envelope reports counts, never the secrets.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Tally([u64; 13]);
+pub struct Tally([u64; 14]);
 
 impl Tally {
     pub fn add(&mut self, kind: RedactionKind) {
@@ -176,6 +184,123 @@ const PATTERN: &str = concat!(
     r"|(?:\A|[^0-9])(?P<card>[0-9](?:[ \-]?[0-9]){12,18}(?-u:\b))",
 );
 
+/// Credentials as their issuers form them, from the forms public secret-scanning rule sets
+/// document: each alternative a literal prefix, then a body of a fixed alphabet and length.
+/// Every alternative starts with a literal, so the regex engine finds candidates by searching
+/// for the prefixes and reads no other byte; a match counts only where it stands as a word of
+/// its own (see [`redact_issued`]), so `task_live_…` is not Stripe's `sk_live_…`.
+const ISSUED: &str = concat!(
+    // Stripe secret and restricted keys.
+    r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,99}",
+    // Google API keys.
+    r"|AIza[0-9A-Za-z_\-]{35}",
+    // GitLab personal, project and group access tokens; runner and deploy tokens.
+    r"|gl(?:pat|dt|rt|ptt)-[0-9A-Za-z_\-]{20,64}",
+    // npm access tokens.
+    r"|npm_[A-Za-z0-9]{36}",
+    // PyPI API tokens (a macaroon whose first bytes name pypi.org).
+    r"|pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50,}",
+    // Hugging Face user access tokens.
+    r"|hf_[A-Za-z]{34}",
+    // Shopify access tokens and shared secrets.
+    r"|shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}",
+    // SendGrid API keys.
+    r"|SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}",
+    // Mailgun API keys.
+    r"|key-[0-9a-zA-Z]{32}",
+    // DigitalOcean personal, OAuth and refresh tokens.
+    r"|do[por]_v1_[a-f0-9]{64}",
+    // HashiCorp Vault service and batch tokens.
+    r"|hv[sb]\.[A-Za-z0-9_\-]{24,}",
+    // Grafana Cloud API tokens and service account tokens.
+    r"|glc_[A-Za-z0-9+/]{32,400}={0,2}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}",
+    // Linear API keys.
+    r"|lin_api_[A-Za-z0-9]{40}",
+    // Postman API keys.
+    r"|PMAK-[a-f0-9]{24}-[a-f0-9]{34}",
+    // Doppler tokens.
+    r"|dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}",
+    // Atlassian API tokens.
+    r"|ATATT3[A-Za-z0-9_\-=]{180,}",
+    // age secret keys.
+    r"|AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}",
+    // Pulumi access tokens.
+    r"|pul-[a-f0-9]{40}",
+    // Databricks personal access tokens.
+    r"|dapi[a-f0-9]{32}(?:-[0-9])?",
+    // Square access tokens and OAuth secrets.
+    r"|sq0(?:atp|csp)-[0-9A-Za-z_\-]{22,43}",
+    // New Relic user API keys.
+    r"|NRAK-[A-Z0-9]{27}",
+    // Sentry organization and user auth tokens.
+    r"|sntry[su]_[A-Za-z0-9+/=_\-]{40,}",
+    // Supabase access tokens.
+    r"|sbp_[a-f0-9]{40}",
+    // PlanetScale tokens and passwords.
+    r"|pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_\-=.]{32,64}",
+    // Figma personal access tokens.
+    r"|figd_[A-Za-z0-9_\-]{40,}",
+    // Fly.io tokens.
+    r"|fo1_[A-Za-z0-9_\-]{43}",
+    // Notion integration tokens.
+    r"|ntn_[0-9]{11}[A-Za-z0-9]{35}",
+    // Slack app-level tokens (bot and user tokens are the first pattern's `xox`).
+    r"|xapp-[0-9]-[A-Z0-9]+-[0-9]+-[a-f0-9]{64}",
+    // Alibaba Cloud and Tencent Cloud access key ids.
+    r"|LTAI[A-Za-z0-9]{20}|AKID[A-Za-z0-9]{32}",
+    // Airtable personal access tokens.
+    r"|pat[A-Za-z0-9]{14}\.[a-f0-9]{64}",
+    // Contentful personal access tokens.
+    r"|CFPAT-[A-Za-z0-9_\-]{43}",
+    // Shippo API tokens.
+    r"|shippo_(?:live|test)_[a-f0-9]{40}",
+    // Azure storage account keys, in a connection string.
+    r"|AccountKey=[A-Za-z0-9+/]{86}==",
+    // Telegram bot tokens, in the API URL that carries them.
+    r"|/bot[0-9]{8,10}:AA[0-9A-Za-z_\-]{33}",
+);
+
+fn issued() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| Regex::new(ISSUED).expect("the issued-credential pattern is a valid regex"))
+}
+
+/// The issued credentials in `s` replaced by a marker, or `None` when there is none. A match
+/// stands as a word of its own or not at all: a letter, digit or `_` right before it (other
+/// than the `n`, `r` or `t` of a JSON escape), or right after it, makes it part of a longer
+/// word.
+fn redact_issued(s: &str, tally: &mut Tally) -> Option<String> {
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let bytes = s.as_bytes();
+    let mut out: Option<String> = None;
+    let mut last = 0;
+    for m in issued().find_iter(s) {
+        let (mut start, end) = (m.start(), m.end());
+        let escaped = start >= 2
+            && bytes[start - 2] == b'\\'
+            && matches!(bytes[start - 1], b'n' | b'r' | b't');
+        let glued_before = start > 0 && word(bytes[start - 1]) && word(bytes[start]) && !escaped;
+        let glued_after = end < bytes.len() && word(bytes[end]);
+        if glued_before || glued_after {
+            continue;
+        }
+        // What names where the credential goes is kept; the credential is not.
+        for kept in ["AccountKey=", "/bot"] {
+            if m.as_str().starts_with(kept) {
+                start += kept.len();
+            }
+        }
+        tally.add(RedactionKind::ApiToken);
+        let buf = out.get_or_insert_with(|| String::with_capacity(s.len()));
+        buf.push_str(&s[last..start]);
+        buf.push_str(&RedactionKind::ApiToken.marker());
+        last = end;
+    }
+    let mut buf = out?;
+    buf.push_str(&s[last..]);
+    Some(buf)
+}
+
 fn regex() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
@@ -195,6 +320,15 @@ pub(crate) const SHORTEST_MATCH_WITHOUT_AT: usize = 8;
 /// `in_identifier` suppresses only card-number matching: a 16-digit id that happens to
 /// pass Luhn must survive, or the next call that needs it fails.
 pub fn redact_str(s: &str, in_identifier: bool, tally: &mut Tally) -> Option<String> {
+    let structural = redact_structural(s, in_identifier, tally);
+    match redact_issued(structural.as_deref().unwrap_or(s), tally) {
+        Some(both) => Some(both),
+        None => structural,
+    }
+}
+
+/// The forms of the one combined pattern, [`PATTERN`].
+fn redact_structural(s: &str, in_identifier: bool, tally: &mut Tally) -> Option<String> {
     // Most short values (codes, enums, ids) need not even be classified: see
     // SHORTEST_MATCH_WITHOUT_AT.
     if s.len() < SHORTEST_MATCH_WITHOUT_AT && !s.contains('@') {

@@ -24,6 +24,17 @@ fn positives() -> Vec<(String, String, RedactionKind, String)> {
 }
 
 #[test]
+fn the_corpus_has_forty_credential_forms() {
+    // Personal data (e-mail, cards) is redacted too, but is no credential.
+    let personal = [RedactionKind::Email, RedactionKind::CardNumber];
+    let credentials = positives()
+        .into_iter()
+        .filter(|(_, _, kind, _)| !personal.contains(kind))
+        .count();
+    assert!(credentials >= 40, "{credentials} credential forms");
+}
+
+#[test]
 fn positives_are_redacted_everywhere_and_counted() {
     for (name, s, kind, secret) in positives() {
         let store = store();
@@ -95,6 +106,18 @@ fn look_alikes_are_not_redacted() {
         "12345678901234567890123",           // long number run
         "password reset link sent",          // mentions password, not a field
         "xoxb-short",                        // too short for slack
+        // Issued-credential prefixes where no credential is.
+        "task_live_feed_0123456789abcdefGHIJ", // 'sk_live_' inside a word
+        "sk_live_short",                       // too short for Stripe
+        "AIzaShortKey",                        // too short for Google
+        "glpat-short",                         // too short for GitLab
+        "npm_config_cache_is_set_for_this_build_ok", // not 36 letters and digits
+        "monkey-0123456789abcdef0123456789abcdef", // 'key-' inside a word
+        "key-0123456789abcdef0123456789abcdef0", // 33 characters: longer than a Mailgun key
+        "hf_short_name",                       // too short for Hugging Face
+        "dp.pt.short",                         // too short for Doppler
+        "https://api.example.test/bot/getMe",  // no bot token
+        "AccountKey=short==",                  // too short for Azure
     ];
     for s in negatives {
         let env = norm(json!({"content":[{"type":"text","text": s}],"structuredContent":{"v": s}}));
