@@ -35,6 +35,12 @@ $rc catalogue --out reports/catalogue.md --conformance-out docs/conformance.md
 $rc run --target direct --shape all --shape proposals --out reports/direct || true
 $rc run --target direct --shape sep-3279 --forced --out reports/direct-forced-sep-3279 || true
 $rc run --target reference --shape all --shape proposals --out reports/reference || true
+# The same controls over HTTP (streamable, and the legacy HTTP+SSE transport for the control),
+# where the cases a stdio front cannot carry (HTTP headers, the two 400 refusals, the
+# authorization context of caches and tasks) show their passes.
+$rc run --target direct-http --shape all --shape proposals --out reports/direct-http || true
+$rc run --target direct-sse --shape all --shape proposals --out reports/direct-sse || true
+$rc run --target reference-http --shape all --shape proposals --out reports/reference-http || true
 $rc run --target reference --shape sep-3279 --forced --out reports/reference-forced-sep-3279 || true
 # The reference's bridge: a 2026-07-28 caller in front of an upstream that speaks only SEP-3279.
 $rc run --target reference --shape sep-3279 --north 2026-07-28 \
