@@ -1249,3 +1249,79 @@ fn a_forged_upstream_record_is_not_evidence() {
         results[0]
     );
 }
+
+/// The live processes (not zombies) whose command line is exactly `sleep <arg>`.
+fn sleeping(arg: &str) -> Vec<i32> {
+    let wanted = format!("sleep\0{arg}\0");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_str()?.parse::<i32>().ok()?;
+            let zombie = std::fs::read_to_string(entry.path().join("stat")).is_ok_and(|s| {
+                s.rsplit_once(')')
+                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+            });
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            (!zombie && cmdline == wanted.as_bytes()).then_some(pid)
+        })
+        .collect()
+}
+
+/// A gateway's child that sheds every mark of the run (a session of its own, an empty
+/// environment, a command line naming no work folder) does not outlive the run: relaycheck
+/// adopts it when the gateway ends and ends it on a normal exit, and the watcher ends it when
+/// relaycheck is killed.
+#[test]
+fn a_detached_child_with_a_cleared_environment_does_not_outlive_the_run() {
+    for (name, kill) in [("normal", false), ("kill-9", true)] {
+        let dir = scratch(&format!("detach-{name}"));
+        // A sleep of a length no other process here has, to find this one by.
+        let arg = format!("{}.{}", 900 + std::process::id() % 97, u32::from(kill));
+        let profile = zoo_profile(
+            &dir,
+            "detacher",
+            &["detach-clean", &arg, "--", "{canary_cmd}"],
+        );
+        let mut child = Command::new(env!("CARGO_BIN_EXE_relaycheck"))
+            .current_dir(repo())
+            .args(["run", "--target", profile.to_str().unwrap()])
+            .args(["--case", "content-fidelity/*", "--shape", "2025-11-25"])
+            .arg("--out")
+            .arg(dir.join("out"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while sleeping(&arg).is_empty() && started.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let seen = sleeping(&arg);
+        if kill {
+            // Long enough for the reporter to have told the watcher of it.
+            std::thread::sleep(Duration::from_millis(1000));
+            unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+        }
+        let _ = child.wait();
+        let mut left = sleeping(&arg);
+        let ended_at = Instant::now();
+        while !left.is_empty() && ended_at.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(100));
+            left = sleeping(&arg);
+        }
+        for pid in &left {
+            unsafe { libc::kill(*pid, libc::SIGKILL) };
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(
+            !seen.is_empty(),
+            "{name}: the gateway never detached its child"
+        );
+        assert!(
+            left.is_empty(),
+            "{name}: the detached child outlived the run"
+        );
+    }
+}

@@ -11,6 +11,17 @@
 //! work folder on its command line (a canary its gateway started with a cleared environment),
 //! removes the folders, and exits. A normal exit does the same sweep in-process first, so it is
 //! done by the time relaycheck returns.
+//!
+//! A descendant can shed both marks: call `setsid()` with a cleared environment and a command
+//! line that names no work folder. So relaycheck is also a child subreaper
+//! (`PR_SET_CHILD_SUBREAPER`): what its descendants leave behind when they exit is adopted by
+//! relaycheck rather than by init, and the in-process sweep ends every descendant it has. A
+//! reporter thread tells the watcher each descendant it sees (its pid and start time, so a
+//! reused pid is never taken for it), and the watcher ends those too, for the case where
+//! relaycheck is killed and its adopted processes pass to init. What it cannot cover: a
+//! process born and detached between two of the reporter's looks, when relaycheck is killed
+//! in that moment, and a target that finds the watcher and kills it first. A PID namespace
+//! or a cgroup closes those; where the system gives none, run the target as another user.
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -25,6 +36,8 @@ pub const WATCH_ARG: &str = "__watch-run";
 
 struct Watch {
     marker: String,
+    /// The watcher's pid, which no sweep ends.
+    watcher: Option<i32>,
     /// The write end of the watcher's pipe; `None` when no watcher could be started, so the
     /// in-process sweep is all there is.
     pipe: Option<std::fs::File>,
@@ -55,19 +68,117 @@ pub fn start(exe: &Path) {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     let marker = format!("{}-{nanos}", std::process::id());
-    let pipe = spawn_watcher(exe, &marker).ok();
+    let (pipe, watcher) = match spawn_watcher(exe, &marker) {
+        Ok((pipe, pid)) => (Some(pipe), Some(pid)),
+        Err(_) => (None, None),
+    };
     let _ = WATCH.set(Mutex::new(Watch {
         marker,
+        watcher,
         pipe,
         folders: Vec::new(),
     }));
+    // SAFETY: prctl(PR_SET_CHILD_SUBREAPER) takes an integer and touches no memory of ours; on
+    // a system without it, it fails and changes nothing.
+    #[cfg(target_os = "linux")]
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    }
+    let _ = std::thread::Builder::new()
+        .name("reaper-reporter".into())
+        .spawn(report_descendants);
 }
 
-fn spawn_watcher(exe: &Path, marker: &str) -> std::io::Result<std::fs::File> {
+/// How often the reporter looks for descendants to tell the watcher of.
+const REPORT_EVERY: Duration = Duration::from_millis(250);
+
+/// Tells the watcher, as long as relaycheck runs, each descendant it has not told of yet.
+fn report_descendants() {
+    let me = std::process::id() as i32;
+    let mut told = std::collections::BTreeSet::new();
+    loop {
+        std::thread::sleep(REPORT_EVERY);
+        let watcher = watch().and_then(|w| w.watcher);
+        for process in descendants(me) {
+            if Some(process.0) != watcher && told.insert(process) {
+                tell(&format!("pid {} {}", process.0, process.1));
+            }
+        }
+    }
+}
+
+/// Every live descendant of `root`, with its start time (clock ticks since boot), by the
+/// parent links of /proc.
+fn descendants(root: i32) -> Vec<(i32, u64)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut children: std::collections::BTreeMap<i32, Vec<(i32, u64)>> = Default::default();
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if let Some((state, ppid, started)) = stat_of(pid)
+            && state != 'Z'
+            && state != 'X'
+        {
+            children.entry(ppid).or_default().push((pid, started));
+        }
+    }
+    let mut found = Vec::new();
+    let mut next = vec![root];
+    while let Some(parent) = next.pop() {
+        for &(pid, started) in children.get(&parent).into_iter().flatten() {
+            found.push((pid, started));
+            next.push(pid);
+        }
+    }
+    found
+}
+
+/// A process's state, parent and start time, from `/proc/<pid>/stat`.
+fn stat_of(pid: i32) -> Option<(char, i32, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command (which may hold spaces and parentheses): state, ppid, and the
+    // start time nineteen fields on.
+    let rest: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let state = rest.first()?.chars().next()?;
+    let ppid = rest.get(1)?.parse().ok()?;
+    let started = rest.get(19)?.parse().ok()?;
+    Some((state, ppid, started))
+}
+
+/// Ends every descendant of `me` but `spare`, again until a look finds none (a process may
+/// start another as it goes). Returns how many it ended.
+fn end_descendants(me: i32, spare: Option<i32>) -> usize {
+    let mut ended = std::collections::BTreeSet::new();
+    for _ in 0..40 {
+        let found: Vec<i32> = descendants(me)
+            .into_iter()
+            .map(|(pid, _)| pid)
+            .filter(|pid| Some(*pid) != spare)
+            .collect();
+        if found.is_empty() {
+            break;
+        }
+        for pid in found {
+            signal(pid, libc::SIGKILL);
+            ended.insert(pid);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    ended.len()
+}
+
+fn spawn_watcher(exe: &Path, marker: &str) -> std::io::Result<(std::fs::File, i32)> {
     use std::os::unix::process::CommandExt;
     // Both ends are close-on-exec, so no target inherits the write end and holds it open.
     let (reader, writer) = std::io::pipe()?;
-    std::process::Command::new(exe)
+    let child = std::process::Command::new(exe)
         .arg(WATCH_ARG)
         .arg(marker)
         .stdin(reader)
@@ -76,7 +187,10 @@ fn spawn_watcher(exe: &Path, marker: &str) -> std::io::Result<std::fs::File> {
         // Out of the terminal's foreground group: a Ctrl-C must not end it before it sweeps.
         .process_group(0)
         .spawn()?;
-    Ok(std::fs::File::from(std::os::fd::OwnedFd::from(writer)))
+    Ok((
+        std::fs::File::from(std::os::fd::OwnedFd::from(writer)),
+        child.id() as i32,
+    ))
 }
 
 fn tell(line: &str) {
@@ -117,10 +231,13 @@ pub fn keep(folder: &Path) {
 /// Ends every process of the run still alive and removes its folders; for a normal exit and
 /// the signal handler. Returns how many processes it ended.
 pub fn sweep() -> usize {
-    let Some((marker, folders)) = watch().map(|w| (w.marker.clone(), w.folders.clone())) else {
+    let Some((marker, folders, watcher)) =
+        watch().map(|w| (w.marker.clone(), w.folders.clone(), w.watcher))
+    else {
         return 0;
     };
-    let ended = end_marked(&marker, &folders, std::process::id() as i32);
+    let me = std::process::id() as i32;
+    let ended = end_marked(&marker, &folders, me) + end_descendants(me, watcher);
     for folder in &folders {
         let _ = std::fs::remove_dir_all(folder);
     }
@@ -132,9 +249,15 @@ pub fn sweep() -> usize {
 pub fn watch_until_closed(marker: &str, from: impl std::io::Read) {
     let mut groups = std::collections::BTreeSet::new();
     let mut folders: Vec<PathBuf> = Vec::new();
+    let mut seen: Vec<(i32, u64)> = Vec::new();
     for line in std::io::BufReader::new(from).lines() {
         let Ok(line) = line else { break };
-        if let Some(pgid) = line.strip_prefix('+').and_then(|p| p.parse::<i32>().ok()) {
+        if let Some((pid, started)) = line.strip_prefix("pid ").and_then(|rest| {
+            let (pid, started) = rest.split_once(' ')?;
+            Some((pid.parse::<i32>().ok()?, started.parse::<u64>().ok()?))
+        }) {
+            seen.push((pid, started));
+        } else if let Some(pgid) = line.strip_prefix('+').and_then(|p| p.parse::<i32>().ok()) {
             groups.insert(pgid);
         } else if let Some(pgid) = line.strip_prefix('-').and_then(|p| p.parse::<i32>().ok()) {
             groups.remove(&pgid);
@@ -150,6 +273,13 @@ pub fn watch_until_closed(marker: &str, from: impl std::io::Read) {
     end_marked(marker, &folders, std::process::id() as i32);
     for pgid in &groups {
         signal(-pgid, libc::SIGKILL);
+    }
+    // The descendants relaycheck told of, each only while its start time says it is still the
+    // same process.
+    for (pid, started) in seen {
+        if stat_of(pid).is_some_and(|(_, _, now)| now == started) {
+            signal(pid, libc::SIGKILL);
+        }
     }
     for folder in &folders {
         let _ = std::fs::remove_dir_all(folder);

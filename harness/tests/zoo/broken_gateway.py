@@ -109,6 +109,12 @@ subprocess.Popen(["sleep", "300"], stdout=subprocess.DEVNULL if mode.startswith(
 subprocess.Popen(["sleep", "301"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                  start_new_session=True)
 out_lock = threading.Lock()
+if mode == "detach-clean":
+    # A descendant that sheds every mark of the run: a session of its own, an empty
+    # environment, and a command line that names no work folder.
+    subprocess.Popen(["sleep", options[0]], env={}, cwd="/", start_new_session=True,
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL)
 
 
 def serve_http():
