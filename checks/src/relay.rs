@@ -490,6 +490,10 @@ pub struct OtherCall {
     pub own_session: bool,
     /// Progress notifications the upstream sent for the second call.
     pub upstream_progress: usize,
+    /// What each session's client was sent while the calls ran that answered none of its calls
+    /// (first session, then second), where the calls went over two sessions: a message of
+    /// the other call sent to a session with no stream of that call's shows here.
+    pub strays: [Vec<String>; 2],
 }
 
 /// Progress notifications the upstream sent, in an observation log's lines for one call.
@@ -539,6 +543,17 @@ pub(super) fn calls_apart(name: &str, evidence: &Evidence<'_>) -> Verdict {
                 "{who} received {foreign} notification(s) under the other's token `{theirs}`"
             ));
         }
+        let strays = if who == first {
+            &other.strays[0]
+        } else {
+            &other.strays[1]
+        };
+        let stray = strays.iter().filter(|s| holds_token(s, theirs)).count();
+        if stray > 0 {
+            mixed.push(format!(
+                "{who} was sent {stray} message(s) of the other's call (naming `{theirs}`) outside its own calls"
+            ));
+        }
         let progress = reply
             .notifications
             .iter()
@@ -570,7 +585,7 @@ pub(super) fn calls_apart(name: &str, evidence: &Evidence<'_>) -> Verdict {
         Verdict::pass(
             name,
             format!(
-                "two calls at once ({}) each got their own answer and progress ({}), none of the other's",
+                "two calls at once ({}) each got their own answer and notifications, none of the other's (progress: {})",
                 if other.own_session {
                     "one per client session"
                 } else {

@@ -2248,6 +2248,7 @@ fn calls_apart_names_the_call_that_got_the_other_ones_messages() {
         exchange,
         own_session: true,
         upstream_progress: 1,
+        strays: Default::default(),
     };
     fixture.upstream.push(Observation {
         direction: Direction::Out,
@@ -2287,6 +2288,28 @@ fn calls_apart_names_the_call_that_got_the_other_ones_messages() {
     // Progress lost, or the gateway's own added, is not mixing.
     fixture.other = Some(other(reply("{\"nonce\":\"rc-1-56\"}", &[])));
     passes(&fixture, "calls-apart", json!({}));
+    // A message of one call sent to the other session outside its calls is mixing too; one
+    // naming the session's own call is not.
+    let mut strayed = other(reply("{\"nonce\":\"rc-1-56\"}", &["rc-1-56"]));
+    strayed.strays[1] =
+        vec![r#"{"method":"notifications/message","params":{"data":{"nonce":"rc-1-5"}}}"#.into()];
+    strayed.strays[0] =
+        vec![r#"{"method":"notifications/message","params":{"data":{"nonce":"rc-1-5"}}}"#.into()];
+    fixture.exchange = reply("{\"nonce\":\"rc-1-5\"}", &["rc-1-5"]);
+    fixture.other = Some(strayed);
+    let verdict = fails(&fixture, "calls-apart", json!({}));
+    assert!(
+        verdict.message.contains(
+            "the second session was sent 1 message(s) of the other's call (naming `rc-1-5`) outside its own calls"
+        ),
+        "{}",
+        verdict.message
+    );
+    assert!(
+        !verdict.message.contains("the first session was sent"),
+        "{}",
+        verdict.message
+    );
     fixture.exchange = reply("{\"nonce\":\"rc-1-5\"}", &["rc-1-5", "rc-1-5", "rc-1-5"]);
     fixture.other = Some(other(reply("{\"nonce\":\"rc-1-56\"}", &["rc-1-56"])));
     passes(&fixture, "calls-apart", json!({}));

@@ -1253,11 +1253,25 @@ pub async fn run_one(
             drive(&routed, route, &target.session, request),
             drive(&routed, route, other_side, other_request)
         );
+        // What either client was sent outside its calls: over two sessions, a message of one
+        // call sent to the other session's connection.
+        let strays = match &second {
+            Some(second) => [&target.session, second].map(|session| {
+                session
+                    .strays()
+                    .0
+                    .iter()
+                    .map(|stray| String::from_utf8_lossy(&stray.raw).into_owned())
+                    .collect()
+            }),
+            None => Default::default(),
+        };
         let other = checks::OtherCall {
             nonce: other_nonce,
             exchange: other.exchange,
             own_session: second.is_some(),
             upstream_progress: 0,
+            strays,
         };
         (own, Some(other))
     } else if cancels {

@@ -200,6 +200,9 @@ pub struct Back {
     /// their required params (the `client-requests-retyped` mutant).
     retypes_requests: bool,
     logs: Logs,
+    /// The `log-messages-to-latest-caller` mutant: where the way back of the request that
+    /// started last is kept, whose client gets every log message instead.
+    to_latest: Option<Arc<Mutex<Option<Back>>>>,
 }
 
 impl Back {
@@ -211,16 +214,22 @@ impl Back {
             drops_logs: false,
             retypes_requests: false,
             logs: Logs::Connection,
+            to_latest: None,
         }
     }
 
     /// The way back to a client of `gw`: the client has the gateway's call timeout to answer.
     pub fn of(gw: &crate::gateway::Gateway, link: Arc<ClientLink>, stream: Sink) -> Back {
-        Back {
+        let mut back = Back {
             drops_logs: gw.mutation.is(crate::mutant::Mutant::LogMessagesDropped),
             retypes_requests: gw.mutation.is(crate::mutant::Mutant::ClientRequestsRetyped),
             ..Back::new(link, stream, gw.timeout())
+        };
+        if gw.mutation.is(crate::mutant::Mutant::LogsToLatestCaller) {
+            *lock(&gw.latest_back) = Some(back.clone());
+            back.to_latest = Some(gw.latest_back.clone());
         }
+        back
     }
 
     /// The way back for one stateless request of a client of `gw`, which asks for log messages
@@ -251,6 +260,12 @@ impl Back {
     /// Relays an upstream notification: log messages only, each to a client that asked for its
     /// level (see [`Logs`]).
     pub fn notify(&self, message: Value) {
+        if let Some(latest) = &self.to_latest {
+            let latest = lock(latest).clone();
+            if let Some(latest) = latest {
+                return latest.notify(message);
+            }
+        }
         if message.get("method").and_then(Value::as_str) != Some(LOG_METHOD) || self.drops_logs {
             return;
         }

@@ -113,6 +113,9 @@ pub struct Gateway {
     /// what a stdio upstream sends besides its answers (its lines relate to no request) is
     /// that client's too.
     pub sole_client: Arc<OnceLock<Back>>,
+    /// The way back of the request that started last, kept for the
+    /// `log-messages-to-latest-caller` mutant alone.
+    pub latest_back: Arc<std::sync::Mutex<Option<Back>>>,
     /// What upstreams tell the gateway's clients outside the answers to requests, and the
     /// clients to tell.
     pub notices: Arc<crate::notices::Notices>,
@@ -186,6 +189,7 @@ impl Gateway {
             audit,
             progress,
             sole_client,
+            latest_back: Default::default(),
             notices,
             answered: std::sync::Mutex::default(),
             counter: AtomicU64::new(1),

@@ -85,6 +85,7 @@ pub enum Mutant {
     SessionPerCall,
     ResultSentTwice,
     ProgressToLatestCaller,
+    LogsToLatestCaller,
     ListingBeforeInitialize,
     ClientCapabilitiesWidened,
     ListingFirstPageOnly,
@@ -394,6 +395,12 @@ const TABLE: &[(Mutant, &str, &str, &str)] = &[
         "progress-to-latest-caller",
         "flat",
         "upstream progress goes to the caller whose call started last, so one client session gets another's notifications",
+    ),
+    (
+        Mutant::LogsToLatestCaller,
+        "log-messages-to-latest-caller",
+        "sessions",
+        "log messages an upstream sends during a call go to the caller whose call started last, so one client session gets what another's call logged",
     ),
     (
         Mutant::ResultSentTwice,
