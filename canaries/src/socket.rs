@@ -37,9 +37,15 @@ pub async fn serve(
 ) -> Result<(), CanaryError> {
     tokio::pin!(shutdown);
     loop {
-        let stream = tokio::select! {
-            accepted = listener.accept() => accepted?.0,
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
             () = &mut shutdown => return Ok(()),
+        };
+        // A failed accept (out of descriptors, with many relays open) ends no session but the
+        // one it would have begun; the server goes on.
+        let Ok((stream, _)) = accepted else {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            continue;
         };
         let canary = fresh();
         let log = log.clone();
