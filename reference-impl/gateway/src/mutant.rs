@@ -919,9 +919,9 @@ mod tests {
             assert_eq!(m.name().parse::<Mutant>(), Ok(m));
             assert!(!m.defect().is_empty());
         }
-        assert_eq!(Mutant::all().count(), 117);
+        assert_eq!(Mutant::all().count(), 118);
         let err = "nope".parse::<Mutant>().unwrap_err().to_string();
         assert!(err.contains("meta-cut-apart"), "{err}");
-        assert_eq!(Mutant::listing().lines().count(), 117);
+        assert_eq!(Mutant::listing().lines().count(), 118);
     }
 }
