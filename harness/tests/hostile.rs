@@ -530,18 +530,25 @@ fn a_second_run_into_a_busy_out_is_refused_naming_the_lock() {
     let dir = scratch("busy");
     let starts = dir.join("starts");
     std::fs::create_dir_all(&starts).unwrap();
-    // A gateway that takes two seconds to start keeps the first run busy.
+    // A gateway that takes six seconds to start keeps the first run busy, however long the
+    // second run takes to start on a loaded machine; the profile gives it the time.
     let profile = zoo_profile(
         &dir,
         "zoo-slow",
         &[
             "slow-start",
             starts.to_str().unwrap(),
-            "2",
+            "6",
             "--",
             "{canary_cmd}",
         ],
     );
+    let text = std::fs::read_to_string(&profile).unwrap();
+    std::fs::write(
+        &profile,
+        text.replace("timeout_ms = 5000", "timeout_ms = 30000"),
+    )
+    .unwrap();
     let out = dir.join("out");
     let lock = out.join(".relaycheck.lock");
     let first_dir = dir.join("first");
