@@ -12,7 +12,6 @@ use std::process::Command;
 
 use relaycheck::suite::{Pool, Trial};
 use relaycheck_model::Shape;
-use relaycheck_model::script::Respond;
 use serde_json::Value;
 
 /// Mutants whose recorded cases run at once.
@@ -133,10 +132,10 @@ fn every_mutant_is_caught_and_every_case_catches_one() {
             .take(3)
             .filter_map(Value::as_str)
             .any(|id| {
-                catalogue.cases.iter().any(|case| {
-                    case.spec.id == id
-                        && matches!(case.spec.tool.respond, Some(Respond::Oversized(_)))
-                })
+                catalogue
+                    .cases
+                    .iter()
+                    .any(|case| case.spec.id == id && relaycheck::run::moves_mebibytes(case))
             })
     };
     let (heavy, light): (Vec<&Value>, Vec<&Value>) = mutants.iter().partition(moves_mebibytes);

@@ -8,7 +8,6 @@ use std::path::Path;
 use regex::Regex;
 use relaycheck::profile::Profile;
 use relaycheck::suite::{Pool, Trial, trials};
-use relaycheck_model::script::Respond;
 use serde_json::{Value, json};
 
 /// Trials in flight at once.
@@ -105,7 +104,7 @@ fn the_reference_answers_every_case_as_pinned() {
         .catalogue()
         .cases
         .iter()
-        .filter(|case| matches!(case.spec.tool.respond, Some(Respond::Oversized(_))))
+        .filter(|case| relaycheck::run::moves_mebibytes(case))
         .map(|case| case.spec.id.clone())
         .collect();
     let (heavy, all): (Vec<Trial>, Vec<Trial>) = trials(pool.catalogue(), &profile)
