@@ -521,9 +521,22 @@ pub(super) fn calls_apart(name: &str, evidence: &Evidence<'_>) -> Verdict {
     let own_sent = upstream_progress(evidence.upstream);
     let mut mixed = Vec::new();
     let mut counts = Vec::new();
-    for (who, exchange, theirs, sent) in [
-        (first, evidence.exchange, other.nonce.as_str(), own_sent),
-        (second, &other.exchange, own, other.upstream_progress),
+    let [first_strays, second_strays] = &other.strays;
+    for (who, exchange, theirs, sent, strays) in [
+        (
+            first,
+            evidence.exchange,
+            other.nonce.as_str(),
+            own_sent,
+            first_strays,
+        ),
+        (
+            second,
+            &other.exchange,
+            own,
+            other.upstream_progress,
+            second_strays,
+        ),
     ] {
         let Some(reply) = exchange.reply() else {
             return Verdict::fail(name, format!("{who} ended as `{}`", exchange.kind()));
@@ -543,11 +556,6 @@ pub(super) fn calls_apart(name: &str, evidence: &Evidence<'_>) -> Verdict {
                 "{who} received {foreign} notification(s) under the other's token `{theirs}`"
             ));
         }
-        let strays = if who == first {
-            &other.strays[0]
-        } else {
-            &other.strays[1]
-        };
         let stray = strays.iter().filter(|s| holds_token(s, theirs)).count();
         if stray > 0 {
             mixed.push(format!(

@@ -329,7 +329,7 @@ fn marked(wanted: &str, folders: &[String], me: i32) -> Vec<i32> {
         else {
             continue;
         };
-        if pid == me || is_zombie(&entry.path()) {
+        if pid == me || is_zombie(pid) {
             continue;
         }
         let by_env = std::fs::read(entry.path().join("environ"))
@@ -347,11 +347,8 @@ fn marked(wanted: &str, folders: &[String], me: i32) -> Vec<i32> {
     found
 }
 
-fn is_zombie(proc_dir: &Path) -> bool {
-    std::fs::read_to_string(proc_dir.join("stat")).is_ok_and(|stat| {
-        stat.rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
-    })
+fn is_zombie(pid: i32) -> bool {
+    stat_of(pid).is_some_and(|(state, _, _)| state == 'Z')
 }
 
 fn signal(pid: i32, signal: i32) {
